@@ -1,1 +1,49 @@
-//! placeholder
+//! `inca-wire`: the bytes that cross inca's links.
+//!
+//! Modelled on smoltcp's `wire` module: each protocol has a zero-copy view
+//! `Foo<T: AsRef<[u8]>>` whose `new_checked` validates lengths once so its
+//! accessors never panic, setters when `T: AsMut<[u8]>`, and a `FooRepr`
+//! with `parse`, `emit` and `buffer_len`. Nothing here panics on malformed
+//! input; every failure is a [`WireError`].
+//!
+//! - [`ethernet`] — Ethernet II with an optional 802.1Q tag, EtherTypes.
+//! - [`ipv4`] — IPv4 header, options skipped, header checksum.
+//! - [`checksum`] — RFC 1071 Internet checksum, RFC 1624 incremental update.
+//! - [`udp`], [`tcp`] — headers with pseudo-header checksums.
+//! - [`roce`] — RoCEv2 BTH, RETH, AETH, opcodes, whole-packet view.
+//! - [`icrc`] — the RoCEv2 invariant CRC (IBA Annex A17).
+//! - [`builder`] — whole frames: UDP, TCP and RoCEv2 WRITE/READ/response/ACK.
+//! - [`pcap`] — pcap writer, pcap/pcapng reader.
+//!
+//! Byte-by-byte layouts are in `docs/wire.md`.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod builder;
+pub mod checksum;
+mod error;
+pub mod ethernet;
+pub mod icrc;
+pub mod ipv4;
+pub mod pcap;
+pub mod roce;
+pub mod tcp;
+pub mod udp;
+
+pub use builder::{
+    build_tcp_frame, build_udp_frame, Endpoints, ReadResponsePart, RoceFrameBuilder,
+};
+pub use error::{Result, WireError};
+pub use ethernet::{EthernetFrame, EthernetRepr, MacAddr, VlanTag};
+pub use icrc::{
+    compute_frame_icrc, compute_icrc, fill_frame_icrc, fill_icrc, verify_frame_icrc, verify_icrc,
+};
+pub use ipv4::{Ipv4Packet, Ipv4Repr};
+pub use pcap::{read_capture, read_capture_bytes, PcapError, PcapWriter};
+pub use roce::{
+    Aeth, AethRepr, Bth, BthRepr, ExtHeader, Opcode, Reth, RethRepr, RocePacket, RoceRepr,
+    ROCEV2_UDP_PORT,
+};
+pub use tcp::{TcpFlags, TcpRepr, TcpSegment};
+pub use udp::{UdpDatagram, UdpRepr};

@@ -1,0 +1,378 @@
+//! Property tests: every header round-trips through emit/parse, and no view,
+//! repr parser, ICRC helper or capture reader panics on arbitrary bytes.
+
+use std::net::Ipv4Addr;
+
+use inca_wire::*;
+use proptest::prelude::*;
+
+fn ip() -> impl Strategy<Value = Ipv4Addr> {
+    any::<[u8; 4]>().prop_map(Ipv4Addr::from)
+}
+
+fn vlan() -> impl Strategy<Value = Option<VlanTag>> {
+    proptest::option::of(
+        (0u8..8, any::<bool>(), 0u16..4096).prop_map(|(pcp, dei, vid)| VlanTag { pcp, dei, vid }),
+    )
+}
+
+fn opcode() -> impl Strategy<Value = Opcode> {
+    proptest::sample::select(Opcode::ALL.to_vec())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn ethernet_roundtrip(dst in any::<[u8; 6]>(), src in any::<[u8; 6]>(), vlan in vlan(),
+                          et in any::<u16>().prop_filter("not a TPID", |e| *e != ethertype_vlan()),
+                          payload in proptest::collection::vec(any::<u8>(), 0..64)) {
+        let r = EthernetRepr { dst, src, vlan, ethertype: et };
+        let mut buf = vec![0; r.buffer_len() + payload.len()];
+        r.emit(&mut buf).unwrap();
+        let hl = r.buffer_len();
+        buf[hl..].copy_from_slice(&payload);
+        let f = EthernetFrame::new_checked(&buf[..]).unwrap();
+        prop_assert_eq!(EthernetRepr::parse(&f).unwrap(), r);
+        prop_assert_eq!(f.payload(), &payload[..]);
+        prop_assert_eq!(ethernet::payload_offset(&buf).unwrap(), hl);
+    }
+
+    #[test]
+    fn ipv4_roundtrip(src in ip(), dst in ip(), protocol in any::<u8>(), ttl in any::<u8>(), tos in any::<u8>(),
+                      ident in any::<u16>(), dont_frag in any::<bool>(), more_frags in any::<bool>(),
+                      frag_offset in 0u16..0x2000, payload in proptest::collection::vec(any::<u8>(), 0..64),
+                      eth_pad in 0usize..8) {
+        let r = Ipv4Repr { src, dst, protocol, payload_len: payload.len(), ttl, tos, ident, dont_frag, more_frags, frag_offset };
+        let mut buf = vec![0; r.buffer_len() + payload.len() + eth_pad];
+        r.emit(&mut buf).unwrap();
+        buf[20..20 + payload.len()].copy_from_slice(&payload);
+        let p = Ipv4Packet::new_checked(&buf[..]).unwrap();
+        prop_assert!(p.verify_checksum());
+        prop_assert_eq!(Ipv4Repr::parse(&p).unwrap(), r);
+        prop_assert_eq!(p.payload(), &payload[..]);
+    }
+
+    #[test]
+    fn ipv4_options_are_skipped(opt_words in 1usize..=10, payload in proptest::collection::vec(any::<u8>(), 0..32)) {
+        let hl = 20 + 4 * opt_words;
+        let mut buf = vec![0x01u8; hl + payload.len()]; // NOP options
+        let r = Ipv4Repr { src: Ipv4Addr::new(1, 2, 3, 4), dst: Ipv4Addr::new(5, 6, 7, 8), protocol: 17,
+            payload_len: payload.len(), ttl: 9, tos: 0, ident: 1, dont_frag: false, more_frags: false, frag_offset: 0 };
+        r.emit(&mut buf).unwrap();
+        let mut p = Ipv4Packet::new_unchecked(&mut buf[..]);
+        p.set_header_len(hl).unwrap();
+        p.set_total_len((hl + payload.len()) as u16);
+        p.fill_checksum();
+        buf[hl..].copy_from_slice(&payload);
+        let p = Ipv4Packet::new_checked(&buf[..]).unwrap();
+        prop_assert_eq!(p.header_len(), hl);
+        prop_assert_eq!(p.options().len(), hl - 20);
+        prop_assert_eq!(p.payload(), &payload[..]);
+        prop_assert_eq!(Ipv4Repr::parse(&p).unwrap().payload_len, payload.len());
+    }
+
+    #[test]
+    fn udp_roundtrip(src in ip(), dst in ip(), sp in any::<u16>(), dp in any::<u16>(), with_ck in any::<bool>(),
+                     payload in proptest::collection::vec(any::<u8>(), 0..128)) {
+        let r = UdpRepr { src_port: sp, dst_port: dp };
+        let mut buf = vec![0; r.buffer_len(payload.len())];
+        r.emit(&mut buf, &payload, src, dst, with_ck).unwrap();
+        let d = UdpDatagram::new_checked(&buf[..]).unwrap();
+        prop_assert_eq!(d.checksum() != 0, with_ck);
+        prop_assert!(d.verify_checksum(src, dst));
+        prop_assert_eq!(UdpRepr::parse(&d, src, dst).unwrap(), r);
+        prop_assert_eq!(d.payload(), &payload[..]);
+        if with_ck && !payload.is_empty() {
+            let mut bad = buf.clone();
+            bad[8] ^= 0x10;
+            let d = UdpDatagram::new_checked(&bad[..]).unwrap();
+            prop_assert_eq!(UdpRepr::parse(&d, src, dst), Err(WireError::BadChecksum));
+        }
+    }
+
+    #[test]
+    fn tcp_roundtrip(src in ip(), dst in ip(), sp in any::<u16>(), dp in any::<u16>(), seq in any::<u32>(),
+                     ack in any::<u32>(), flags in any::<u8>(), window in any::<u16>(), urgent in any::<u16>(),
+                     opt_words in 0usize..=10, opt_seed in any::<u8>(),
+                     payload in proptest::collection::vec(any::<u8>(), 0..128)) {
+        let options: Vec<u8> = (0..opt_words * 4).map(|i| opt_seed.wrapping_add(i as u8)).collect();
+        let r = TcpRepr { src_port: sp, dst_port: dp, seq, ack, flags: TcpFlags(flags), window, urgent,
+                          options: &options, payload: &payload };
+        let mut buf = vec![0; r.buffer_len()];
+        r.emit(&mut buf, src, dst).unwrap();
+        let s = TcpSegment::new_checked(&buf[..]).unwrap();
+        prop_assert!(s.verify_checksum(src, dst));
+        prop_assert_eq!(TcpRepr::parse(&s, src, dst).unwrap(), r);
+        prop_assert_eq!(s.flags().contains(TcpFlags::SYN), flags & 0x02 != 0);
+    }
+
+    #[test]
+    fn bth_reth_aeth_roundtrip(op in opcode(), se in any::<bool>(), m in any::<bool>(), pad in 0u8..4, tver in 0u8..16,
+                               pkey in any::<u16>(), resv8a in any::<u8>(), qp in 0u32..1 << 24, a in any::<bool>(),
+                               psn in 0u32..1 << 24, va in any::<u64>(), rkey in any::<u32>(), len in any::<u32>(),
+                               syn in any::<u8>(), msn in 0u32..1 << 24) {
+        let b = BthRepr { opcode: op, solicited: se, migreq: m, pad_count: pad, tver, pkey, resv8a, dest_qp: qp, ack_req: a, psn };
+        let mut buf = [0u8; 12];
+        b.emit(&mut buf).unwrap();
+        prop_assert_eq!(BthRepr::parse(&Bth::new_checked(&buf[..]).unwrap()).unwrap(), b);
+        let r = RethRepr { virtual_addr: va, rkey, dma_len: len };
+        let mut buf = [0u8; 16];
+        r.emit(&mut buf).unwrap();
+        prop_assert_eq!(RethRepr::parse(&Reth::new_checked(&buf[..]).unwrap()).unwrap(), r);
+        let ae = AethRepr { syndrome: syn, msn };
+        let mut buf = [0u8; 4];
+        ae.emit(&mut buf).unwrap();
+        prop_assert_eq!(AethRepr::parse(&Aeth::new_checked(&buf[..]).unwrap()).unwrap(), ae);
+    }
+
+    #[test]
+    fn roce_frame_roundtrip(op in opcode(), qp in 0u32..1 << 24, psn in 0u32..1 << 24, a in any::<bool>(),
+                            sport in any::<u16>(), udp_ck in any::<bool>(), vlan in vlan(),
+                            va in any::<u64>(), rkey in any::<u32>(), len in any::<u32>(),
+                            syn in any::<u8>(), msn in 0u32..1 << 24, tos in any::<u8>(), ttl in any::<u8>(),
+                            payload in proptest::collection::vec(any::<u8>(), 0..80)) {
+        let mut ep = Endpoints::new([2, 0, 0, 0, 0, 1], Ipv4Addr::new(10, 0, 0, 1), [2, 0, 0, 0, 0, 2], Ipv4Addr::new(10, 0, 0, 2));
+        ep.vlan = vlan;
+        ep.tos = tos;
+        ep.ttl = ttl;
+        let b = RoceFrameBuilder::new(ep, sport, qp).with_udp_checksum(udp_ck);
+        let reth = (op.ext_header() == ExtHeader::Reth).then_some(RethRepr { virtual_addr: va, rkey, dma_len: len });
+        let aeth = (op.ext_header() == ExtHeader::Aeth).then_some(AethRepr { syndrome: syn, msn });
+        let f = b.build(op, psn, a, reth, aeth, &payload).unwrap();
+        prop_assert!(verify_frame_icrc(&f).is_ok());
+        let eth = EthernetFrame::new_checked(&f[..]).unwrap();
+        prop_assert_eq!(eth.vlan(), vlan);
+        let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+        prop_assert!(Ipv4Repr::parse(&ip).is_ok());
+        let udp = UdpDatagram::new_checked(ip.payload()).unwrap();
+        prop_assert!(UdpRepr::parse(&udp, ip.src_addr(), ip.dst_addr()).is_ok());
+        prop_assert_eq!(udp.dst_port(), ROCEV2_UDP_PORT);
+        let p = RocePacket::new_checked(udp.payload()).unwrap();
+        let r = RoceRepr::parse(&p).unwrap();
+        prop_assert_eq!(r.bth.opcode, op);
+        prop_assert_eq!(r.bth.dest_qp, qp);
+        prop_assert_eq!(r.bth.psn, psn);
+        prop_assert_eq!(r.bth.ack_req, a);
+        prop_assert_eq!(r.reth, reth);
+        prop_assert_eq!(r.aeth, aeth);
+        prop_assert_eq!(r.payload, &payload[..]);
+        prop_assert_eq!((r.payload.len() + usize::from(r.bth.pad_count)) % 4, 0);
+        prop_assert_eq!(r.icrc, compute_frame_icrc(&f).unwrap());
+    }
+
+    #[test]
+    fn pcap_roundtrip(frames in proptest::collection::vec((0u64..(u64::from(u32::MAX) + 1) * 1_000_000_000,
+                                                           proptest::collection::vec(any::<u8>(), 0..100)), 0..8)) {
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        for (ts, f) in &frames {
+            w.write(*ts, f).unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        prop_assert_eq!(read_capture_bytes(&bytes).unwrap(), frames);
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        prop_assert!(matches!(w.write(u64::MAX, &[]), Err(PcapError::TimestampOutOfRange(_))));
+    }
+}
+
+fn ethertype_vlan() -> u16 {
+    ethernet::ethertype::VLAN
+}
+
+// ------------------------------------------------------------ no panics
+
+fn poke_all(b: &[u8]) {
+    if let Ok(f) = EthernetFrame::new_checked(b) {
+        let _ = (f.dst(), f.src(), f.vlan(), f.ethertype(), f.payload().len());
+        let _ = EthernetRepr::parse(&f);
+    }
+    let _ = ethernet::payload_offset(b);
+    if let Ok(p) = Ipv4Packet::new_checked(b) {
+        let _ = (
+            p.version(),
+            p.dscp(),
+            p.ecn(),
+            p.total_len(),
+            p.ident(),
+            p.dont_frag(),
+            p.more_frags(),
+        );
+        let _ = (
+            p.frag_offset(),
+            p.ttl(),
+            p.protocol(),
+            p.src_addr(),
+            p.dst_addr(),
+            p.options(),
+            p.payload(),
+        );
+        let _ = (
+            p.verify_checksum(),
+            p.compute_checksum(),
+            Ipv4Repr::parse(&p),
+        );
+    }
+    let (a, c) = (Ipv4Addr::new(1, 2, 3, 4), Ipv4Addr::new(4, 3, 2, 1));
+    if let Ok(d) = UdpDatagram::new_checked(b) {
+        let _ = (
+            d.src_port(),
+            d.dst_port(),
+            d.len(),
+            d.payload(),
+            d.verify_checksum(a, c),
+            UdpRepr::parse(&d, a, c),
+        );
+    }
+    if let Ok(s) = TcpSegment::new_checked(b) {
+        let _ = (
+            s.seq(),
+            s.ack(),
+            s.flags(),
+            s.ns(),
+            s.window(),
+            s.urgent(),
+            s.options(),
+            s.payload(),
+        );
+        let _ = TcpRepr::parse(&s, a, c);
+    }
+    if let Ok(h) = Bth::new_checked(b) {
+        let _ = (
+            h.opcode(),
+            h.solicited(),
+            h.migreq(),
+            h.pad_count(),
+            h.tver(),
+            h.pkey(),
+            h.fecn(),
+            h.becn(),
+        );
+        let _ = (
+            h.dest_qp(),
+            h.ack_req(),
+            h.resv7(),
+            h.psn(),
+            BthRepr::parse(&h),
+        );
+    }
+    if let Ok(r) = Reth::new_checked(b) {
+        let _ = (r.virtual_addr(), r.rkey(), r.dma_len());
+    }
+    if let Ok(x) = Aeth::new_checked(b) {
+        let _ = (x.syndrome(), x.msn(), roce::syndrome_kind(x.syndrome()));
+    }
+    if let Ok(p) = RocePacket::new_checked(b) {
+        let _ = (
+            p.opcode(),
+            p.reth().map(|r| r.rkey()),
+            p.aeth().map(|x| x.msn()),
+            p.payload(),
+            p.pad(),
+            p.icrc(),
+        );
+        let _ = RoceRepr::parse(&p);
+    }
+    let _ = (
+        compute_icrc(b),
+        verify_icrc(b),
+        compute_frame_icrc(b),
+        verify_frame_icrc(b),
+    );
+    let mut m = b.to_vec();
+    let _ = fill_frame_icrc(&mut m);
+    let _ = fill_icrc(&mut m);
+    let _ = read_capture_bytes(b);
+}
+
+/// A valid RoCE frame to mutate, so the fuzzer reaches deep paths.
+fn seed_frame() -> Vec<u8> {
+    let ep = Endpoints::new(
+        [2, 0, 0, 0, 0, 1],
+        Ipv4Addr::new(10, 0, 0, 1),
+        [2, 0, 0, 0, 0, 2],
+        Ipv4Addr::new(10, 0, 0, 2),
+    );
+    RoceFrameBuilder::new(ep, 1, 2)
+        .write_only(
+            3,
+            true,
+            RethRepr {
+                virtual_addr: 4,
+                rkey: 5,
+                dma_len: 6,
+            },
+            &[7; 6],
+        )
+        .unwrap()
+}
+
+fn seed_pcap(ng: bool) -> Vec<u8> {
+    if ng {
+        use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+        use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+        let mut w = pcap_file::pcapng::PcapNgWriter::new(Vec::new()).unwrap();
+        w.write_pcapng_block(InterfaceDescriptionBlock::new(
+            pcap_file::DataLink::ETHERNET,
+            0,
+        ))
+        .unwrap();
+        let f = seed_frame();
+        w.write_pcapng_block(EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: std::time::Duration::from_micros(5),
+            original_len: f.len() as u32,
+            data: f.into(),
+            options: vec![],
+        })
+        .unwrap();
+        w.into_inner()
+    } else {
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        w.write(12345, &seed_frame()).unwrap();
+        w.finish().unwrap()
+    }
+}
+
+fn mutate(mut base: Vec<u8>, edits: &[(usize, u8)], cut: usize) -> Vec<u8> {
+    for &(i, v) in edits {
+        if !base.is_empty() {
+            let n = base.len();
+            base[i % n] = v;
+        }
+    }
+    base.truncate(base.len().saturating_sub(cut % 8));
+    base
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..200)) {
+        poke_all(&b);
+        // Also at every layer offset of the same bytes.
+        for off in [8, 12, 14, 18, 34, 42] {
+            if b.len() > off {
+                poke_all(&b[off..]);
+            }
+        }
+    }
+
+    #[test]
+    fn mutated_frames_never_panic(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6), cut in any::<usize>()) {
+        let f = mutate(seed_frame(), &edits, cut);
+        poke_all(&f);
+        for off in [14, 34, 42] {
+            if f.len() > off {
+                poke_all(&f[off..]);
+            }
+        }
+    }
+
+    #[test]
+    fn mutated_captures_never_panic(ng in any::<bool>(), edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                                    cut in any::<usize>()) {
+        let f = mutate(seed_pcap(ng), &edits, cut);
+        let _ = read_capture_bytes(&f);
+    }
+}
