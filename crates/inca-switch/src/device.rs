@@ -88,14 +88,18 @@ pub enum Output {
 
 /// A sans-IO device. See the module documentation for the contract.
 pub trait Device {
+    /// Boots the device at time `now` (called once by the driver, before any
+    /// input), pushing its first outputs (timers, say).
+    fn start(&mut self, _now: Nanos, _out: &mut Vec<Output>) {}
+
     /// Handles one input at time `now`, pushing any outputs onto `out`.
     fn handle(&mut self, now: Nanos, input: Input, rng: &mut DeviceRng, out: &mut Vec<Output>);
 
     /// Loses all volatile state, as a device does when it crashes and restarts
     /// (registers and tables cleared, queues emptied, timers forgotten).
     /// Persistent configuration (the loaded program, the profile) is kept.
-    /// Returns outputs the restarted device produces at time `now` (its first
-    /// timers, say).
+    /// Outputs the restarted device produces at time `now` (as [`Device::start`]
+    /// does) go onto `out`.
     fn restart(&mut self, now: Nanos, out: &mut Vec<Output>);
 }
 

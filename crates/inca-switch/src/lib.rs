@@ -1,6 +1,48 @@
-//! inca-switch: a Tofino-class programmable switch model.
+//! inca-switch: a software model of a Tofino-class programmable switch.
+//!
+//! What lives where:
+//! - [`device`] — the sans-IO device contract every inca device implements
+//!   (frames, timers and control messages in; transmissions and timers out).
+//! - [`program`] — the switch program API: parser, ingress, egress and
+//!   control-plane handlers over a [`PacketCtx`].
+//! - [`objects`] — declaring objects and the data-plane access rules (one
+//!   access per object per pass, tables read-only from the data plane).
+//! - Stateful objects: [`table`] (exact, ternary, LPM, range; idle timeout),
+//!   [`register`] (register arrays and actions), [`counter`], [`meter`]
+//!   (RFC 2698), [`hash`] (CRC16/32/64 units).
+//! - [`tm`] — traffic manager: egress queues, shared buffer, multicast
+//!   groups, mirror sessions. [`pktgen`] — the packet generator.
+//! - [`control`] — the control-plane agent: latency and operation-rate model.
+//! - [`profile`], [`resources`], [`placement`] — device profiles, resource
+//!   kinds, and the stage allocator that places a program or explains why it
+//!   does not fit.
+//! - [`switch`] — the [`Switch`] device that runs a program on a profile.
+//! - [`harness`] — a one-device driver for tests and benchmarks.
+pub mod control;
+pub mod counter;
 pub mod device;
-pub mod profile;
-pub mod resources;
+pub mod harness;
+pub mod hash;
+pub mod meter;
+pub mod objects;
+pub mod pktgen;
 pub mod placement;
+pub mod profile;
+pub mod program;
+pub mod register;
+pub mod resources;
+pub mod switch;
 pub mod table;
+pub mod tm;
+
+pub use control::{ControlPlane, PacketOutDest};
+pub use device::{Device, DeviceRng, Input, Nanos, Output, PortId};
+pub use objects::{
+    AccessError, ArrayDecl, DataPlane, Declare, DeclareError, Handle, ObjectId, RegisterHandle,
+    TableDecl, TableHandle,
+};
+pub use placement::Gress;
+pub use profile::Profile;
+pub use program::{ControlEvent, Destination, PacketCtx, PacketKind, ParseError, Program};
+pub use switch::{check, LoadError, Switch, SwitchStats};
+pub use table::{MatchKind, MatchSpec};

@@ -8,7 +8,7 @@
 //! `server` (a CPU server). Every value can be overridden by name with
 //! [`Profile::set`], which is how scenarios change a model input.
 
-use crate::device::{Nanos, MICROS, MILLIS};
+use crate::device::{Nanos, MICROS, MILLIS, SECONDS};
 use crate::resources::{Resource, ResourceVec};
 
 /// Which optional data-plane features a device has. The smart-NIC profile
@@ -106,24 +106,50 @@ pub struct Profile {
 impl Profile {
     /// A Tofino-1-class switch pipeline.
     ///
-    /// Stage budgets follow the RMT architecture (Bosshart et al., "Forwarding
-    /// Metamorphosis", SIGCOMM 2013, §5: per stage 106 SRAM blocks of 1K×112 b,
-    /// 16 TCAM blocks of 2K×40 b) as rounded for Tofino in the ExoPlane spec
-    /// (§2, "shared with the platform's RMT model": 12 stages; per stage 80
-    /// SRAM blocks of 1,024×128 b, 24 TCAM blocks of 512×44 b, 48 map-RAM
-    /// blocks, 4 stateful ALUs, 416 hash bits). Crossbar, VLIW and gateway
-    /// budgets follow Jose et al., "Compiling Packet Programs to Reconfigurable
-    /// Switches" (NSDI 2015, Table 1: 1,280 b exact and 640 b ternary crossbar
-    /// per stage, i.e. 160 and 80 bytes… rounded down to the 128 and 66 bytes
-    /// Tofino exposes) and the P4 Studio resource summaries (32 VLIW
-    /// instruction slots and 16 gateways per stage, 16 logical tables).
-    /// Timing: 32 ports at 100 Gbps, a 22 MB shared buffer (RedPlane spec,
-    /// "a few tens of MB"), 450 ns ingress+TM+egress pass (TEA spec §8.1),
-    /// parser depth 512 B (TEA spec: "the first few hundred bytes"), 8
-    /// packet-generator streams (SwiSh spec §2). Control plane: tens of ms per
-    /// operation in the worst case is the paper-level description; the
-    /// default here is 20 µs per table write capped at 50 k operations/s (TEA
-    /// spec §5.5 and CLIP spec §7.1), which scenarios override.
+    /// Sources, value by value:
+    ///
+    /// - **Stages and memories.** 12 match-action stages; per stage 80 SRAM
+    ///   blocks of 1,024 × 128 b, 24 TCAM blocks of 512 × 44 b, 48 map-RAM
+    ///   blocks, 4 stateful ALUs and 416 hash bits: the ExoPlane spec §2.1
+    ///   ("switch resources for the planner's resource model", marked [our
+    ///   choice] there, shared with this model). The same numbers appear in
+    ///   Intel's open-sourced Tofino compiler (p4lang/p4c,
+    ///   `backends/tofino/bf-p4c/mau/tofino/memories.h`: 8 rows × 10 columns
+    ///   of 1,024-deep SRAMs, 12 × 2 TCAMs of depth 512, 6 map-RAM columns × 8
+    ///   rows, 4 meter/stateful ALUs; `input_xbar.h`: 8 hash groups of 52
+    ///   bits). For comparison, the RMT chip of Bosshart et al. ("Forwarding
+    ///   Metamorphosis", SIGCOMM 2013) had 32 stages with 106 SRAM blocks of
+    ///   1K × 112 b and 16 TCAM blocks of 2K × 40 b per stage.
+    /// - **Crossbars.** 128 bytes of exact-match and 66 bytes of ternary-match
+    ///   input crossbar per stage: the Tofino compiler source above
+    ///   (`input_xbar.h`: 8 exact groups × 16 bytes; 6 ternary byte groups ×
+    ///   11 bytes).
+    /// - **VLIW, gateways, logical tables.** 32 VLIW instruction rows (the
+    ///   compiler's `instruction_memory.h`: a 32-row instruction memory per
+    ///   gress; the model counts 32 per stage for both gresses together [our
+    ///   choice, conservative]); 16 gateways (8 rows × 2 per row) and 16
+    ///   logical tables (`LOGICAL_TABLES = 16`), same `memories.h`.
+    /// - **Ports and buffer.** 32 ports at 100 Gbps (ExoPlane spec §2: a
+    ///   32 × 100 GbE switch; TEA spec §8.1: 32 ports, 100G-capable); 22 MiB
+    ///   shared buffer (RedPlane spec §5.11: 22 MB, the sources say "a few tens
+    ///   of MB"; the value is [our choice]).
+    /// - **Pipeline latency.** 450 ns per ingress+TM+egress pass (TEA spec
+    ///   §8.1, [our choice] there), split 250 ns ingress / 200 ns egress [our
+    ///   choice]; one recirculation costs one more pass (SwiSh spec §8.1).
+    ///   The ExoPlane thesis measured 273–384 ns per pass (ExoPlane spec §2);
+    ///   scenarios that reproduce it override the latencies.
+    /// - **Parser.** 512 B parse depth (TEA spec §5.9, [our choice] there; the
+    ///   sources say the ASIC parses only the first few hundred bytes).
+    /// - **Packet generator.** 8 streams (SwiSh spec §2).
+    /// - **Control plane.** 20 µs per table write, at most 50,000 operations
+    ///   per second (TEA spec §5.4 and CLIP spec §8.1, both [our choice]; the
+    ///   ExoPlane and RedPlane specs also use 20 µs per table write); register
+    ///   operations 50 µs + 2.58 µs per entry (SwiSh spec §8.1, calibrated to
+    ///   the SwiSh paper's ~507 ms bulk read); 50 µs digest latency (CLIP spec
+    ///   §8.1); 5 µs punt latency and 20 µs of CPU per punted packet or digest
+    ///   (SwiSh spec §8.1); a 10 Gbps CPU channel (RedPlane spec §5.3: PCIe,
+    ///   O(10 Gbps)). Papers describe worst-case control-plane operations as
+    ///   taking tens of ms; scenarios that need that override `table_write`.
     pub fn tofino() -> Profile {
         let mut b = ResourceVec::ZERO;
         b[Resource::SramBlocks] = 80;
@@ -173,11 +199,24 @@ impl Profile {
         }
     }
 
-    /// A 40 Gbps P4-programmable smart NIC (Netronome Agilio CX class, per the
-    /// ExoPlane spec §2): 2 GB of DRAM, 8 MB of SRAM, 60 compute units,
-    /// about 5 µs per packet end to end, and no recirculation, resubmit,
-    /// mirroring or packet generator. Control-plane table writes take tens
-    /// of ms (ExoPlane spec: 20 ms per batched RPC).
+    /// A 40 Gbps P4-programmable smart NIC (Netronome Agilio CX class, per
+    /// the ExoPlane spec §2).
+    ///
+    /// From the ExoPlane spec §2: 40 Gbps, 2 GB DRAM (model input); 8 MB
+    /// SRAM and 60 compute units ([our choice] there); unloaded end-to-end
+    /// latency of a device-processed packet about 5.1–6.1 µs, modelled as
+    /// 2.5 µs in + 2.5 µs out [our choice of split]; per-packet service at
+    /// least 50 ns and a 2 MB ingress buffer; control-plane table writes of
+    /// 20 ms per batched RPC with at most 64 in flight, hence at most 3,200
+    /// writes/s; register batch reads of 1 ms per 1,000 entries, modelled as
+    /// 1 µs per entry on top of a fixed 1 ms per operation [our choice]; CPU
+    /// packet injection 20 µs. The NIC lacks recirculation, resubmit, mirroring and a packet
+    /// generator (ExoPlane spec §5.9, [our choice] there). The per-stage
+    /// budget is one run-to-completion "stage": 8 MB of SRAM counted as 512
+    /// blocks of 16 KiB (the switch's block size, so reports compare), TCAM
+    /// emulated in SRAM (64 blocks), one stateful ALU per compute unit (60);
+    /// the other budgets are generous placeholders [our choice]. Digest and
+    /// punt latencies and the CPU channel rate are [our choice].
     pub fn smartnic() -> Profile {
         let mut b = ResourceVec::ZERO;
         // 8 MB of on-chip SRAM in 16 KiB blocks (the same block size as the
@@ -219,7 +258,7 @@ impl Profile {
             },
             control_plane: ControlPlaneTiming {
                 table_write: 20 * MILLIS,
-                register_op: 1 * MILLIS,
+                register_op: MILLIS,
                 register_per_entry: 1_000,
                 digest_latency: 100 * MICROS,
                 punt_latency: 10 * MICROS,
@@ -231,9 +270,14 @@ impl Profile {
     }
 
     /// A CPU server running a software data path on 4 cores (the papers'
-    /// software baselines): 64 GB of DRAM, about 400 ns of CPU per packet and
-    /// core (TEA spec §7), so 4 cores give about 10 Mpps, with NIC RX and TX
-    /// latency of 1 µs each.
+    /// software baselines).
+    ///
+    /// TEA spec §7: 4 cores, 400 ns of CPU per packet, NIC RX and TX latency
+    /// of 1 µs each ([our choice] there), so one packet enters every 100 ns;
+    /// TEA spec §8.1: 64 GB of RAM and a 40 Gbps NIC. A CPU has no pipeline
+    /// resources to run out of, so every budget except SRAM and TCAM (which
+    /// are 0: all state lives in DRAM) is effectively unlimited. Control-plane
+    /// timings are those of local function calls, 1 µs each [our choice].
     pub fn server() -> Profile {
         let mut b = ResourceVec::ZERO;
         // A CPU has no pipeline resources to run out of: each budget is set
@@ -268,15 +312,455 @@ impl Profile {
                 per_packet: 100,
             },
             control_plane: ControlPlaneTiming {
-                table_write: 1 * MICROS,
-                register_op: 1 * MICROS,
+                table_write: MICROS,
+                register_op: MICROS,
                 register_per_entry: 1,
-                digest_latency: 1 * MICROS,
-                punt_latency: 1 * MICROS,
+                digest_latency: MICROS,
+                punt_latency: MICROS,
                 punt_bps: 100_000_000_000,
-                cpu_per_event: 1 * MICROS,
+                cpu_per_event: MICROS,
                 max_ops_per_sec: 1_000_000,
             },
         }
+    }
+
+    /// The names of the built-in profiles.
+    pub const NAMES: [&'static str; 3] = ["tofino", "smartnic", "server"];
+
+    /// The built-in profile called `name` (`tofino`, `smartnic`, `server`).
+    pub fn by_name(name: &str) -> Result<Profile, ProfileError> {
+        match name {
+            "tofino" => Ok(Profile::tofino()),
+            "smartnic" => Ok(Profile::smartnic()),
+            "server" => Ok(Profile::server()),
+            _ => Err(ProfileError::UnknownProfile {
+                name: name.to_string(),
+                valid: Profile::NAMES.join(", "),
+            }),
+        }
+    }
+
+    /// Every parameter name [`Profile::set`] accepts, in a stable order.
+    pub fn parameter_names() -> Vec<String> {
+        params().into_iter().map(|(n, _)| n).collect()
+    }
+
+    /// Overrides one model input by its dotted name, e.g.
+    /// `set("budget.sram_blocks", "64")`, `set("control_plane.table_write",
+    /// "5ms")`, `set("dram_bytes", "2GiB")`, `set("features.recirculation",
+    /// "false")`.
+    ///
+    /// Values: counts are plain integers (`_` separators allowed); times are
+    /// integer nanoseconds or a number with `ns`, `us`/`µs`, `ms` or `s`
+    /// (`20us`, `1.5ms`); sizes are bytes or a number with `B`, `KB`, `MB`,
+    /// `GB`, `TB` (powers of 1,000) or `KiB`, `MiB`, `GiB`, `TiB` (powers of
+    /// 1,024); rates are bits per second or a number with `bps`, `kbps`,
+    /// `Mbps`, `Gbps`, `Tbps` (`k`, `M`, `G`, `T` alone also work); flags are
+    /// `true`/`false` (also `yes`/`no`, `on`/`off`, `1`/`0`).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ProfileError> {
+        let kind = params()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, k)| k)
+            .ok_or_else(|| ProfileError::UnknownParameter {
+                name: name.to_string(),
+                suggestions: suggest(name),
+            })?;
+        let bad = || ProfileError::BadValue {
+            name: name.to_string(),
+            value: value.to_string(),
+            expected: kind.expected(),
+        };
+        let v = value.trim();
+        if kind == ParamKind::Flag {
+            let b = parse_flag(v).ok_or_else(bad)?;
+            *self
+                .flag_mut(name)
+                .expect("every flag parameter has a field") = b;
+            return Ok(());
+        }
+        let n: u64 = match kind {
+            ParamKind::Count => parse_scaled(v, &[("", 1)]),
+            ParamKind::Time => parse_scaled(
+                v,
+                &[
+                    ("", 1),
+                    ("ns", 1),
+                    ("us", MICROS),
+                    ("µs", MICROS),
+                    ("ms", MILLIS),
+                    ("s", SECONDS),
+                ],
+            ),
+            ParamKind::Size => parse_scaled(
+                v,
+                &[
+                    ("", 1),
+                    ("B", 1),
+                    ("KB", 1_000),
+                    ("kB", 1_000),
+                    ("MB", 1_000_000),
+                    ("GB", 1_000_000_000),
+                    ("TB", 1_000_000_000_000),
+                    ("KiB", 1 << 10),
+                    ("MiB", 1 << 20),
+                    ("GiB", 1 << 30),
+                    ("TiB", 1 << 40),
+                ],
+            ),
+            ParamKind::Rate => parse_scaled(
+                v,
+                &[
+                    ("", 1),
+                    ("bps", 1),
+                    ("k", 1_000),
+                    ("kbps", 1_000),
+                    ("Kbps", 1_000),
+                    ("M", 1_000_000),
+                    ("Mbps", 1_000_000),
+                    ("G", 1_000_000_000),
+                    ("Gbps", 1_000_000_000),
+                    ("T", 1_000_000_000_000),
+                    ("Tbps", 1_000_000_000_000),
+                ],
+            ),
+            ParamKind::Flag => unreachable!("handled above"),
+        }
+        .ok_or_else(bad)?;
+        match self
+            .field_mut(name)
+            .expect("every numeric parameter has a field")
+        {
+            FieldMut::U64(f) => *f = n,
+            FieldMut::U32(f) => *f = u32::try_from(n).map_err(|_| bad())?,
+            FieldMut::U16(f) => *f = u16::try_from(n).map_err(|_| bad())?,
+            FieldMut::U8(f) => *f = u8::try_from(n).map_err(|_| bad())?,
+            FieldMut::Usize(f) => *f = usize::try_from(n).map_err(|_| bad())?,
+        }
+        Ok(())
+    }
+
+    fn flag_mut(&mut self, name: &str) -> Option<&mut bool> {
+        let f = &mut self.features;
+        Some(match name {
+            "run_to_completion" => &mut self.run_to_completion,
+            "features.recirculation" => &mut f.recirculation,
+            "features.resubmit" => &mut f.resubmit,
+            "features.mirroring" => &mut f.mirroring,
+            "features.multicast" => &mut f.multicast,
+            "features.ternary_match" => &mut f.ternary_match,
+            _ => return None,
+        })
+    }
+
+    fn field_mut(&mut self, name: &str) -> Option<FieldMut<'_>> {
+        if let Some(key) = name.strip_prefix("budget.") {
+            let r = Resource::from_key(key)?;
+            return Some(FieldMut::U64(&mut self.stage_budget[r]));
+        }
+        let d = &mut self.data_path;
+        let c = &mut self.control_plane;
+        Some(match name {
+            "stages" => FieldMut::U32(&mut self.stages),
+            "dram_bytes" => FieldMut::U64(&mut self.dram_bytes),
+            "features.pktgen_streams" => FieldMut::U8(&mut self.features.pktgen_streams),
+            "data_path.ports" => FieldMut::U16(&mut d.ports),
+            "data_path.port_rate_bps" => FieldMut::U64(&mut d.port_rate_bps),
+            "data_path.ingress_latency" => FieldMut::U64(&mut d.ingress_latency),
+            "data_path.egress_latency" => FieldMut::U64(&mut d.egress_latency),
+            "data_path.recirculation_latency" => FieldMut::U64(&mut d.recirculation_latency),
+            "data_path.buffer_bytes" => FieldMut::U64(&mut d.buffer_bytes),
+            "data_path.parse_depth" => FieldMut::Usize(&mut d.parse_depth),
+            "data_path.per_packet" => FieldMut::U64(&mut d.per_packet),
+            "control_plane.table_write" => FieldMut::U64(&mut c.table_write),
+            "control_plane.register_op" => FieldMut::U64(&mut c.register_op),
+            "control_plane.register_per_entry" => FieldMut::U64(&mut c.register_per_entry),
+            "control_plane.digest_latency" => FieldMut::U64(&mut c.digest_latency),
+            "control_plane.punt_latency" => FieldMut::U64(&mut c.punt_latency),
+            "control_plane.punt_bps" => FieldMut::U64(&mut c.punt_bps),
+            "control_plane.cpu_per_event" => FieldMut::U64(&mut c.cpu_per_event),
+            "control_plane.max_ops_per_sec" => FieldMut::U64(&mut c.max_ops_per_sec),
+            _ => return None,
+        })
+    }
+}
+
+/// A mutable reference to one numeric profile field.
+enum FieldMut<'a> {
+    U64(&'a mut u64),
+    U32(&'a mut u32),
+    U16(&'a mut u16),
+    U8(&'a mut u8),
+    Usize(&'a mut usize),
+}
+
+/// How a parameter's value is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ParamKind {
+    Count,
+    Time,
+    Size,
+    Rate,
+    Flag,
+}
+
+impl ParamKind {
+    fn expected(self) -> &'static str {
+        match self {
+            ParamKind::Count => "a non-negative integer",
+            ParamKind::Time => "a time: integer nanoseconds or a number with ns, us, ms or s (e.g. 20us, 5ms, 1s)",
+            ParamKind::Size => "a size: bytes or a number with B, KB, MB, GB, KiB, MiB, GiB, TiB (e.g. 22MiB, 2GiB)",
+            ParamKind::Rate => "a rate: bits per second or a number with kbps, Mbps, Gbps, Tbps (e.g. 100Gbps)",
+            ParamKind::Flag => "true or false",
+        }
+    }
+}
+
+/// Every settable parameter with how its value is written.
+fn params() -> Vec<(String, ParamKind)> {
+    use ParamKind::*;
+    let mut v: Vec<(String, ParamKind)> = vec![
+        ("stages".into(), Count),
+        ("run_to_completion".into(), Flag),
+        ("dram_bytes".into(), Size),
+    ];
+    for r in Resource::ALL {
+        v.push((format!("budget.{}", r.key()), Count));
+    }
+    let rest: &[(&str, ParamKind)] = &[
+        ("features.recirculation", Flag),
+        ("features.resubmit", Flag),
+        ("features.mirroring", Flag),
+        ("features.multicast", Flag),
+        ("features.ternary_match", Flag),
+        ("features.pktgen_streams", Count),
+        ("data_path.ports", Count),
+        ("data_path.port_rate_bps", Rate),
+        ("data_path.ingress_latency", Time),
+        ("data_path.egress_latency", Time),
+        ("data_path.recirculation_latency", Time),
+        ("data_path.buffer_bytes", Size),
+        ("data_path.parse_depth", Size),
+        ("data_path.per_packet", Time),
+        ("control_plane.table_write", Time),
+        ("control_plane.register_op", Time),
+        ("control_plane.register_per_entry", Time),
+        ("control_plane.digest_latency", Time),
+        ("control_plane.punt_latency", Time),
+        ("control_plane.punt_bps", Rate),
+        ("control_plane.cpu_per_event", Time),
+        ("control_plane.max_ops_per_sec", Count),
+    ];
+    v.extend(rest.iter().map(|&(n, k)| (n.to_string(), k)));
+    v
+}
+
+/// Parameter names close to `name`: same last segment, or within edit
+/// distance 3; all names when none is close.
+fn suggest(name: &str) -> Vec<String> {
+    let all = Profile::parameter_names();
+    let last = name.rsplit('.').next().unwrap_or(name);
+    let close: Vec<String> = all
+        .iter()
+        .filter(|n| {
+            let n_last = n.rsplit('.').next().unwrap_or(n);
+            n_last == last || edit_distance(n, name) <= 3 || edit_distance(n_last, last) <= 2
+        })
+        .cloned()
+        .collect();
+    if close.is_empty() {
+        all
+    } else {
+        close
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn parse_flag(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Some(true),
+        "false" | "no" | "off" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// Parses `<number><unit>` where the number is decimal digits (with optional
+/// `_` separators and one `.` fraction) and the unit one of `units` (exact,
+/// case-sensitive; whitespace between allowed). The result must be a whole
+/// number that fits in a u64.
+fn parse_scaled(v: &str, units: &[(&str, u64)]) -> Option<u64> {
+    let split = v
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii_digit() || c == '_' || c == '.'))
+        .map(|(i, _)| i)
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let unit = unit.trim();
+    let mult = units.iter().find(|(u, _)| *u == unit)?.1;
+    let num: String = num.chars().filter(|&c| c != '_').collect();
+    let (int, frac) = match num.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (num.as_str(), ""),
+    };
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    if frac.contains('.') || frac.len() > 18 {
+        return None;
+    }
+    let int_v: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let frac_v: u128 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
+    let scale = 10u128.pow(frac.len() as u32);
+    let total = (int_v.checked_mul(scale)?.checked_add(frac_v)?).checked_mul(u128::from(mult))?;
+    if total / scale * scale != total {
+        return None;
+    }
+    u64::try_from(total / scale).ok()
+}
+
+/// A profile could not be found or changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileError {
+    /// No built-in profile has this name.
+    #[error("unknown device profile \"{name}\"; valid profiles: {valid}")]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// The valid names, comma-separated.
+        valid: String,
+    },
+    /// No parameter has this name.
+    #[error("unknown profile parameter \"{name}\"; {}: {}",
+        if .suggestions.len() < Profile::parameter_names().len() { "did you mean" } else { "valid parameters are" },
+        .suggestions.join(", "))]
+    UnknownParameter {
+        /// The name given.
+        name: String,
+        /// Close matches, or every valid name when none is close.
+        suggestions: Vec<String>,
+    },
+    /// The value could not be parsed for this parameter.
+    #[error("bad value \"{value}\" for profile parameter \"{name}\": expected {expected}")]
+    BadValue {
+        /// The parameter.
+        name: String,
+        /// The value given.
+        value: String,
+        /// What the parameter accepts.
+        expected: &'static str,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_name_finds_the_built_ins() {
+        for n in Profile::NAMES {
+            assert_eq!(Profile::by_name(n).unwrap().name, n);
+        }
+        let e = Profile::by_name("tofino2").unwrap_err().to_string();
+        assert!(e.contains("tofino, smartnic, server"), "{e}");
+    }
+
+    #[test]
+    fn every_parameter_can_be_set() {
+        let mut p = Profile::tofino();
+        for n in Profile::parameter_names() {
+            let v = if p.flag_mut(&n).is_some() {
+                "true"
+            } else {
+                "7"
+            };
+            p.set(&n, v).unwrap_or_else(|e| panic!("{n}: {e}"));
+        }
+        assert_eq!(p.stages, 7);
+        assert_eq!(p.stage_budget[Resource::LogicalTables], 7);
+        assert_eq!(p.control_plane.max_ops_per_sec, 7);
+        assert_eq!(p.data_path.parse_depth, 7);
+        assert!(p.run_to_completion);
+    }
+
+    #[test]
+    fn set_parses_units() {
+        let mut p = Profile::tofino();
+        p.set("budget.sram_blocks", "64").unwrap();
+        assert_eq!(p.stage_budget[Resource::SramBlocks], 64);
+        p.set("control_plane.table_write", "5ms").unwrap();
+        assert_eq!(p.control_plane.table_write, 5 * MILLIS);
+        p.set("control_plane.table_write", "20us").unwrap();
+        assert_eq!(p.control_plane.table_write, 20 * MICROS);
+        p.set("data_path.ingress_latency", "1.5us").unwrap();
+        assert_eq!(p.data_path.ingress_latency, 1_500);
+        p.set("data_path.egress_latency", "300").unwrap();
+        assert_eq!(p.data_path.egress_latency, 300);
+        p.set("control_plane.digest_latency", "1s").unwrap();
+        assert_eq!(p.control_plane.digest_latency, SECONDS);
+        p.set("dram_bytes", "2GiB").unwrap();
+        assert_eq!(p.dram_bytes, 2 << 30);
+        p.set("data_path.buffer_bytes", "22MiB").unwrap();
+        assert_eq!(p.data_path.buffer_bytes, 22 << 20);
+        p.set("data_path.buffer_bytes", "1_000 KB").unwrap();
+        assert_eq!(p.data_path.buffer_bytes, 1_000_000);
+        p.set("data_path.port_rate_bps", "40Gbps").unwrap();
+        assert_eq!(p.data_path.port_rate_bps, 40_000_000_000);
+        p.set("features.recirculation", "false").unwrap();
+        assert!(!p.features.recirculation);
+        p.set("features.pktgen_streams", "4").unwrap();
+        assert_eq!(p.features.pktgen_streams, 4);
+    }
+
+    #[test]
+    fn set_errors_name_the_field() {
+        let mut p = Profile::tofino();
+        let e = p.set("control_plane.table_write", "fast").unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("control_plane.table_write") && msg.contains("20us"),
+            "{msg}"
+        );
+        let e = p.set("features.pktgen_streams", "300").unwrap_err();
+        assert!(matches!(e, ProfileError::BadValue { .. }), "{e}");
+        let e = p.set("features.mirroring", "maybe").unwrap_err();
+        assert!(e.to_string().contains("true or false"), "{e}");
+        assert!(p.set("data_path.ingress_latency", "0.5ns").is_err());
+        assert!(p.set("stages", "-1").is_err());
+        assert!(p.set("stages", "").is_err());
+        let e = p.set("table_write", "1ms").unwrap_err();
+        match &e {
+            ProfileError::UnknownParameter { suggestions, .. } => {
+                assert_eq!(suggestions, &vec!["control_plane.table_write".to_string()]);
+            }
+            other => panic!("{other}"),
+        }
+        assert!(e.to_string().contains("did you mean"), "{e}");
+        let e = p.set("budget.sram_block", "1").unwrap_err().to_string();
+        assert!(e.contains("budget.sram_blocks"), "{e}");
+        let e = p.set("zzzzzzzzzzzzzzzz", "1").unwrap_err().to_string();
+        assert!(
+            e.contains("valid parameters are") && e.contains("stages"),
+            "{e}"
+        );
+        // Failed sets change nothing.
+        assert_eq!(p, Profile::tofino());
     }
 }

@@ -1,0 +1,86 @@
+//! The parse step the apps share: Ethernet II with an optional 802.1Q tag,
+//! IPv4, and the ports of TCP or UDP, read with `inca-wire`'s checked views
+//! from the header window the switch gives the parser.
+
+use inca_switch::ParseError;
+use inca_wire::{EthernetFrame, Ipv4Packet};
+
+/// IP protocol numbers the apps look at.
+pub const PROTO_TCP: u8 = 6;
+/// UDP's protocol number.
+pub const PROTO_UDP: u8 = 17;
+
+/// What the parser found, as offsets into the frame and the fields the apps
+/// match on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Parsed {
+    /// The frame carries IPv4 (otherwise only the Ethernet fields are set).
+    pub ipv4: bool,
+    /// Destination MAC.
+    pub dst_mac: [u8; 6],
+    /// Offset of the IPv4 header.
+    pub l3: usize,
+    /// Offset of the TCP/UDP header (0 if neither).
+    pub l4: usize,
+    /// IP protocol.
+    pub proto: u8,
+    /// Source address.
+    pub src: [u8; 4],
+    /// Destination address.
+    pub dst: [u8; 4],
+    /// TTL.
+    pub ttl: u8,
+    /// Source port (TCP/UDP only).
+    pub sport: u16,
+    /// Destination port (TCP/UDP only).
+    pub dport: u16,
+    /// The TCP or UDP header is within the window.
+    pub has_ports: bool,
+}
+
+impl Parsed {
+    /// The 13-byte 5-tuple key: src, dst, proto, sport, dport.
+    pub fn five_tuple(&self) -> [u8; 13] {
+        let mut k = [0u8; 13];
+        k[0..4].copy_from_slice(&self.src);
+        k[4..8].copy_from_slice(&self.dst);
+        k[8] = self.proto;
+        k[9..11].copy_from_slice(&self.sport.to_be_bytes());
+        k[11..13].copy_from_slice(&self.dport.to_be_bytes());
+        k
+    }
+}
+
+/// Parses Ethernet, IPv4 and TCP/UDP ports from `header`. A frame too short
+/// for Ethernet, or an IPv4 header that is malformed, is an error; a non-IPv4
+/// frame parses with `ipv4 == false`; fragments after the first carry no
+/// ports.
+pub fn parse(header: &[u8]) -> Result<Parsed, ParseError> {
+    let eth = EthernetFrame::new_checked(header).map_err(|_| ParseError("short Ethernet frame"))?;
+    let mut p = Parsed {
+        dst_mac: eth.dst(),
+        ..Parsed::default()
+    };
+    if eth.ethertype() != inca_wire::ethernet::ethertype::IPV4 {
+        return Ok(p);
+    }
+    p.l3 = eth.header_len();
+    let ip = Ipv4Packet::new_checked(&header[p.l3..])
+        .map_err(|_| ParseError("malformed IPv4 header"))?;
+    p.ipv4 = true;
+    p.proto = ip.protocol();
+    p.src = ip.src_addr().octets();
+    p.dst = ip.dst_addr().octets();
+    p.ttl = ip.ttl();
+    if (p.proto == PROTO_TCP || p.proto == PROTO_UDP) && ip.frag_offset() == 0 {
+        let l4 = p.l3 + ip.header_len();
+        let need = if p.proto == PROTO_TCP { 20 } else { 8 };
+        if let Some(ports) = header.get(l4..l4 + need) {
+            p.l4 = l4;
+            p.sport = u16::from_be_bytes([ports[0], ports[1]]);
+            p.dport = u16::from_be_bytes([ports[2], ports[3]]);
+            p.has_ports = true;
+        }
+    }
+    Ok(p)
+}

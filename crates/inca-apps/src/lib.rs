@@ -1,0 +1,17 @@
+//! inca-apps: network functions written once against the switch program API
+//! (`inca_switch::Program`), loadable on any device profile.
+//!
+//! What lives where:
+//! - [`headers`] — the parse step the apps share: Ethernet (with an optional
+//!   802.1Q tag), IPv4 and TCP/UDP ports, as offsets and fields in metadata.
+//! - [`params`] — named size parameters (`--set flows=65536`) with checking.
+//! - [`l2l3`] — L2 (MAC table) and L3 (LPM route, next hop) forwarding.
+//! - [`nat`] — source NAT with an exact-match translation table per
+//!   direction; new flows go to the control plane, which allocates a port.
+//! - [`catalog`] — the apps by name, for `inca check`.
+
+pub mod catalog;
+pub mod headers;
+pub mod l2l3;
+pub mod nat;
+pub mod params;

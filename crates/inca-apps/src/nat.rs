@@ -1,0 +1,237 @@
+//! Source NAT with an exact-match translation table per direction.
+//!
+//! Packets from inside (any port but `outside_port`) look up their 5-tuple in
+//! `nat_out`; a hit rewrites the source address and port to the public ones
+//! and sends the packet out. A miss is a new flow: the packet goes to the
+//! control plane, which allocates a public address and port from the pool,
+//! installs both directions (`nat_out`, and `nat_in` keyed by the reply's
+//! 5-tuple), and re-injects the packet so the data plane translates it.
+//! Packets from outside are translated back through `nat_in`; unsolicited
+//! ones (misses) are dropped. Checksums are updated incrementally (RFC 1624),
+//! as a switch must: it never sees the payload the L4 checksum covers.
+//!
+//! Parameters: `flows` (entries per direction, default 65,536),
+//! `outside_port` (default 0).
+
+use std::collections::BTreeMap;
+
+use inca_switch::{
+    AccessError, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress, MatchKind,
+    MatchSpec, PacketCtx, PacketOutDest, ParseError, PortId, Program, TableDecl, TableHandle,
+};
+use inca_wire::checksum;
+
+use crate::headers::{parse, Parsed, PROTO_TCP, PROTO_UDP};
+use crate::params::{ParamError, Params};
+
+/// Reason code of a punted new flow.
+pub const REASON_NEW_FLOW: u16 = 1;
+/// Public ports handed out per public address (1024..=65535).
+pub const PORTS_PER_ADDRESS: u32 = 65_536 - 1024;
+
+/// A translation: the address and port to write, and where to send the
+/// packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Translate {
+    /// New address (source on the way out, destination on the way in).
+    pub ip: [u8; 4],
+    /// New port.
+    pub port: u16,
+    /// Egress port.
+    pub egress: PortId,
+}
+
+/// The NAT program. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct Nat {
+    flows: usize,
+    outside_port: PortId,
+    public_base: [u8; 4],
+    nat_out: Option<TableHandle<Translate>>,
+    nat_in: Option<TableHandle<Translate>>,
+    /// Control-plane state: the public endpoint of every inside 5-tuple.
+    allocated: BTreeMap<[u8; 13], ([u8; 4], u16)>,
+    /// New flows refused because the pool or the table was full.
+    pub refused: u64,
+}
+
+impl Nat {
+    /// Parameter names.
+    pub const PARAMS: &'static [&'static str] = &["flows", "outside_port"];
+
+    /// A NAT for `flows` flows per direction, translating to addresses from
+    /// `public_base` upwards, with the outside on `outside_port`.
+    pub fn new(flows: usize, outside_port: PortId, public_base: [u8; 4]) -> Self {
+        Nat {
+            flows,
+            outside_port,
+            public_base,
+            nat_out: None,
+            nat_in: None,
+            allocated: BTreeMap::new(),
+            refused: 0,
+        }
+    }
+
+    /// A NAT sized from parameters; public addresses from 198.51.100.1.
+    pub fn from_params(p: &Params) -> Result<Self, ParamError> {
+        p.check_known("nat", Self::PARAMS)?;
+        let flows = p.count("flows", 65_536, 1 << 32)? as usize;
+        let outside = p.count("outside_port", 1, 512)? as PortId;
+        Ok(Nat::new(flows, outside, [198, 51, 100, 1]))
+    }
+
+    /// The public endpoint of flow number `n`.
+    fn public_endpoint(&self, n: u32) -> ([u8; 4], u16) {
+        let base = u32::from_be_bytes(self.public_base);
+        let ip = base.wrapping_add(n / PORTS_PER_ADDRESS).to_be_bytes();
+        (ip, (1024 + n % PORTS_PER_ADDRESS) as u16)
+    }
+
+    /// Number of flows the control plane has allocated.
+    pub fn allocated(&self) -> usize {
+        self.allocated.len()
+    }
+}
+
+/// Rewrites the address at `ip_off` and the port at `port_off`, updating the
+/// IPv4 header checksum and the TCP/UDP checksum incrementally.
+fn rewrite(h: &mut [u8], p: &Parsed, ip_off: usize, port_off: usize, t: &Translate) {
+    let rd16 = |h: &[u8], o: usize| u16::from_be_bytes([h[o], h[o + 1]]);
+    let old_ip = u32::from_be_bytes([h[ip_off], h[ip_off + 1], h[ip_off + 2], h[ip_off + 3]]);
+    let new_ip = u32::from_be_bytes(t.ip);
+    let old_port = rd16(h, port_off);
+    h[ip_off..ip_off + 4].copy_from_slice(&t.ip);
+    h[port_off..port_off + 2].copy_from_slice(&t.port.to_be_bytes());
+    let ip_sum = p.l3 + 10;
+    let s = checksum::update_u32(rd16(h, ip_sum), old_ip, new_ip);
+    h[ip_sum..ip_sum + 2].copy_from_slice(&s.to_be_bytes());
+    let l4_sum = match p.proto {
+        PROTO_TCP => p.l4 + 16,
+        PROTO_UDP => p.l4 + 6,
+        _ => return,
+    };
+    let Some(bytes) = h.get(l4_sum..l4_sum + 2) else {
+        return; // checksum beyond the window (cannot happen with ports parsed)
+    };
+    let old = u16::from_be_bytes([bytes[0], bytes[1]]);
+    if p.proto == PROTO_UDP && old == 0 {
+        return; // UDP without a checksum stays without one
+    }
+    let s = checksum::update_u32(old, old_ip, new_ip);
+    let s = checksum::update_u16(s, old_port, t.port);
+    h[l4_sum..l4_sum + 2].copy_from_slice(&s.to_be_bytes());
+}
+
+impl Program for Nat {
+    type Meta = Parsed;
+    type Digest = ();
+
+    fn name(&self) -> &str {
+        "nat"
+    }
+
+    fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
+        let direction = d.gateway("direction", Gress::Ingress, &[])?;
+        // Action data: address (32) + port (16) + egress port (9).
+        let out = TableDecl::new("nat_out", MatchKind::Exact, 13, 57, self.flows)
+            .after(&[direction.id()])
+            .vliw(4);
+        let inn = TableDecl::new("nat_in", MatchKind::Exact, 13, 57, self.flows)
+            .after(&[direction.id()])
+            .vliw(4);
+        self.nat_out = Some(d.table(out)?);
+        self.nat_in = Some(d.table(inn)?);
+        Ok(())
+    }
+
+    fn parse(&self, _gress: Gress, header: &[u8], meta: &mut Parsed) -> Result<(), ParseError> {
+        *meta = parse(header)?;
+        Ok(())
+    }
+
+    fn ingress(
+        &mut self,
+        pkt: &mut PacketCtx<Parsed, ()>,
+        dp: &mut DataPlane<'_>,
+    ) -> Result<(), AccessError> {
+        let (Some(nat_out), Some(nat_in)) = (self.nat_out, self.nat_in) else {
+            return Ok(());
+        };
+        let p = pkt.meta;
+        if !p.has_ports {
+            return Ok(()); // not TCP/UDP over IPv4: dropped
+        }
+        let key = p.five_tuple();
+        if pkt.ingress_port() != self.outside_port {
+            match dp.lookup(nat_out, &key)? {
+                Some(t) => {
+                    rewrite(pkt.header_mut(), &p, p.l3 + 12, p.l4, &t);
+                    pkt.forward(t.egress);
+                }
+                None => pkt.to_cpu(REASON_NEW_FLOW),
+            }
+        } else if let Some(t) = dp.lookup(nat_in, &key)? {
+            rewrite(pkt.header_mut(), &p, p.l3 + 16, p.l4 + 2, &t);
+            pkt.forward(t.egress);
+        }
+        Ok(())
+    }
+
+    fn control(&mut self, event: ControlEvent<()>, cp: &mut ControlPlane<'_>) {
+        let ControlEvent::PacketIn {
+            port,
+            reason,
+            frame,
+        } = event
+        else {
+            return;
+        };
+        let (Some(nat_out), Some(nat_in)) = (self.nat_out, self.nat_in) else {
+            return;
+        };
+        if reason != REASON_NEW_FLOW || port == self.outside_port {
+            return;
+        }
+        let Ok(p) = parse(&frame) else {
+            return;
+        };
+        let key = p.five_tuple();
+        if !self.allocated.contains_key(&key) {
+            let n = self.allocated.len();
+            if n >= self.flows || n as u64 >= u64::from(u32::MAX) {
+                self.refused += 1;
+                return;
+            }
+            let (ip, public_port) = self.public_endpoint(n as u32);
+            self.allocated.insert(key, (ip, public_port));
+            let out = Translate {
+                ip,
+                port: public_port,
+                egress: self.outside_port,
+            };
+            cp.table_add(nat_out, MatchSpec::Exact(key.to_vec().into()), out);
+            // The reply comes from the remote end to the public endpoint.
+            let reply = Parsed {
+                src: p.dst,
+                dst: ip,
+                sport: p.dport,
+                dport: public_port,
+                ..p
+            };
+            let back = Translate {
+                ip: p.src,
+                port: p.sport,
+                egress: port,
+            };
+            cp.table_add(
+                nat_in,
+                MatchSpec::Exact(reply.five_tuple().to_vec().into()),
+                back,
+            );
+        }
+        // After the writes (the channel is FIFO), so the data plane
+        // translates it.
+        cp.packet_out(frame, PacketOutDest::Ingress(port));
+    }
+}

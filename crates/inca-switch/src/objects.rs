@@ -1,0 +1,845 @@
+//! A program's stateful objects, how it declares them, and the data-plane
+//! rules for reaching them.
+//!
+//! A program declares its objects once, at load time, through [`Declare`],
+//! and keeps the typed handles it gets back. The switch owns the objects
+//! themselves in an [`Objects`] store. In the data plane a program reaches
+//! them only through [`DataPlane`], which enforces the hardware's rules:
+//!
+//! - at most one access to each object per packet pass (a stateful ALU does
+//!   one read-modify-write per packet; a table is applied once per pass);
+//! - an object declared for one pipeline (ingress or egress) cannot be reached
+//!   from the other;
+//! - tables are only read: there is no way to write a table from here, only
+//!   through the control plane ([`crate::control::ControlPlane`]).
+//!
+//! A broken rule is an [`AccessError`]: the access fails, the switch drops
+//! the packet and records the violation where tests can see it.
+
+use std::any::Any;
+use std::marker::PhantomData;
+
+use crate::counter::{CounterArray, IndexError};
+use crate::device::{DeviceRng, Nanos};
+use crate::hash::{HashAlgorithm, HashUnit};
+use crate::meter::{Color, MeterArray, MeterConfig};
+use crate::placement::{Gress, ObjectDecl, ObjectKind};
+use crate::register::{RegisterArray, RegisterValue};
+use crate::table::{MatchKind, MatchSpec, MatchTable, TableConfig};
+
+/// Index of an object in its program's declaration list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectId(pub(crate) u32);
+
+impl ObjectId {
+    /// The position in the declaration list.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident < $t:ident >) => {
+        $(#[$doc])*
+        pub struct $name<$t> {
+            id: ObjectId,
+            _type: PhantomData<fn() -> $t>,
+        }
+        impl<$t> $name<$t> {
+            /// The object's id, for dependency lists.
+            pub fn id(&self) -> ObjectId {
+                self.id
+            }
+        }
+        impl<$t> Clone for $name<$t> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<$t> Copy for $name<$t> {}
+        impl<$t> std::fmt::Debug for $name<$t> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.id.0)
+            }
+        }
+    };
+}
+
+handle!(
+    /// A handle to a match-action table whose entries carry action data `A`.
+    TableHandle<A>
+);
+handle!(
+    /// A handle to a register array of `T` entries.
+    RegisterHandle<T>
+);
+
+/// A handle to an object with no type parameter (counters, meters, hash
+/// units, gateways).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Handle(ObjectId);
+
+impl Handle {
+    /// The object's id, for dependency lists.
+    pub fn id(&self) -> ObjectId {
+        self.0
+    }
+}
+
+/// Everything about a table a program declares.
+#[derive(Debug, Clone)]
+pub struct TableDecl {
+    /// Unique name.
+    pub name: String,
+    /// How it matches.
+    pub kind: MatchKind,
+    /// Width of the key in bytes.
+    pub key_bytes: usize,
+    /// Width of the action data in bits (what SRAM is charged for).
+    pub action_data_bits: u32,
+    /// Maximum number of entries.
+    pub size: usize,
+    /// Idle timeout, if entries age.
+    pub idle_timeout: Option<Nanos>,
+    /// Pipeline it is applied in.
+    pub gress: Gress,
+    /// Objects whose results it needs.
+    pub after: Vec<ObjectId>,
+    /// VLIW slots of its actions.
+    pub vliw_slots: u32,
+}
+
+impl TableDecl {
+    /// An ingress table with one VLIW slot and no dependencies.
+    pub fn new(
+        name: &str,
+        kind: MatchKind,
+        key_bytes: usize,
+        action_data_bits: u32,
+        size: usize,
+    ) -> Self {
+        TableDecl {
+            name: name.to_string(),
+            kind,
+            key_bytes,
+            action_data_bits,
+            size,
+            idle_timeout: None,
+            gress: Gress::Ingress,
+            after: Vec::new(),
+            vliw_slots: 1,
+        }
+    }
+    /// Needs the results of `ids`.
+    pub fn after(mut self, ids: &[ObjectId]) -> Self {
+        self.after.extend_from_slice(ids);
+        self
+    }
+    /// Applied in the egress pipeline.
+    pub fn egress(mut self) -> Self {
+        self.gress = Gress::Egress;
+        self
+    }
+    /// Entries age out after `t` without a hit (the control plane is told).
+    pub fn idle_timeout(mut self, t: Nanos) -> Self {
+        self.idle_timeout = Some(t);
+        self
+    }
+    /// Its actions use `n` VLIW slots.
+    pub fn vliw(mut self, n: u32) -> Self {
+        self.vliw_slots = n;
+        self
+    }
+}
+
+/// Everything about a register array, counter or meter a program declares.
+#[derive(Debug, Clone)]
+pub struct ArrayDecl {
+    /// Unique name.
+    pub name: String,
+    /// Number of entries.
+    pub size: usize,
+    /// Pipeline it is used in.
+    pub gress: Gress,
+    /// Objects whose results it needs (e.g. the hash that computes its index).
+    pub after: Vec<ObjectId>,
+}
+
+impl ArrayDecl {
+    /// An ingress array with no dependencies.
+    pub fn new(name: &str, size: usize) -> Self {
+        ArrayDecl {
+            name: name.to_string(),
+            size,
+            gress: Gress::Ingress,
+            after: Vec::new(),
+        }
+    }
+    /// Needs the results of `ids`.
+    pub fn after(mut self, ids: &[ObjectId]) -> Self {
+        self.after.extend_from_slice(ids);
+        self
+    }
+    /// Used in the egress pipeline.
+    pub fn egress(mut self) -> Self {
+        self.gress = Gress::Egress;
+        self
+    }
+}
+
+/// Why a declaration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeclareError {
+    /// Two objects with one name.
+    #[error("object name {0:?} is declared twice")]
+    DuplicateName(String),
+    /// A dependency on an object that is not declared (yet).
+    #[error("object {name:?} depends on an object that is not declared before it")]
+    UnknownDependency {
+        /// The declaring object.
+        name: String,
+    },
+    /// A size or width that cannot be built.
+    #[error("object {name:?}: {reason}")]
+    Invalid {
+        /// The declaring object.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The store-side form of an object: the typed storage behind a trait so the
+/// switch can clear, age and inspect objects without knowing their types.
+enum Storage {
+    Table(Box<dyn ErasedTable>),
+    Register(Box<dyn ErasedRegister>),
+    Counter(CounterArray),
+    Meter(MeterArray),
+    Hash(HashUnit),
+    Gateway,
+}
+
+trait ErasedTable: Any {
+    fn clear(&mut self);
+    fn expire_idle(&mut self, now: Nanos, out: &mut Vec<MatchSpec>);
+    fn len(&self) -> usize;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<A: Clone + 'static> ErasedTable for MatchTable<A> {
+    fn clear(&mut self) {
+        MatchTable::clear(self)
+    }
+    fn expire_idle(&mut self, now: Nanos, out: &mut Vec<MatchSpec>) {
+        MatchTable::expire_idle(self, now, out)
+    }
+    fn len(&self) -> usize {
+        MatchTable::len(self)
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+trait ErasedRegister: Any {
+    fn clear(&mut self);
+    fn read_u64(&self, index: u64) -> Result<u64, IndexError>;
+    fn write_u64(&mut self, index: u64, value: u64) -> Result<(), IndexError>;
+    fn len(&self) -> usize;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: RegisterValue> ErasedRegister for RegisterArray<T> {
+    fn clear(&mut self) {
+        RegisterArray::clear(self)
+    }
+    fn read_u64(&self, index: u64) -> Result<u64, IndexError> {
+        self.get(index).map(RegisterValue::to_u64)
+    }
+    fn write_u64(&mut self, index: u64, value: u64) -> Result<(), IndexError> {
+        self.execute(index, |v| *v = T::from_u64(value))
+    }
+    fn len(&self) -> usize {
+        RegisterArray::len(self)
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+struct Slot {
+    decl: ObjectDecl,
+    storage: Storage,
+    /// The pass that last accessed this object (0 = never).
+    last_pass: u64,
+    /// Idle timeout of a table, for the aging sweep.
+    idle_timeout: Option<Nanos>,
+}
+
+/// Collects a program's declarations. See the module documentation.
+#[derive(Default)]
+pub struct Declare {
+    slots: Vec<Slot>,
+}
+
+impl Declare {
+    fn push(
+        &mut self,
+        decl: ObjectDecl,
+        storage: Storage,
+        idle_timeout: Option<Nanos>,
+    ) -> Result<ObjectId, DeclareError> {
+        if self.slots.iter().any(|s| s.decl.name == decl.name) {
+            return Err(DeclareError::DuplicateName(decl.name));
+        }
+        if decl.after.iter().any(|&i| i >= self.slots.len()) {
+            return Err(DeclareError::UnknownDependency { name: decl.name });
+        }
+        let id = ObjectId(self.slots.len() as u32);
+        self.slots.push(Slot {
+            decl,
+            storage,
+            last_pass: 0,
+            idle_timeout,
+        });
+        Ok(id)
+    }
+
+    fn decl(
+        name: &str,
+        kind: ObjectKind,
+        gress: Gress,
+        after: &[ObjectId],
+        vliw_slots: u32,
+    ) -> ObjectDecl {
+        ObjectDecl {
+            name: name.to_string(),
+            kind,
+            gress,
+            after: after.iter().map(|id| id.index()).collect(),
+            vliw_slots,
+        }
+    }
+
+    /// Declares a match-action table with action data of type `A`.
+    pub fn table<A: Clone + 'static>(
+        &mut self,
+        t: TableDecl,
+    ) -> Result<TableHandle<A>, DeclareError> {
+        if t.key_bytes == 0 || t.size == 0 {
+            return Err(DeclareError::Invalid {
+                name: t.name,
+                reason: "a table needs a key of at least one byte and at least one entry".into(),
+            });
+        }
+        let kind = ObjectKind::Table {
+            kind: t.kind,
+            key_bits: (t.key_bytes * 8) as u32,
+            action_data_bits: t.action_data_bits,
+            entries: t.size as u64,
+            idle_timeout: t.idle_timeout.is_some(),
+        };
+        let decl = Self::decl(&t.name, kind, t.gress, &t.after, t.vliw_slots);
+        let table = MatchTable::<A>::new(TableConfig {
+            name: t.name.clone(),
+            kind: t.kind,
+            key_bytes: t.key_bytes,
+            size: t.size,
+            idle_timeout: t.idle_timeout,
+        });
+        let id = self.push(decl, Storage::Table(Box::new(table)), t.idle_timeout)?;
+        Ok(TableHandle {
+            id,
+            _type: PhantomData,
+        })
+    }
+
+    /// Declares a register array of `T` entries.
+    pub fn register<T: RegisterValue>(
+        &mut self,
+        a: ArrayDecl,
+    ) -> Result<RegisterHandle<T>, DeclareError> {
+        let kind = ObjectKind::Register {
+            value_bits: T::BITS,
+            entries: a.size as u64,
+        };
+        let decl = Self::decl(&a.name, kind, a.gress, &a.after, 1);
+        let id = self.push(
+            decl,
+            Storage::Register(Box::new(RegisterArray::<T>::new(a.size))),
+            None,
+        )?;
+        Ok(RegisterHandle {
+            id,
+            _type: PhantomData,
+        })
+    }
+
+    /// Declares a packet-and-byte counter array.
+    pub fn counter(&mut self, a: ArrayDecl) -> Result<Handle, DeclareError> {
+        let kind = ObjectKind::Counter {
+            entries: a.size as u64,
+        };
+        let decl = Self::decl(&a.name, kind, a.gress, &a.after, 0);
+        self.push(decl, Storage::Counter(CounterArray::new(a.size)), None)
+            .map(Handle)
+    }
+
+    /// Declares an RFC 2698 meter array. Meters start unconfigured (they
+    /// pass every packet with its pre-colour); the control plane configures
+    /// them with [`crate::ControlPlane::meter_configure`].
+    pub fn meter(&mut self, a: ArrayDecl) -> Result<Handle, DeclareError> {
+        let kind = ObjectKind::Meter {
+            entries: a.size as u64,
+        };
+        let decl = Self::decl(&a.name, kind, a.gress, &a.after, 1);
+        self.push(decl, Storage::Meter(MeterArray::new(a.size)), None)
+            .map(Handle)
+    }
+
+    /// Declares a hash unit computing `output_bits` bits with `algorithm`.
+    pub fn hash(
+        &mut self,
+        name: &str,
+        algorithm: HashAlgorithm,
+        output_bits: u8,
+        gress: Gress,
+        after: &[ObjectId],
+    ) -> Result<Handle, DeclareError> {
+        let unit = HashUnit::new(algorithm, output_bits).map_err(|e| DeclareError::Invalid {
+            name: name.to_string(),
+            reason: e.to_string(),
+        })?;
+        let kind = ObjectKind::Hash {
+            output_bits: u32::from(output_bits),
+        };
+        let decl = Self::decl(name, kind, gress, after, 0);
+        self.push(decl, Storage::Hash(unit), None).map(Handle)
+    }
+
+    /// Declares a gateway (a condition in the control flow).
+    pub fn gateway(
+        &mut self,
+        name: &str,
+        gress: Gress,
+        after: &[ObjectId],
+    ) -> Result<Handle, DeclareError> {
+        let decl = Self::decl(name, ObjectKind::Gateway, gress, after, 0);
+        self.push(decl, Storage::Gateway, None).map(Handle)
+    }
+
+    /// The declarations so far, for the resource model.
+    pub fn decls(&self) -> Vec<ObjectDecl> {
+        self.slots.iter().map(|s| s.decl.clone()).collect()
+    }
+
+    /// Turns the declarations into the store the switch runs with.
+    pub(crate) fn into_objects(self) -> Objects {
+        Objects {
+            slots: self.slots,
+            pass: 0,
+            gress: Gress::Ingress,
+            violations: Vec::new(),
+        }
+    }
+}
+
+/// A data-plane rule broken by a program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    /// The object was already accessed in this packet pass.
+    #[error("object {object:?} accessed twice in one packet pass")]
+    DoubleAccess {
+        /// The object's name.
+        object: String,
+    },
+    /// The object belongs to the other pipeline.
+    #[error("object {object:?} belongs to {declared:?} but was accessed from {accessed:?}")]
+    WrongGress {
+        /// The object's name.
+        object: String,
+        /// Where it was declared.
+        declared: Gress,
+        /// Where the access came from.
+        accessed: Gress,
+    },
+    /// An index beyond the array.
+    #[error("object {object:?}: {source}")]
+    Index {
+        /// The object's name.
+        object: String,
+        /// The index error.
+        source: IndexError,
+    },
+    /// A handle used with an object of another kind or type (a handle from
+    /// another program).
+    #[error("handle does not name an object of this kind in this program")]
+    WrongHandle,
+}
+
+/// A data-plane rule violation as the switch records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// When it happened.
+    pub at: Nanos,
+    /// What was broken.
+    pub error: AccessError,
+}
+
+/// Bound on recorded violations (each is counted; only the first ones are
+/// kept in detail).
+pub const MAX_RECORDED_VIOLATIONS: usize = 1024;
+
+/// The switch-side store of a program's objects.
+pub struct Objects {
+    slots: Vec<Slot>,
+    pass: u64,
+    gress: Gress,
+    violations: Vec<Violation>,
+}
+
+impl Objects {
+    /// Starts a new packet pass in `gress`: every object may be accessed once
+    /// again.
+    pub(crate) fn begin_pass(&mut self, gress: Gress) {
+        self.pass += 1;
+        self.gress = gress;
+    }
+
+    /// Violations recorded so far (at most [`MAX_RECORDED_VIOLATIONS`]).
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// The declarations, for the resource model.
+    pub fn decls(&self) -> Vec<ObjectDecl> {
+        self.slots.iter().map(|s| s.decl.clone()).collect()
+    }
+
+    /// Loses all state: tables emptied, registers, counters and meters reset.
+    pub(crate) fn clear(&mut self) {
+        for slot in &mut self.slots {
+            match &mut slot.storage {
+                Storage::Table(t) => t.clear(),
+                Storage::Register(r) => r.clear(),
+                Storage::Counter(c) => c.clear(),
+                Storage::Meter(m) => *m = MeterArray::new(m.len()),
+                Storage::Hash(_) | Storage::Gateway => {}
+            }
+            slot.last_pass = 0;
+        }
+    }
+
+    /// The shortest idle timeout of any table (how often to sweep).
+    pub(crate) fn min_idle_timeout(&self) -> Option<Nanos> {
+        self.slots.iter().filter_map(|s| s.idle_timeout).min()
+    }
+
+    /// Runs the idle-timeout sweep: pushes `(table, spec)` for every entry
+    /// that has been idle for its table's timeout.
+    pub(crate) fn expire_idle(&mut self, now: Nanos, out: &mut Vec<(ObjectId, MatchSpec)>) {
+        let mut specs = Vec::new();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if let (Storage::Table(t), Some(_)) = (&mut slot.storage, slot.idle_timeout) {
+                specs.clear();
+                t.expire_idle(now, &mut specs);
+                out.extend(specs.drain(..).map(|s| (ObjectId(i as u32), s)));
+            }
+        }
+    }
+
+    /// Checks the access rules for `id` in the current pass and marks it
+    /// accessed.
+    fn claim(&mut self, now: Nanos, id: ObjectId) -> Result<&mut Slot, AccessError> {
+        let pass = self.pass;
+        let gress = self.gress;
+        let slot = self
+            .slots
+            .get_mut(id.index())
+            .ok_or(AccessError::WrongHandle)?;
+        let err = if slot.decl.gress != gress {
+            Some(AccessError::WrongGress {
+                object: slot.decl.name.clone(),
+                declared: slot.decl.gress,
+                accessed: gress,
+            })
+        } else if slot.last_pass == pass {
+            Some(AccessError::DoubleAccess {
+                object: slot.decl.name.clone(),
+            })
+        } else {
+            None
+        };
+        if let Some(e) = err {
+            if self.violations.len() < MAX_RECORDED_VIOLATIONS {
+                self.violations.push(Violation {
+                    at: now,
+                    error: e.clone(),
+                });
+            }
+            return Err(e);
+        }
+        let slot = &mut self.slots[id.index()];
+        slot.last_pass = pass;
+        Ok(slot)
+    }
+
+    fn index_error(&mut self, now: Nanos, id: ObjectId, source: IndexError) -> AccessError {
+        let e = AccessError::Index {
+            object: self.slots[id.index()].decl.name.clone(),
+            source,
+        };
+        if self.violations.len() < MAX_RECORDED_VIOLATIONS {
+            self.violations.push(Violation {
+                at: now,
+                error: e.clone(),
+            });
+        }
+        e
+    }
+
+    /// The typed table behind `h` (control plane; no access rules).
+    pub(crate) fn table_mut<A: Clone + 'static>(
+        &mut self,
+        h: TableHandle<A>,
+    ) -> Option<&mut MatchTable<A>> {
+        match &mut self.slots.get_mut(h.id.index())?.storage {
+            Storage::Table(t) => t.as_any_mut().downcast_mut::<MatchTable<A>>(),
+            _ => None,
+        }
+    }
+
+    /// The typed table behind `h`, read-only (control plane, tests).
+    pub fn table<A: Clone + 'static>(&self, h: TableHandle<A>) -> Option<&MatchTable<A>> {
+        match &self.slots.get(h.id.index())?.storage {
+            Storage::Table(t) => t.as_any().downcast_ref::<MatchTable<A>>(),
+            _ => None,
+        }
+    }
+
+    /// Reads register entries `first..first+count` as u64 (control plane).
+    pub(crate) fn register_read(
+        &self,
+        id: ObjectId,
+        first: u64,
+        count: u64,
+    ) -> Result<Vec<u64>, AccessError> {
+        let slot = self.slots.get(id.index()).ok_or(AccessError::WrongHandle)?;
+        let Storage::Register(r) = &slot.storage else {
+            return Err(AccessError::WrongHandle);
+        };
+        (first..first.saturating_add(count))
+            .map(|i| {
+                r.read_u64(i).map_err(|source| AccessError::Index {
+                    object: slot.decl.name.clone(),
+                    source,
+                })
+            })
+            .collect()
+    }
+
+    /// Writes register entry `index` (control plane).
+    pub(crate) fn register_write(
+        &mut self,
+        id: ObjectId,
+        index: u64,
+        value: u64,
+    ) -> Result<(), AccessError> {
+        let slot = self
+            .slots
+            .get_mut(id.index())
+            .ok_or(AccessError::WrongHandle)?;
+        let name = &slot.decl.name;
+        match &mut slot.storage {
+            Storage::Register(r) => {
+                r.write_u64(index, value)
+                    .map_err(|source| AccessError::Index {
+                        object: name.clone(),
+                        source,
+                    })
+            }
+            _ => Err(AccessError::WrongHandle),
+        }
+    }
+
+    /// Clears a whole register array (control plane).
+    pub(crate) fn register_clear(&mut self, id: ObjectId) -> Result<u64, AccessError> {
+        match &mut self
+            .slots
+            .get_mut(id.index())
+            .ok_or(AccessError::WrongHandle)?
+            .storage
+        {
+            Storage::Register(r) => {
+                r.clear();
+                Ok(r.len() as u64)
+            }
+            _ => Err(AccessError::WrongHandle),
+        }
+    }
+
+    /// Reconfigures meter `index` (control plane).
+    pub(crate) fn meter_configure(
+        &mut self,
+        id: ObjectId,
+        index: u64,
+        config: MeterConfig,
+        now: Nanos,
+    ) -> Result<(), String> {
+        match &mut self
+            .slots
+            .get_mut(id.index())
+            .ok_or("no such meter")?
+            .storage
+        {
+            Storage::Meter(m) => m.configure(index, config, now).map_err(|e| e.to_string()),
+            _ => Err("not a meter".into()),
+        }
+    }
+
+    /// Reads counter entry `index` as (packets, bytes) (control plane).
+    pub fn counter_read(&self, h: Handle, index: u64) -> Result<(u64, u64), AccessError> {
+        match &self
+            .slots
+            .get(h.0.index())
+            .ok_or(AccessError::WrongHandle)?
+            .storage
+        {
+            Storage::Counter(c) => c.read(index).map_err(|source| AccessError::Index {
+                object: self.slots[h.0.index()].decl.name.clone(),
+                source,
+            }),
+            _ => Err(AccessError::WrongHandle),
+        }
+    }
+
+    /// Reads a register entry (tests and the control plane's synchronous
+    /// view; programs use [`crate::control::ControlPlane::register_read`]).
+    pub fn register_peek<T: RegisterValue>(
+        &self,
+        h: RegisterHandle<T>,
+        index: u64,
+    ) -> Result<T, AccessError> {
+        self.register_read(h.id, index, 1)
+            .map(|v| T::from_u64(v[0]))
+    }
+
+    /// The name of object `id`.
+    pub fn name(&self, id: ObjectId) -> &str {
+        self.slots
+            .get(id.index())
+            .map_or("?", |s| s.decl.name.as_str())
+    }
+
+    /// Number of entries installed in the table `id` (0 for other objects).
+    pub fn table_len(&self, id: ObjectId) -> usize {
+        match self.slots.get(id.index()).map(|s| &s.storage) {
+            Some(Storage::Table(t)) => t.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// The data plane's view of the objects during one packet pass. See the
+/// module documentation for the rules it enforces.
+pub struct DataPlane<'a> {
+    pub(crate) objects: &'a mut Objects,
+    pub(crate) now: Nanos,
+    pub(crate) rng: &'a mut DeviceRng,
+}
+
+impl DataPlane<'_> {
+    /// The time of this pass (the packet's arrival at this pipeline).
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// Applies a table: the action data of the matching entry, or `None` on a
+    /// miss (then the program runs its default action itself).
+    pub fn lookup<A: Clone + 'static>(
+        &mut self,
+        h: TableHandle<A>,
+        key: &[u8],
+    ) -> Result<Option<A>, AccessError> {
+        let now = self.now;
+        let slot = self.objects.claim(now, h.id)?;
+        match &mut slot.storage {
+            Storage::Table(t) => match t.as_any_mut().downcast_mut::<MatchTable<A>>() {
+                Some(t) => Ok(t.lookup(key, now).cloned()),
+                None => Err(AccessError::WrongHandle),
+            },
+            _ => Err(AccessError::WrongHandle),
+        }
+    }
+
+    /// Runs a register action on entry `index` of a register array.
+    pub fn register<T: RegisterValue, R>(
+        &mut self,
+        h: RegisterHandle<T>,
+        index: u64,
+        action: impl FnOnce(&mut T) -> R,
+    ) -> Result<R, AccessError> {
+        let now = self.now;
+        let slot = self.objects.claim(now, h.id)?;
+        let Storage::Register(r) = &mut slot.storage else {
+            return Err(AccessError::WrongHandle);
+        };
+        let Some(r) = r.as_any_mut().downcast_mut::<RegisterArray<T>>() else {
+            return Err(AccessError::WrongHandle);
+        };
+        match r.execute(index, action) {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.objects.index_error(now, h.id, e)),
+        }
+    }
+
+    /// Counts a packet of `bytes` bytes in entry `index` of a counter array.
+    pub fn count(&mut self, h: Handle, index: u64, bytes: u64) -> Result<(), AccessError> {
+        let now = self.now;
+        let slot = self.objects.claim(now, h.0)?;
+        let Storage::Counter(c) = &mut slot.storage else {
+            return Err(AccessError::WrongHandle);
+        };
+        c.count(index, bytes)
+            .map_err(|e| self.objects.index_error(now, h.0, e))
+    }
+
+    /// Meters a packet of `bytes` bytes with meter `index`; `pre_color` makes
+    /// it colour-aware.
+    pub fn meter(
+        &mut self,
+        h: Handle,
+        index: u64,
+        bytes: u64,
+        pre_color: Option<Color>,
+    ) -> Result<Color, AccessError> {
+        let now = self.now;
+        let slot = self.objects.claim(now, h.0)?;
+        let Storage::Meter(m) = &mut slot.storage else {
+            return Err(AccessError::WrongHandle);
+        };
+        m.mark(index, now, bytes, pre_color)
+            .map_err(|e| self.objects.index_error(now, h.0, e))
+    }
+
+    /// Computes a hash over `data` with a declared hash unit. Hash units have
+    /// no per-packet access limit in this model (a program that needs two
+    /// different hashes declares two units, and pays for both in hash bits).
+    pub fn hash(&mut self, h: Handle, data: &[u8]) -> Result<u64, AccessError> {
+        match self.objects.slots.get(h.0.index()).map(|s| &s.storage) {
+            Some(Storage::Hash(u)) => Ok(u.hash(data)),
+            _ => Err(AccessError::WrongHandle),
+        }
+    }
+
+    /// A random number, as the `Random` extern gives (from the device's
+    /// seeded RNG, so runs are reproducible).
+    pub fn random(&mut self) -> u32 {
+        rand::RngCore::next_u32(self.rng)
+    }
+}

@@ -1,0 +1,344 @@
+//! The switch program API: what a program supplies and what it sees of a
+//! packet.
+//!
+//! A program declares its objects ([`Program::declare`]), parses the first
+//! bytes of each packet ([`Program::parse`]), runs ingress and egress logic
+//! over a [`PacketCtx`] and the [`DataPlane`] (its objects, under the
+//! hardware's access rules), and handles control-plane events
+//! ([`Program::control`]) through a [`ControlPlane`] whose writes take effect
+//! after the modelled latency. The same program loads onto any profile.
+
+use crate::control::ControlPlane;
+use crate::device::{ControlMessage, Nanos, PortId};
+use crate::objects::{AccessError, DataPlane, Declare, DeclareError, ObjectId};
+use crate::placement::Gress;
+use crate::table::MatchSpec;
+
+/// A program could not parse a packet: the switch counts it and drops it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("parse error: {0}")]
+pub struct ParseError(pub &'static str);
+
+impl From<inca_wire::WireError> for ParseError {
+    fn from(_: inca_wire::WireError) -> Self {
+        ParseError("malformed header")
+    }
+}
+
+/// A switch program. See the module documentation.
+///
+/// `Clone` is how a crash is modelled: the switch keeps the program as it
+/// was loaded and restarts from a copy of it, so control-plane software state
+/// is lost along with the data-plane state.
+pub trait Program: Clone + 'static {
+    /// Per-packet metadata: parsed header fields and values carried from
+    /// ingress to egress (bridged metadata). A fresh default at arrival.
+    type Meta: Default + Clone;
+    /// What the data plane sends the control plane in a digest.
+    type Digest: Clone + std::fmt::Debug;
+
+    /// The program's name, for reports.
+    fn name(&self) -> &str;
+
+    /// Declares the program's objects and keeps their handles.
+    fn declare(&mut self, decl: &mut Declare) -> Result<(), DeclareError>;
+
+    /// Parses the first bytes of a packet (at most the profile's parse depth)
+    /// into `meta`. Runs before ingress and again before egress (Tofino has
+    /// an egress parser too). An error drops the packet and is counted.
+    fn parse(&self, gress: Gress, header: &[u8], meta: &mut Self::Meta) -> Result<(), ParseError>;
+
+    /// Ingress logic. Set the packet's destination with
+    /// [`PacketCtx::forward`] and friends; a packet left without one is
+    /// dropped. An error drops the packet and is recorded as a violation.
+    fn ingress(
+        &mut self,
+        pkt: &mut PacketCtx<Self::Meta, Self::Digest>,
+        dp: &mut DataPlane<'_>,
+    ) -> Result<(), AccessError>;
+
+    /// Egress logic, run when the packet leaves its queue.
+    fn egress(
+        &mut self,
+        _pkt: &mut PacketCtx<Self::Meta, Self::Digest>,
+        _dp: &mut DataPlane<'_>,
+    ) -> Result<(), AccessError> {
+        Ok(())
+    }
+
+    /// Handles a control-plane event.
+    fn control(&mut self, _event: ControlEvent<Self::Digest>, _cp: &mut ControlPlane<'_>) {}
+}
+
+/// Where a packet came from, as intrinsic metadata tells the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketKind {
+    /// Arrived on a front-panel port.
+    Normal,
+    /// Came back from a recirculation; `passes` counts previous passes.
+    Recirculated {
+        /// How many ingress passes this packet has made before this one.
+        passes: u8,
+    },
+    /// Resubmitted from ingress (at most once).
+    Resubmitted,
+    /// Made by the packet generator.
+    Generated {
+        /// The generator stream.
+        stream: u8,
+        /// Which trigger of that stream (counts from 0).
+        batch_id: u16,
+        /// Which packet of the batch.
+        packet_id: u16,
+    },
+    /// Injected by the control plane (packet-out into ingress).
+    FromCpu,
+    /// A mirror copy (egress only).
+    Mirrored {
+        /// The mirror session.
+        session: u16,
+    },
+}
+
+/// What the program decided to do with a packet in ingress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destination {
+    /// Drop it (the default).
+    Drop,
+    /// Queue it for this egress port.
+    Port(PortId),
+    /// Replicate it to a multicast group.
+    Multicast(u16),
+    /// Punt it to the control plane with a reason code.
+    Cpu(u16),
+    /// Send it around for another ingress pass.
+    Recirculate,
+    /// Send it back to the start of ingress (once).
+    Resubmit,
+}
+
+/// A packet as the program sees it in one pipeline pass.
+pub struct PacketCtx<M, D> {
+    pub(crate) frame: Vec<u8>,
+    pub(crate) parse_depth: usize,
+    /// The program's metadata for this packet.
+    pub meta: M,
+    pub(crate) ingress_port: PortId,
+    pub(crate) ingress_time: Nanos,
+    pub(crate) kind: PacketKind,
+    pub(crate) destination: Destination,
+    pub(crate) mirror: Option<u16>,
+    pub(crate) digest: Option<D>,
+    pub(crate) egress: EgressMeta,
+}
+
+/// Intrinsic metadata only egress sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EgressMeta {
+    /// The port the packet leaves on.
+    pub port: PortId,
+    /// Bytes in the port's queue when the packet was enqueued (before it).
+    pub enq_queue_bytes: u64,
+    /// Time the packet spent in the queue.
+    pub queue_delay: Nanos,
+    /// Replica id of a multicast copy (0 for unicast).
+    pub rid: u16,
+}
+
+impl<M, D> PacketCtx<M, D> {
+    pub(crate) fn new(
+        frame: Vec<u8>,
+        parse_depth: usize,
+        meta: M,
+        port: PortId,
+        now: Nanos,
+        kind: PacketKind,
+    ) -> Self {
+        PacketCtx {
+            frame,
+            parse_depth,
+            meta,
+            ingress_port: port,
+            ingress_time: now,
+            kind,
+            destination: Destination::Drop,
+            mirror: None,
+            digest: None,
+            egress: EgressMeta::default(),
+        }
+    }
+
+    /// The header window: the first bytes of the frame, at most the parse
+    /// depth. Logic cannot see the payload beyond it.
+    pub fn header(&self) -> &[u8] {
+        let n = self.frame.len().min(self.parse_depth);
+        &self.frame[..n]
+    }
+
+    /// The header window, writable (what the deparser emits).
+    pub fn header_mut(&mut self) -> &mut [u8] {
+        let n = self.frame.len().min(self.parse_depth);
+        &mut self.frame[..n]
+    }
+
+    /// Length of the whole frame in bytes.
+    pub fn len(&self) -> usize {
+        self.frame.len()
+    }
+
+    /// True for an empty frame.
+    pub fn is_empty(&self) -> bool {
+        self.frame.is_empty()
+    }
+
+    /// Inserts `bytes` at offset `at` of the header window (encapsulation).
+    /// Returns false if `at` is beyond the window.
+    pub fn insert_header(&mut self, at: usize, bytes: &[u8]) -> bool {
+        if at > self.frame.len().min(self.parse_depth) {
+            return false;
+        }
+        self.frame.splice(at..at, bytes.iter().copied());
+        true
+    }
+
+    /// Removes `len` bytes at offset `at` of the header window
+    /// (decapsulation). Returns false if the range is beyond the window.
+    pub fn remove_header(&mut self, at: usize, len: usize) -> bool {
+        let end = at.saturating_add(len);
+        if end > self.frame.len().min(self.parse_depth) {
+            return false;
+        }
+        self.frame.drain(at..end);
+        true
+    }
+
+    /// The port the packet arrived on.
+    pub fn ingress_port(&self) -> PortId {
+        self.ingress_port
+    }
+
+    /// When the packet entered this pipeline (ingress timestamp).
+    pub fn ingress_time(&self) -> Nanos {
+        self.ingress_time
+    }
+
+    /// Where the packet came from.
+    pub fn kind(&self) -> PacketKind {
+        self.kind
+    }
+
+    /// Egress intrinsic metadata (meaningful in egress only).
+    pub fn egress_meta(&self) -> EgressMeta {
+        self.egress
+    }
+
+    /// The destination set so far.
+    pub fn destination(&self) -> Destination {
+        self.destination
+    }
+
+    /// Sends the packet to egress port `port`.
+    pub fn forward(&mut self, port: PortId) {
+        self.destination = Destination::Port(port);
+    }
+
+    /// Replicates the packet to multicast group `group`.
+    pub fn multicast(&mut self, group: u16) {
+        self.destination = Destination::Multicast(group);
+    }
+
+    /// Drops the packet.
+    pub fn drop_packet(&mut self) {
+        self.destination = Destination::Drop;
+    }
+
+    /// Punts the packet to the control plane with reason code `reason`.
+    pub fn to_cpu(&mut self, reason: u16) {
+        self.destination = Destination::Cpu(reason);
+    }
+
+    /// Sends the packet around for another ingress pass.
+    pub fn recirculate(&mut self) {
+        self.destination = Destination::Recirculate;
+    }
+
+    /// Sends the packet back to the start of ingress. Allowed once per
+    /// packet; a second resubmit drops it. Unlike Tofino, which resubmits the
+    /// original packet, this model keeps header changes made in the
+    /// resubmitting pass; programs carry what they need in metadata.
+    pub fn resubmit(&mut self) {
+        self.destination = Destination::Resubmit;
+    }
+
+    /// Mirrors a copy of the packet through mirror session `session` (in
+    /// ingress: a copy of the packet as ingress leaves it; in egress: as
+    /// egress leaves it). The session decides the port and truncation.
+    pub fn mirror(&mut self, session: u16) {
+        self.mirror = Some(session);
+    }
+
+    /// Sends a digest to the control plane (one per packet pass; a later
+    /// call replaces an earlier one, as on Tofino one digest type fires).
+    pub fn digest(&mut self, d: D) {
+        self.digest = Some(d);
+    }
+
+    /// The whole frame, for the switch's own use.
+    pub(crate) fn into_frame(self) -> Vec<u8> {
+        self.frame
+    }
+}
+
+/// An event for the program's control plane.
+#[derive(Debug, Clone)]
+pub enum ControlEvent<D> {
+    /// The switch has (re)started with empty tables and registers: install
+    /// static entries here.
+    Start,
+    /// A digest from the data plane.
+    Digest(D),
+    /// A packet punted from the data plane.
+    PacketIn {
+        /// The port it arrived on.
+        port: PortId,
+        /// The reason code the program gave.
+        reason: u16,
+        /// The frame.
+        frame: Vec<u8>,
+    },
+    /// A table entry has not been hit for the table's idle timeout.
+    IdleTimeout {
+        /// The table.
+        table: ObjectId,
+        /// The entry.
+        spec: MatchSpec,
+    },
+    /// Values of a register read issued earlier.
+    RegisterValues {
+        /// The request id the read returned.
+        request: u64,
+        /// The values, in index order (pairs as `hi << 32 | lo`).
+        values: Vec<u64>,
+    },
+    /// A control-plane operation failed when it took effect.
+    OpFailed {
+        /// The request id the operation returned.
+        request: u64,
+        /// Why.
+        error: String,
+    },
+    /// A control-plane timer set earlier fired.
+    Timer {
+        /// The program's token.
+        token: u64,
+    },
+    /// A port changed state.
+    PortStatus {
+        /// The port.
+        port: PortId,
+        /// Whether it is up.
+        up: bool,
+    },
+    /// A message from outside the switch (management network, experiment).
+    Message(ControlMessage),
+}

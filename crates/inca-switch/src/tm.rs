@@ -1,0 +1,219 @@
+//! The traffic manager: per-port egress queues, the shared packet buffer,
+//! multicast groups and mirror sessions.
+//!
+//! Each egress port has one FIFO queue drained at the port's line rate. A
+//! packet's dequeue time is fixed when it is enqueued (the later of its
+//! arrival and the moment the port finishes the packet ahead of it), so queue
+//! occupancy at any instant is exact. Every queue draws on one shared buffer;
+//! a packet that does not fit is dropped (tail drop), and counted.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::control::serialisation;
+use crate::device::{Nanos, PortId};
+use crate::program::PacketKind;
+
+/// Bytes a frame occupies on the wire beyond its own length: FCS (4) and
+/// preamble, start delimiter and inter-frame gap (20).
+pub const WIRE_OVERHEAD_BYTES: usize = 24;
+
+/// A mirror session: where mirror copies go and how much of them is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MirrorSession {
+    /// The egress port copies are queued for.
+    pub port: PortId,
+    /// Copies are cut to at most this many bytes (`None`: whole packet).
+    pub truncate: Option<usize>,
+}
+
+/// A packet waiting in an egress queue.
+#[derive(Debug)]
+pub(crate) struct QueuedPacket<M> {
+    pub frame: Vec<u8>,
+    pub meta: M,
+    pub kind: PacketKind,
+    pub ingress_port: PortId,
+    pub ingress_time: Nanos,
+    /// When it reached the traffic manager.
+    pub arrival: Nanos,
+    /// When it leaves the queue for the egress pipeline.
+    pub dequeue: Nanos,
+    /// Queue occupancy ahead of it at arrival, bytes.
+    pub queue_bytes_ahead: u64,
+    /// Multicast replica id.
+    pub rid: u16,
+}
+
+/// Counters of one port.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Frames received.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Frames transmitted.
+    pub tx_packets: u64,
+    /// Bytes transmitted.
+    pub tx_bytes: u64,
+    /// Frames dropped because the buffer was full.
+    pub tm_drops: u64,
+}
+
+#[derive(Debug)]
+struct PortQueue<M> {
+    queue: VecDeque<QueuedPacket<M>>,
+    bytes: u64,
+    /// When the port finishes serialising the last packet queued for it.
+    free_at: Nanos,
+}
+
+/// The traffic manager. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct TrafficManager<M> {
+    ports: Vec<PortQueue<M>>,
+    pub counters: Vec<PortCounters>,
+    buffer_used: u64,
+    buffer_bytes: u64,
+    port_rate_bps: u64,
+    pub multicast: BTreeMap<u16, Vec<(PortId, u16)>>,
+    pub mirror: BTreeMap<u16, MirrorSession>,
+}
+
+impl<M> TrafficManager<M> {
+    pub fn new(ports: u16, port_rate_bps: u64, buffer_bytes: u64) -> Self {
+        TrafficManager {
+            ports: (0..ports)
+                .map(|_| PortQueue {
+                    queue: VecDeque::new(),
+                    bytes: 0,
+                    free_at: 0,
+                })
+                .collect(),
+            counters: vec![PortCounters::default(); usize::from(ports)],
+            buffer_used: 0,
+            buffer_bytes,
+            port_rate_bps,
+            multicast: BTreeMap::new(),
+            mirror: BTreeMap::new(),
+        }
+    }
+
+    /// Number of ports.
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Queues a packet that reaches the traffic manager at `arrival` for
+    /// `port`. Returns its dequeue time, or the packet back if the port does
+    /// not exist or the buffer is full.
+    pub fn enqueue(
+        &mut self,
+        port: PortId,
+        mut pkt: QueuedPacket<M>,
+    ) -> Result<Nanos, QueuedPacket<M>> {
+        let Some(q) = self.ports.get_mut(usize::from(port)) else {
+            return Err(pkt);
+        };
+        let len = pkt.frame.len() as u64;
+        if self.buffer_used + len > self.buffer_bytes {
+            self.counters[usize::from(port)].tm_drops += 1;
+            return Err(pkt);
+        }
+        // Packets ahead of it that will have left by its arrival do not count.
+        let gone: u64 = q
+            .queue
+            .iter()
+            .take_while(|p| p.dequeue <= pkt.arrival)
+            .map(|p| p.frame.len() as u64)
+            .sum();
+        pkt.queue_bytes_ahead = q.bytes - gone;
+        let start = pkt.arrival.max(q.free_at);
+        q.free_at =
+            start + serialisation(pkt.frame.len() + WIRE_OVERHEAD_BYTES, self.port_rate_bps);
+        pkt.dequeue = start;
+        q.bytes += len;
+        self.buffer_used += len;
+        q.queue.push_back(pkt);
+        Ok(start)
+    }
+
+    /// Takes the packet at the head of `port`'s queue (its dequeue time has
+    /// come).
+    pub fn dequeue(&mut self, port: PortId) -> Option<QueuedPacket<M>> {
+        let q = self.ports.get_mut(usize::from(port))?;
+        let pkt = q.queue.pop_front()?;
+        let len = pkt.frame.len() as u64;
+        q.bytes -= len;
+        self.buffer_used -= len;
+        Some(pkt)
+    }
+
+    /// Bytes queued for `port` now.
+    pub fn queue_bytes(&self, port: PortId) -> u64 {
+        self.ports.get(usize::from(port)).map_or(0, |q| q.bytes)
+    }
+
+    /// Bytes of the shared buffer in use.
+    pub fn buffer_used(&self) -> u64 {
+        self.buffer_used
+    }
+
+    /// Empties every queue (crash). Groups and sessions are configuration
+    /// the control plane installs, so they go too.
+    pub fn clear(&mut self) {
+        for q in &mut self.ports {
+            q.queue.clear();
+            q.bytes = 0;
+            q.free_at = 0;
+        }
+        self.buffer_used = 0;
+        self.multicast.clear();
+        self.mirror.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(len: usize, arrival: Nanos) -> QueuedPacket<()> {
+        QueuedPacket {
+            frame: vec![0; len],
+            meta: (),
+            kind: PacketKind::Normal,
+            ingress_port: 0,
+            ingress_time: arrival,
+            arrival,
+            dequeue: 0,
+            queue_bytes_ahead: 0,
+            rid: 0,
+        }
+    }
+
+    #[test]
+    fn queue_drains_at_line_rate_and_counts_occupancy() {
+        // 100 Gbps: a 1476 B frame + 24 B overhead = 1500 B = 120 ns.
+        let mut tm = TrafficManager::new(2, 100_000_000_000, 10_000);
+        assert_eq!(tm.enqueue(1, pkt(1476, 0)).ok(), Some(0));
+        assert_eq!(tm.enqueue(1, pkt(1476, 0)).ok(), Some(120));
+        assert_eq!(tm.enqueue(1, pkt(1476, 10)).ok(), Some(240));
+        // By 130 the first two have left the queue (at 0 and 120): one frame
+        // is ahead of a new one.
+        let d = tm.enqueue(1, pkt(1476, 130)).unwrap();
+        assert_eq!(d, 360);
+        assert_eq!(tm.ports[1].queue.back().unwrap().queue_bytes_ahead, 1476);
+        assert_eq!(tm.queue_bytes(1), 4 * 1476);
+    }
+
+    #[test]
+    fn full_buffer_drops_and_counts() {
+        let mut tm = TrafficManager::new(1, 100_000_000_000, 3000);
+        assert!(tm.enqueue(0, pkt(1500, 0)).is_ok());
+        assert!(tm.enqueue(0, pkt(1500, 0)).is_ok());
+        assert!(tm.enqueue(0, pkt(64, 0)).is_err());
+        assert_eq!(tm.counters[0].tm_drops, 1);
+        assert!(tm.dequeue(0).is_some());
+        assert!(tm.enqueue(0, pkt(64, 0)).is_ok());
+        assert!(tm.enqueue(5, pkt(64, 0)).is_err(), "no such port");
+    }
+}
