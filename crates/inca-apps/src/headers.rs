@@ -11,17 +11,19 @@ pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 
 /// What the parser found, as offsets into the frame and the fields the apps
-/// match on.
+/// match on. Offsets are `u16`: the parse window is at most a few hundred
+/// bytes on a switch, and a frame is at most 64 KiB anywhere.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Parsed {
     /// The frame carries IPv4 (otherwise only the Ethernet fields are set).
     pub ipv4: bool,
     /// Destination MAC.
     pub dst_mac: [u8; 6],
-    /// Offset of the IPv4 header.
-    pub l3: usize,
+    /// Offset of the IPv4 header (u16 keeps the metadata small: it travels
+    /// with the packet through the traffic manager).
+    pub l3: u16,
     /// Offset of the TCP/UDP header (0 if neither).
-    pub l4: usize,
+    pub l4: u16,
     /// IP protocol.
     pub proto: u8,
     /// Source address.
@@ -64,8 +66,9 @@ pub fn parse(header: &[u8]) -> Result<Parsed, ParseError> {
     if eth.ethertype() != inca_wire::ethernet::ethertype::IPV4 {
         return Ok(p);
     }
-    p.l3 = eth.header_len();
-    let ip = Ipv4Packet::new_checked(&header[p.l3..])
+    let l3 = eth.header_len();
+    p.l3 = l3 as u16;
+    let ip = Ipv4Packet::new_checked_header(&header[l3..])
         .map_err(|_| ParseError("malformed IPv4 header"))?;
     p.ipv4 = true;
     p.proto = ip.protocol();
@@ -73,10 +76,10 @@ pub fn parse(header: &[u8]) -> Result<Parsed, ParseError> {
     p.dst = ip.dst_addr().octets();
     p.ttl = ip.ttl();
     if (p.proto == PROTO_TCP || p.proto == PROTO_UDP) && ip.frag_offset() == 0 {
-        let l4 = p.l3 + ip.header_len();
+        let l4 = l3 + ip.header_len();
         let need = if p.proto == PROTO_TCP { 20 } else { 8 };
         if let Some(ports) = header.get(l4..l4 + need) {
-            p.l4 = l4;
+            p.l4 = l4 as u16; // within the parse window, which is far below 64 KiB
             p.sport = u16::from_be_bytes([ports[0], ports[1]]);
             p.dport = u16::from_be_bytes([ports[2], ports[3]]);
             p.has_ports = true;

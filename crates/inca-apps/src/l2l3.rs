@@ -116,16 +116,17 @@ impl L2L3 {
         let Some(hop) = dp.lookup(nh, &id.to_be_bytes())? else {
             return Ok(());
         };
+        let l3 = usize::from(p.l3);
         let h = pkt.header_mut();
         h[0..6].copy_from_slice(&hop.dst_mac);
         h[6..12].copy_from_slice(&hop.src_mac);
         // TTL is the high byte of the 16-bit word at offset 8.
-        let ttl_word = u16::from_be_bytes([h[p.l3 + 8], h[p.l3 + 9]]);
+        let ttl_word = u16::from_be_bytes([h[l3 + 8], h[l3 + 9]]);
         let new_word = ttl_word - 0x100;
-        h[p.l3 + 8] = p.ttl - 1;
-        let old_sum = u16::from_be_bytes([h[p.l3 + 10], h[p.l3 + 11]]);
+        h[l3 + 8] = p.ttl - 1;
+        let old_sum = u16::from_be_bytes([h[l3 + 10], h[l3 + 11]]);
         let new_sum = checksum::update_u16(old_sum, ttl_word, new_word);
-        h[p.l3 + 10..p.l3 + 12].copy_from_slice(&new_sum.to_be_bytes());
+        h[l3 + 10..l3 + 12].copy_from_slice(&new_sum.to_be_bytes());
         pkt.forward(hop.port);
         Ok(())
     }
@@ -159,8 +160,11 @@ impl Program for L2L3 {
         Ok(())
     }
 
-    fn parse(&self, _gress: Gress, header: &[u8], meta: &mut Parsed) -> Result<(), ParseError> {
-        *meta = parse(header)?;
+    fn parse(&self, gress: Gress, header: &[u8], meta: &mut Parsed) -> Result<(), ParseError> {
+        // Egress does nothing, so its parser extracts nothing.
+        if gress == Gress::Ingress {
+            *meta = parse(header)?;
+        }
         Ok(())
     }
 

@@ -103,12 +103,13 @@ fn rewrite(h: &mut [u8], p: &Parsed, ip_off: usize, port_off: usize, t: &Transla
     let old_port = rd16(h, port_off);
     h[ip_off..ip_off + 4].copy_from_slice(&t.ip);
     h[port_off..port_off + 2].copy_from_slice(&t.port.to_be_bytes());
-    let ip_sum = p.l3 + 10;
+    let (l3, l4) = (usize::from(p.l3), usize::from(p.l4));
+    let ip_sum = l3 + 10;
     let s = checksum::update_u32(rd16(h, ip_sum), old_ip, new_ip);
     h[ip_sum..ip_sum + 2].copy_from_slice(&s.to_be_bytes());
     let l4_sum = match p.proto {
-        PROTO_TCP => p.l4 + 16,
-        PROTO_UDP => p.l4 + 6,
+        PROTO_TCP => l4 + 16,
+        PROTO_UDP => l4 + 6,
         _ => return,
     };
     let Some(bytes) = h.get(l4_sum..l4_sum + 2) else {
@@ -145,8 +146,11 @@ impl Program for Nat {
         Ok(())
     }
 
-    fn parse(&self, _gress: Gress, header: &[u8], meta: &mut Parsed) -> Result<(), ParseError> {
-        *meta = parse(header)?;
+    fn parse(&self, gress: Gress, header: &[u8], meta: &mut Parsed) -> Result<(), ParseError> {
+        // Egress does nothing, so its parser extracts nothing.
+        if gress == Gress::Ingress {
+            *meta = parse(header)?;
+        }
         Ok(())
     }
 
@@ -166,13 +170,25 @@ impl Program for Nat {
         if pkt.ingress_port() != self.outside_port {
             match dp.lookup(nat_out, &key)? {
                 Some(t) => {
-                    rewrite(pkt.header_mut(), &p, p.l3 + 12, p.l4, &t);
+                    rewrite(
+                        pkt.header_mut(),
+                        &p,
+                        usize::from(p.l3) + 12,
+                        usize::from(p.l4),
+                        &t,
+                    );
                     pkt.forward(t.egress);
                 }
                 None => pkt.to_cpu(REASON_NEW_FLOW),
             }
         } else if let Some(t) = dp.lookup(nat_in, &key)? {
-            rewrite(pkt.header_mut(), &p, p.l3 + 16, p.l4 + 2, &t);
+            rewrite(
+                pkt.header_mut(),
+                &p,
+                usize::from(p.l3) + 16,
+                usize::from(p.l4) + 2,
+                &t,
+            );
             pkt.forward(t.egress);
         }
         Ok(())

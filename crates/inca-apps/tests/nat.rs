@@ -198,8 +198,15 @@ fn malformed_frames_are_counted_not_fatal() {
     }
     h.advance_to(10_000_000);
     let s = h.device.stats();
-    // Every truncation either fails to parse or carries no ports (dropped).
-    assert_eq!(s.parse_drops + s.program_drops, good.len() as u64);
+    let sent = h.take().len() as u64;
+    // A truncation that cuts into the headers fails to parse or carries no
+    // ports (dropped); one that keeps whole headers is translated, as a
+    // switch, which never checks the IPv4 total length, would do.
+    assert_eq!(s.parse_drops + s.program_drops + sent, good.len() as u64);
+    assert_eq!(
+        sent, 4,
+        "the cuts inside the 4-byte TCP option keep a whole 20-byte TCP header"
+    );
 }
 
 #[test]
@@ -213,4 +220,18 @@ fn resource_check_fits_65536_flows_and_fails_10_million_on_sram() {
     println!("{err}");
     assert!(err.contains("nat_"), "names the object: {err}");
     assert!(err.contains("SRAM"), "names the resource: {err}");
+}
+
+#[test]
+fn frames_longer_than_the_parse_depth_are_translated_whole() {
+    let mut h = nat_switch(16);
+    let payload: Vec<u8> = (0..1400u32).map(|i| (i * 7) as u8).collect();
+    h.send(0, INSIDE, tcp(&client(), 40_000, 80, &payload));
+    h.advance_to(10_000_000);
+    let out = h.take();
+    assert_eq!(out.len(), 1, "a 1,4xx-byte frame passes a 512-byte parser");
+    assert!(out[0].frame.len() > Profile::tofino().data_path.parse_depth);
+    // The incremental update keeps the checksum over the unseen payload right.
+    assert_eq!(endpoints_of(&out[0].frame).1, 1024);
+    assert!(out[0].frame.ends_with(&payload));
 }

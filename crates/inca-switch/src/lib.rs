@@ -17,7 +17,9 @@
 //!   kinds, and the stage allocator that places a program or explains why it
 //!   does not fit.
 //! - [`switch`] — the [`Switch`] device that runs a program on a profile.
+//! - [`agenda`] — the time-ordered event agenda devices and drivers use.
 //! - [`harness`] — a one-device driver for tests and benchmarks.
+pub mod agenda;
 pub mod control;
 pub mod counter;
 pub mod device;

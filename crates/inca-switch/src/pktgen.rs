@@ -48,7 +48,7 @@ pub struct StreamConfig {
 #[derive(Debug, Clone)]
 pub(crate) struct Stream {
     pub config: StreamConfig,
-    pub epoch: u64,
+    pub epoch: u32,
     pub next_batch: u16,
 }
 
@@ -56,7 +56,7 @@ pub(crate) struct Stream {
 #[derive(Debug, Default)]
 pub(crate) struct PacketGenerator {
     pub streams: Vec<Option<Stream>>,
-    epoch: u64,
+    epoch: u32,
 }
 
 impl PacketGenerator {
@@ -69,7 +69,7 @@ impl PacketGenerator {
 
     /// Sets or clears stream `id`; returns the new epoch, or an error if the
     /// device has no such stream.
-    pub fn configure(&mut self, id: u8, config: Option<StreamConfig>) -> Result<u64, String> {
+    pub fn configure(&mut self, id: u8, config: Option<StreamConfig>) -> Result<u32, String> {
         let n = self.streams.len();
         let slot = self.streams.get_mut(usize::from(id)).ok_or_else(|| {
             format!("packet-generator stream {id} does not exist: this device has {n}")
@@ -79,7 +79,7 @@ impl PacketGenerator {
                 return Err("a packet-generator batch needs at least one packet".into());
             }
         }
-        self.epoch += 1;
+        self.epoch = self.epoch.wrapping_add(1);
         *slot = config.map(|config| Stream {
             config,
             epoch: self.epoch,
@@ -89,7 +89,7 @@ impl PacketGenerator {
     }
 
     /// The stream `id` if it is still at `epoch`.
-    pub fn current(&mut self, id: u8, epoch: u64) -> Option<&mut Stream> {
+    pub fn current(&mut self, id: u8, epoch: u32) -> Option<&mut Stream> {
         self.streams
             .get_mut(usize::from(id))?
             .as_mut()
@@ -97,12 +97,12 @@ impl PacketGenerator {
     }
 
     /// Streams triggered by `port` going down.
-    pub fn port_down_streams(&self, port: PortId) -> Vec<(u8, u64)> {
+    pub fn port_down_streams(&self, port: PortId) -> Vec<(u8, u32)> {
         self.matching(|t| matches!(t, Trigger::PortDown { port: p } if *p == port))
     }
 
     /// Streams triggered by a recirculated packet starting with `header`.
-    pub fn recirculation_streams(&self, header: &[u8]) -> Vec<(u8, u64)> {
+    pub fn recirculation_streams(&self, header: &[u8]) -> Vec<(u8, u32)> {
         self.matching(|t| match t {
             Trigger::Recirculation { value, mask } => {
                 value.len() <= header.len()
@@ -116,7 +116,7 @@ impl PacketGenerator {
         })
     }
 
-    fn matching(&self, f: impl Fn(&Trigger) -> bool) -> Vec<(u8, u64)> {
+    fn matching(&self, f: impl Fn(&Trigger) -> bool) -> Vec<(u8, u32)> {
         self.streams
             .iter()
             .enumerate()

@@ -10,8 +10,9 @@
 //! event — is an entry in the switch's own agenda; the driver sees one timer
 //! (token 0) set to the earliest of them.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::agenda::Agenda;
 
 use crate::control::{
     serialisation, ControlPlane, ControlPlaneAgent, Op, PacketOutDest, Requests, CPU_QUEUE_LIMIT,
@@ -104,49 +105,34 @@ struct Arrival<M> {
     meta: M,
     port: PortId,
     kind: PacketKind,
+    /// It waited in a run-to-completion device's input buffer (and frees
+    /// its bytes there when it enters ingress).
+    from_input: bool,
 }
 
 enum Event<M, D> {
     Dequeue(PortId),
+    /// A packet reaching the traffic manager out of the pipeline lane's
+    /// order (an egress mirror copy).
+    TmArrive(Box<(PortId, QueuedPacket<M>)>),
     Ingress(Box<Arrival<M>>),
     CpOpDone,
-    CpuArrive(ControlEvent<D>),
+    /// Boxed: control events are rare and large, dequeues are common and
+    /// small, and the agenda moves entries on every push and pop.
+    CpuArrive(Box<ControlEvent<D>>),
     CpuRun,
     CpuTimer(u64),
     Aging,
     GenTimer {
         stream: u8,
-        epoch: u64,
+        epoch: u32,
     },
     GenPacket {
         stream: u8,
-        epoch: u64,
+        epoch: u32,
         batch: u16,
         packet: u16,
     },
-}
-
-struct Scheduled<M, D> {
-    at: Nanos,
-    seq: u64,
-    event: Event<M, D>,
-}
-
-impl<M, D> PartialEq for Scheduled<M, D> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-impl<M, D> Eq for Scheduled<M, D> {}
-impl<M, D> PartialOrd for Scheduled<M, D> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<M, D> Ord for Scheduled<M, D> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
-    }
 }
 
 /// A programmable switch (or smart NIC, or server data path) running
@@ -162,8 +148,11 @@ pub struct Switch<P: Program> {
     cpu_queue: VecDeque<ControlEvent<P::Digest>>,
     cpu_busy: bool,
     pktgen: PacketGenerator,
-    agenda: BinaryHeap<Reverse<Scheduled<P::Meta, P::Digest>>>,
-    seq: u64,
+    agenda: Agenda<Event<P::Meta, P::Digest>>,
+    /// Packets between ingress and the traffic manager, in arrival order
+    /// (ingress latency is constant, so this is the order they left
+    /// ingress): enqueued exactly at their arrival.
+    pipeline: VecDeque<(PortId, QueuedPacket<P::Meta>)>,
     timer_at: Option<Nanos>,
     recirculation_free: Nanos,
     /// When a run-to-completion device's core is free for the next packet.
@@ -202,8 +191,8 @@ impl<P: Program> Switch<P> {
             cp: ControlPlaneAgent::default(),
             cpu_queue: VecDeque::new(),
             cpu_busy: false,
-            agenda: BinaryHeap::new(),
-            seq: 0,
+            agenda: Agenda::new(),
+            pipeline: VecDeque::new(),
             timer_at: None,
             recirculation_free: 0,
             core_free: 0,
@@ -260,30 +249,70 @@ impl<P: Program> Switch<P> {
     }
 
     fn schedule(&mut self, at: Nanos, event: Event<P::Meta, P::Digest>) {
-        self.seq += 1;
-        self.agenda.push(Reverse(Scheduled {
-            at,
-            seq: self.seq,
-            event,
-        }));
+        self.agenda.push(at, event);
     }
 
     /// Runs every agenda entry due at or before `now`, then asks the driver
     /// for a timer at the next one.
     fn run_agenda(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
-        while let Some(Reverse(top)) = self.agenda.peek() {
-            if top.at > now {
-                break;
-            }
-            let Reverse(s) = self.agenda.pop().expect("peeked");
-            self.run_event(now, s.event, rng, out);
-        }
-        if let Some(Reverse(top)) = self.agenda.peek() {
-            let next = top.at;
+        self.drain(now, rng, out);
+        let lane = self.pipeline.front().map(|(_, p)| p.arrival);
+        let next = match (self.agenda.peek_time(), lane) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(next) = next {
             if self.timer_at.is_none_or(|t| next < t || t <= now) {
                 self.timer_at = Some(next);
                 out.push(Output::Timer { at: next, token: 0 });
             }
+        }
+    }
+
+    /// Runs everything due at or before `now` in time order: agenda events,
+    /// and packets reaching the traffic manager (after any dequeue due at the
+    /// same instant, so a packet leaving makes room for one arriving).
+    fn drain(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        loop {
+            let lane = self
+                .pipeline
+                .front()
+                .map(|(_, p)| p.arrival)
+                .filter(|&a| a <= now);
+            let agenda = self.agenda.peek_time().filter(|&t| t <= now);
+            match (lane, agenda) {
+                (Some(a), Some(t)) if a < t => self.arrive_from_pipeline(),
+                (Some(_), None) => self.arrive_from_pipeline(),
+                (_, Some(_)) => {
+                    if let Some((_, event)) = self.agenda.pop_due(now) {
+                        self.run_event(now, event, rng, out);
+                    }
+                }
+                (None, None) => break,
+            }
+        }
+    }
+
+    fn arrive_from_pipeline(&mut self) {
+        if let Some((port, pkt)) = self.pipeline.pop_front() {
+            self.enqueue(port, pkt);
+        }
+    }
+
+    /// Sends a packet to the traffic manager, where it arrives at
+    /// `pkt.arrival`.
+    fn send_to_tm(&mut self, now: Nanos, port: PortId, pkt: QueuedPacket<P::Meta>) {
+        if pkt.arrival <= now {
+            self.enqueue(port, pkt);
+        } else if self
+            .pipeline
+            .back()
+            .is_none_or(|(_, b)| b.arrival <= pkt.arrival)
+        {
+            self.pipeline.push_back((port, pkt));
+        } else {
+            let at = pkt.arrival;
+            self.schedule(at, Event::TmArrive(Box::new((port, pkt))));
         }
     }
 
@@ -296,8 +325,12 @@ impl<P: Program> Switch<P> {
     ) {
         match event {
             Event::Dequeue(port) => self.egress(now, port, rng, out),
+            Event::TmArrive(b) => {
+                let (port, pkt) = *b;
+                self.enqueue(port, pkt);
+            }
             Event::Ingress(a) => {
-                if a.port < self.profile.data_path.ports {
+                if a.from_input {
                     self.input_backlog = self.input_backlog.saturating_sub(a.frame.len() as u64);
                 }
                 if matches!(a.kind, PacketKind::Recirculated { .. }) {
@@ -308,7 +341,7 @@ impl<P: Program> Switch<P> {
                 self.ingress(now, a.frame, a.meta, a.port, a.kind, rng);
             }
             Event::CpOpDone => self.apply_op(now, rng),
-            Event::CpuArrive(ev) => self.cpu_arrive(now, ev),
+            Event::CpuArrive(ev) => self.cpu_arrive(now, *ev),
             Event::CpuRun => self.cpu_run(now, out),
             Event::CpuTimer(token) => self.cpu_arrive(now, ControlEvent::Timer { token }),
             Event::Aging => {
@@ -318,7 +351,7 @@ impl<P: Program> Switch<P> {
                 for (table, spec) in expired {
                     self.schedule(
                         at,
-                        Event::CpuArrive(ControlEvent::IdleTimeout { table, spec }),
+                        Event::CpuArrive(Box::new(ControlEvent::IdleTimeout { table, spec })),
                     );
                 }
                 self.schedule_aging(now);
@@ -366,7 +399,7 @@ impl<P: Program> Switch<P> {
         }
     }
 
-    fn fire_stream(&mut self, now: Nanos, stream: u8, epoch: u64) {
+    fn fire_stream(&mut self, now: Nanos, stream: u8, epoch: u32) {
         if let Some(s) = self.pktgen.current(stream, epoch) {
             let batch = s.next_batch;
             s.next_batch = s.next_batch.wrapping_add(1);
@@ -427,6 +460,7 @@ impl<P: Program> Switch<P> {
                 meta: P::Meta::default(),
                 port,
                 kind: PacketKind::Normal,
+                from_input: true,
             };
             self.schedule(start, Event::Ingress(Box::new(arrival)));
         }
@@ -467,10 +501,10 @@ impl<P: Program> Switch<P> {
         if let Some(d) = pkt.digest.take() {
             self.stats.digests += 1;
             let at = now + self.profile.control_plane.digest_latency;
-            self.schedule(at, Event::CpuArrive(ControlEvent::Digest(d)));
+            self.schedule(at, Event::CpuArrive(Box::new(ControlEvent::Digest(d))));
         }
         if let Some(session) = pkt.mirror.take() {
-            self.mirror(at_tm, session, &pkt);
+            self.mirror(now, at_tm, session, &pkt);
         }
         let PacketCtx {
             frame,
@@ -486,17 +520,16 @@ impl<P: Program> Switch<P> {
             ingress_port: port,
             ingress_time: now,
             arrival: at_tm,
-            dequeue: 0,
             queue_bytes_ahead: 0,
             rid,
         };
         match destination {
             Destination::Drop => self.stats.program_drops += 1,
-            Destination::Port(p) => self.enqueue(p, queued(frame, meta, 0)),
+            Destination::Port(p) => self.send_to_tm(now, p, queued(frame, meta, 0)),
             Destination::Multicast(group) => match self.tm.multicast.get(&group).cloned() {
                 Some(members) if self.profile.features.multicast => {
                     for (p, rid) in members {
-                        self.enqueue(p, queued(frame.clone(), meta.clone(), rid));
+                        self.send_to_tm(now, p, queued(frame.clone(), meta.clone(), rid));
                     }
                 }
                 Some(_) => self.stats.feature_drops += 1,
@@ -524,6 +557,7 @@ impl<P: Program> Switch<P> {
                         meta,
                         port: RECIRCULATION_PORT,
                         kind: PacketKind::Recirculated { passes },
+                        from_input: false,
                     };
                     let at = start + self.profile.data_path.recirculation_latency;
                     self.schedule(at, Event::Ingress(Box::new(arrival)));
@@ -540,6 +574,7 @@ impl<P: Program> Switch<P> {
                         meta,
                         port,
                         kind: PacketKind::Resubmitted,
+                        from_input: false,
                     };
                     let at = now + self.profile.data_path.recirculation_latency;
                     self.schedule(at, Event::Ingress(Box::new(arrival)));
@@ -560,7 +595,7 @@ impl<P: Program> Switch<P> {
         }
     }
 
-    fn mirror(&mut self, at: Nanos, session: u16, pkt: &PacketCtx<P::Meta, P::Digest>) {
+    fn mirror(&mut self, now: Nanos, at: Nanos, session: u16, pkt: &PacketCtx<P::Meta, P::Digest>) {
         if !self.profile.features.mirroring {
             self.stats.feature_drops += 1;
             return;
@@ -578,11 +613,10 @@ impl<P: Program> Switch<P> {
             ingress_port: pkt.ingress_port,
             ingress_time: pkt.ingress_time,
             arrival: at,
-            dequeue: 0,
             queue_bytes_ahead: 0,
             rid: 0,
         };
-        self.enqueue(s.port, copy);
+        self.send_to_tm(now, s.port, copy);
     }
 
     /// Sends a frame up the CPU channel: serialised at the channel rate, then
@@ -595,11 +629,11 @@ impl<P: Program> Switch<P> {
         let arrive = self.cp.punt_free + timing.punt_latency;
         self.schedule(
             arrive,
-            Event::CpuArrive(ControlEvent::PacketIn {
+            Event::CpuArrive(Box::new(ControlEvent::PacketIn {
                 port,
                 reason,
                 frame,
-            }),
+            })),
         );
     }
 
@@ -639,14 +673,14 @@ impl<P: Program> Switch<P> {
         if let Some(d) = pkt.digest.take() {
             self.stats.digests += 1;
             let at = now + self.profile.control_plane.digest_latency;
-            self.schedule(at, Event::CpuArrive(ControlEvent::Digest(d)));
+            self.schedule(at, Event::CpuArrive(Box::new(ControlEvent::Digest(d))));
         }
         // A mirror copy does not mirror again (that would loop).
         if let (Some(session), false) = (
             pkt.mirror.take(),
             matches!(q.kind, PacketKind::Mirrored { .. }),
         ) {
-            self.mirror(at_wire, session, &pkt);
+            self.mirror(now, at_wire, session, &pkt);
         }
         if pkt.destination != Destination::Port(port) {
             self.stats.program_drops += 1;
@@ -703,7 +737,7 @@ impl<P: Program> Switch<P> {
                     let error = "control-plane operation queue is full".to_string();
                     self.schedule(
                         done,
-                        Event::CpuArrive(ControlEvent::OpFailed { request, error }),
+                        Event::CpuArrive(Box::new(ControlEvent::OpFailed { request, error })),
                     );
                 }
             }
@@ -757,11 +791,10 @@ impl<P: Program> Switch<P> {
                             ingress_port: CPU_PORT,
                             ingress_time: now,
                             arrival: now,
-                            dequeue: 0,
                             queue_bytes_ahead: 0,
                             rid: 0,
                         };
-                        self.enqueue(p, q);
+                        self.send_to_tm(now, p, q);
                     }
                 }
                 Ok(())
@@ -814,6 +847,9 @@ impl<P: Program> Device for Switch<P> {
     }
 
     fn handle(&mut self, now: Nanos, input: Input, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        // Whatever was due before this input happens first (a driver that
+        // fires timers on time leaves nothing here but same-instant events).
+        self.drain(now, rng, out);
         match input {
             Input::Frame { port, frame } => match self.stats.ports.get_mut(usize::from(port)) {
                 Some(c) => {
@@ -838,7 +874,10 @@ impl<P: Program> Device for Switch<P> {
                         }
                     }
                     let at = now + self.profile.control_plane.digest_latency;
-                    self.schedule(at, Event::CpuArrive(ControlEvent::PortStatus { port, up }));
+                    self.schedule(
+                        at,
+                        Event::CpuArrive(Box::new(ControlEvent::PortStatus { port, up })),
+                    );
                 }
             }
         }
@@ -854,11 +893,23 @@ impl<P: Program> Device for Switch<P> {
         self.cpu_busy = false;
         self.pktgen.clear();
         self.agenda.clear();
+        self.pipeline.clear();
         self.timer_at = None;
         self.recirculation_free = 0;
         self.core_free = 0;
         self.input_backlog = 0;
         self.requests = Requests::default();
         self.start(now, out);
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn agenda_events_stay_small() {
+        // Every packet pushes and pops one; keep the common ones inline.
+        assert!(std::mem::size_of::<Event<[u8; 64], Vec<u8>>>() <= 16);
     }
 }

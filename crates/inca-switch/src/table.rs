@@ -188,8 +188,11 @@ struct Row {
 /// The data-plane search structure, one per kind.
 #[derive(Debug, Clone)]
 enum Index {
-    /// Slots hashed by key bytes; the key lives in the entry.
-    Exact(HashTable<usize>),
+    /// Slots hashed by key bytes. Each element keeps the key's hash and its
+    /// first 16 bytes inline, so a lookup of a key up to 16 bytes (a 5-tuple
+    /// is 13) never leaves the hash table; longer keys are compared in full
+    /// from the entry.
+    Exact(HashTable<ExactSlot>),
     /// One hash table per prefix length (slots hashed by their first
     /// `prefix_len` bits), plus the lengths in use, longest first, so a lookup
     /// probes only populated lengths and stops at the first (longest) hit.
@@ -273,6 +276,30 @@ fn prefix_eq(a: &[u8], b: &[u8], plen: u16) -> bool {
             (Some(x), Some(y)) => (x ^ y) & top_bits(rem) == 0,
             _ => false,
         }
+}
+
+/// An exact-match index element. See [`Index::Exact`].
+#[derive(Debug, Clone, Copy)]
+struct ExactSlot {
+    hash: u64,
+    head: u128,
+    slot: usize,
+}
+
+/// The first 16 bytes of a key as a number (zero-padded).
+#[inline]
+fn key_head(key: &[u8]) -> u128 {
+    let mut b = [0u8; 16];
+    let n = key.len().min(16);
+    b[..n].copy_from_slice(&key[..n]);
+    u128::from_be_bytes(b)
+}
+
+impl ExactSlot {
+    #[inline]
+    fn matches<A>(&self, key: &[u8], head: u128, slots: &[Option<Entry<A>>]) -> bool {
+        self.head == head && (key.len() <= 16 || entry_key(slots, self.slot) == key)
+    }
 }
 
 /// The key bytes an exact or LPM entry is hashed by.
@@ -410,9 +437,11 @@ impl<A> MatchTable<A> {
     /// spec.
     fn find_spec(&self, spec: &MatchSpec) -> Option<usize> {
         match (&self.index, spec) {
-            (Index::Exact(t), MatchSpec::Exact(k)) => t
-                .find(hash_bytes(k), |&s| entry_key(&self.slots, s) == &k[..])
-                .copied(),
+            (Index::Exact(t), MatchSpec::Exact(k)) => {
+                let head = key_head(k);
+                t.find(hash_bytes(k), |e| e.matches(k, head, &self.slots))
+                    .map(|e| e.slot)
+            }
             (Index::Lpm { by_len, .. }, MatchSpec::Lpm { value, prefix_len }) => by_len
                 .get(usize::from(*prefix_len))?
                 .find(hash_prefix(value, *prefix_len), |&s| {
@@ -461,9 +490,11 @@ impl<A> MatchTable<A> {
             return None;
         }
         match &self.index {
-            Index::Exact(t) => t
-                .find(hash_bytes(key), |&s| entry_key(&self.slots, s) == key)
-                .copied(),
+            Index::Exact(t) => {
+                let head = key_head(key);
+                t.find(hash_bytes(key), |e| e.matches(key, head, &self.slots))
+                    .map(|e| e.slot)
+            }
             Index::Lpm { by_len, lens } => lens.iter().find_map(|&plen| {
                 by_len
                     .get(usize::from(plen))?
@@ -559,7 +590,8 @@ impl<A> MatchTable<A> {
         let slots = &self.slots;
         match &mut self.index {
             Index::Exact(t) => {
-                t.insert_unique(hash, slot, |&s| hash_bytes(entry_key(slots, s)));
+                let head = key_head(entry_key(slots, slot));
+                t.insert_unique(hash, ExactSlot { hash, head, slot }, |e| e.hash);
             }
             Index::Lpm { by_len, lens } => {
                 let l = usize::from(lpm_len);
@@ -621,7 +653,8 @@ impl<A> MatchTable<A> {
         let slots = &self.slots;
         match &mut self.index {
             Index::Exact(t) => {
-                if let Ok(o) = t.find_entry(hash_bytes(entry_key(slots, slot)), |&s| s == slot) {
+                if let Ok(o) = t.find_entry(hash_bytes(entry_key(slots, slot)), |e| e.slot == slot)
+                {
                     o.remove();
                 }
             }

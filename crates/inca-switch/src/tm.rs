@@ -3,9 +3,14 @@
 //!
 //! Each egress port has one FIFO queue drained at the port's line rate. A
 //! packet's dequeue time is fixed when it is enqueued (the later of its
-//! arrival and the moment the port finishes the packet ahead of it), so queue
-//! occupancy at any instant is exact. Every queue draws on one shared buffer;
-//! a packet that does not fit is dropped (tail drop), and counted.
+//! arrival and the moment the port finishes the packet ahead of it). Every
+//! queue draws on one shared buffer; a packet that does not fit is dropped
+//! (tail drop), and counted.
+//!
+//! Contract with the switch: a packet is enqueued at its arrival time, after
+//! every dequeue due at or before that time, so the occupancy the traffic
+//! manager sees — for admission and for the queue depth egress reads — is
+//! the occupancy at that instant.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -36,8 +41,6 @@ pub(crate) struct QueuedPacket<M> {
     pub ingress_time: Nanos,
     /// When it reached the traffic manager.
     pub arrival: Nanos,
-    /// When it leaves the queue for the egress pipeline.
-    pub dequeue: Nanos,
     /// Queue occupancy ahead of it at arrival, bytes.
     pub queue_bytes_ahead: u64,
     /// Multicast replica id.
@@ -119,18 +122,10 @@ impl<M> TrafficManager<M> {
             self.counters[usize::from(port)].tm_drops += 1;
             return Err(pkt);
         }
-        // Packets ahead of it that will have left by its arrival do not count.
-        let gone: u64 = q
-            .queue
-            .iter()
-            .take_while(|p| p.dequeue <= pkt.arrival)
-            .map(|p| p.frame.len() as u64)
-            .sum();
-        pkt.queue_bytes_ahead = q.bytes - gone;
+        pkt.queue_bytes_ahead = q.bytes;
         let start = pkt.arrival.max(q.free_at);
         q.free_at =
             start + serialisation(pkt.frame.len() + WIRE_OVERHEAD_BYTES, self.port_rate_bps);
-        pkt.dequeue = start;
         q.bytes += len;
         self.buffer_used += len;
         q.queue.push_back(pkt);
@@ -184,7 +179,6 @@ mod tests {
             ingress_port: 0,
             ingress_time: arrival,
             arrival,
-            dequeue: 0,
             queue_bytes_ahead: 0,
             rid: 0,
         }
@@ -199,10 +193,12 @@ mod tests {
         assert_eq!(tm.enqueue(1, pkt(1476, 10)).ok(), Some(240));
         // By 130 the first two have left the queue (at 0 and 120): one frame
         // is ahead of a new one.
+        tm.dequeue(1);
+        tm.dequeue(1);
         let d = tm.enqueue(1, pkt(1476, 130)).unwrap();
         assert_eq!(d, 360);
         assert_eq!(tm.ports[1].queue.back().unwrap().queue_bytes_ahead, 1476);
-        assert_eq!(tm.queue_bytes(1), 4 * 1476);
+        assert_eq!(tm.queue_bytes(1), 2 * 1476);
     }
 
     #[test]

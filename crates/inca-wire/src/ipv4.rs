@@ -80,6 +80,33 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         Ok(p)
     }
 
+    /// Wraps a buffer that may hold only the first bytes of the packet (a
+    /// switch parser's window, a truncated capture): checks version 4,
+    /// IHL >= 5, that the header with its options fits, and that
+    /// `header_len <= total_len`, but not that the whole packet is present.
+    /// [`Ipv4Packet::payload`] then gives the part of the payload that is.
+    pub fn new_checked_header(buffer: T) -> Result<Self> {
+        let p = Self::new_unchecked(buffer);
+        let len = p.buffer.as_ref().len();
+        if len < MIN_HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        if p.version() != 4 {
+            return Err(WireError::Malformed("IPv4 version is not 4"));
+        }
+        let hl = p.header_len();
+        if hl < MIN_HEADER_LEN {
+            return Err(WireError::Malformed("IPv4 IHL < 5"));
+        }
+        if hl > len {
+            return Err(WireError::Truncated);
+        }
+        if usize::from(p.total_len()) < hl {
+            return Err(WireError::Malformed("IPv4 total length < header length"));
+        }
+        Ok(p)
+    }
+
     /// Gives the buffer back.
     pub fn into_inner(self) -> T {
         self.buffer
@@ -180,9 +207,11 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         &self.b()[..self.header_len()]
     }
 
-    /// Payload: from the end of the options to `total_len`.
+    /// Payload: from the end of the options to `total_len` (or to the end
+    /// of the buffer, for a view made with [`Ipv4Packet::new_checked_header`]).
     pub fn payload(&self) -> &[u8] {
-        &self.b()[self.header_len()..usize::from(self.total_len())]
+        let end = usize::from(self.total_len()).min(self.b().len());
+        &self.b()[self.header_len()..end]
     }
 
     /// Whether the header checksum is correct (the header sums to 0xFFFF).
@@ -278,7 +307,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// Mutable payload (up to `total_len`).
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let (h, t) = (self.header_len(), usize::from(self.total_len()));
-        &mut self.bm()[h..t]
+        let b = self.bm();
+        let t = t.min(b.len());
+        &mut b[h..t]
     }
 }
 
@@ -353,5 +384,26 @@ impl Ipv4Repr {
         p.set_dst_addr(self.dst);
         p.fill_checksum();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    #[test]
+    fn a_header_window_parses_without_the_whole_packet() {
+        let mut buf = vec![0u8; 1500];
+        buf[0] = 0x45;
+        buf[2..4].copy_from_slice(&1500u16.to_be_bytes());
+        let window = &buf[..64];
+        assert_eq!(
+            Ipv4Packet::new_checked(window).err(),
+            Some(WireError::Truncated)
+        );
+        let p = Ipv4Packet::new_checked_header(window).unwrap();
+        assert_eq!(p.total_len(), 1500);
+        assert_eq!(p.payload().len(), 44, "only what the window holds");
+        assert!(Ipv4Packet::new_checked_header(&buf[..19]).is_err());
     }
 }

@@ -212,6 +212,15 @@ fn poke_all(b: &[u8]) {
             Ipv4Repr::parse(&p),
         );
     }
+    if let Ok(p) = Ipv4Packet::new_checked_header(b) {
+        let _ = (
+            p.total_len(),
+            p.options(),
+            p.payload(),
+            p.verify_checksum(),
+            Ipv4Repr::parse(&p),
+        );
+    }
     let (a, c) = (Ipv4Addr::new(1, 2, 3, 4), Ipv4Addr::new(4, 3, 2, 1));
     if let Ok(d) = UdpDatagram::new_checked(b) {
         let _ = (
