@@ -17,19 +17,29 @@ pub struct Reflector {
 
 impl Device for Reflector {
     fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
-        out.push(Output::Timer { at: now + self.period, token: REPORT });
+        out.push(Output::Timer {
+            at: now + self.period,
+            token: REPORT,
+        });
     }
 
     fn handle(&mut self, now: Nanos, input: Input, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         match input {
             Input::Frame { port, frame } => {
                 self.reflected += 1;
-                out.push(Output::Transmit { at: now + self.delay, port, frame });
+                out.push(Output::Transmit {
+                    at: now + self.delay,
+                    port,
+                    frame,
+                });
             }
             Input::Timer { token: REPORT } => {
                 let body = self.reflected.to_be_bytes().to_vec();
                 out.push(Output::Control(ControlMessage { kind: 0, body }));
-                out.push(Output::Timer { at: now + self.period, token: REPORT });
+                out.push(Output::Timer {
+                    at: now + self.period,
+                    token: REPORT,
+                });
             }
             Input::Timer { .. } | Input::Control(_) | Input::LinkState { .. } => {}
         }
@@ -42,7 +52,14 @@ impl Device for Reflector {
 }
 
 fn main() {
-    let mut h = Harness::new(Reflector { delay: 100, period: 1_000, reflected: 0 }, 7);
+    let mut h = Harness::new(
+        Reflector {
+            delay: 100,
+            period: 1_000,
+            reflected: 0,
+        },
+        7,
+    );
     h.send(10, 3, vec![0xab; 60]);
     h.send(20, 1, vec![0xcd; 60]);
     h.advance_to(2_500);

@@ -23,7 +23,9 @@ use crate::pktgen::{PacketGenerator, Trigger};
 use crate::placement::{place, Gress, Placement, PlacementError};
 use crate::profile::Profile;
 use crate::program::{ControlEvent, Destination, PacketCtx, PacketKind, Program};
-use crate::tm::{PortCounters, QueuedPacket, TrafficManager, WIRE_OVERHEAD_BYTES};
+use crate::tm::{
+    Cell, Drop as TmDrop, PortCounters, QueuedPacket, TrafficManager, WIRE_OVERHEAD_BYTES,
+};
 
 /// Port number of the CPU port (packets from the control plane arrive on it).
 pub const CPU_PORT: PortId = 0xfffe;
@@ -112,9 +114,9 @@ struct Arrival<M> {
 
 enum Event<M, D> {
     Dequeue(PortId),
-    /// A packet reaching the traffic manager out of the pipeline lane's
-    /// order (an egress mirror copy).
-    TmArrive(Box<(PortId, QueuedPacket<M>)>),
+    /// A held packet reaching the traffic manager out of the pipeline
+    /// lane's order (an egress mirror copy).
+    TmArrive(PortId, Cell),
     Ingress(Box<Arrival<M>>),
     CpOpDone,
     /// Boxed: control events are rare and large, dequeues are common and
@@ -152,7 +154,7 @@ pub struct Switch<P: Program> {
     /// Packets between ingress and the traffic manager, in arrival order
     /// (ingress latency is constant, so this is the order they left
     /// ingress): enqueued exactly at their arrival.
-    pipeline: VecDeque<(PortId, QueuedPacket<P::Meta>)>,
+    pipeline: VecDeque<(Nanos, PortId, Cell)>,
     timer_at: Option<Nanos>,
     recirculation_free: Nanos,
     /// When a run-to-completion device's core is free for the next packet.
@@ -256,7 +258,7 @@ impl<P: Program> Switch<P> {
     /// for a timer at the next one.
     fn run_agenda(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.drain(now, rng, out);
-        let lane = self.pipeline.front().map(|(_, p)| p.arrival);
+        let lane = self.pipeline.front().map(|&(at, _, _)| at);
         let next = match (self.agenda.peek_time(), lane) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -277,12 +279,12 @@ impl<P: Program> Switch<P> {
             let lane = self
                 .pipeline
                 .front()
-                .map(|(_, p)| p.arrival)
+                .map(|&(at, _, _)| at)
                 .filter(|&a| a <= now);
             let agenda = self.agenda.peek_time().filter(|&t| t <= now);
             match (lane, agenda) {
-                (Some(a), Some(t)) if a < t => self.arrive_from_pipeline(),
-                (Some(_), None) => self.arrive_from_pipeline(),
+                (Some(a), Some(t)) if a < t => self.arrive_from_pipeline(now, rng, out),
+                (Some(_), None) => self.arrive_from_pipeline(now, rng, out),
                 (_, Some(_)) => {
                     if let Some((_, event)) = self.agenda.pop_due(now) {
                         self.run_event(now, event, rng, out);
@@ -293,26 +295,25 @@ impl<P: Program> Switch<P> {
         }
     }
 
-    fn arrive_from_pipeline(&mut self) {
-        if let Some((port, pkt)) = self.pipeline.pop_front() {
-            self.enqueue(port, pkt);
+    fn arrive_from_pipeline(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        if let Some((_, port, cell)) = self.pipeline.pop_front() {
+            self.enqueue(now, port, cell, rng, out);
         }
     }
 
     /// Sends a packet to the traffic manager, where it arrives at
     /// `pkt.arrival`.
     fn send_to_tm(&mut self, now: Nanos, port: PortId, pkt: QueuedPacket<P::Meta>) {
-        if pkt.arrival <= now {
-            self.enqueue(port, pkt);
-        } else if self
-            .pipeline
-            .back()
-            .is_none_or(|(_, b)| b.arrival <= pkt.arrival)
-        {
-            self.pipeline.push_back((port, pkt));
+        let at = pkt.arrival;
+        let cell = self.tm.hold(pkt);
+        if at <= now {
+            // Called from inside a pipeline pass or a control operation:
+            // the agenda runs it next, not this call (no nested egress).
+            self.schedule(now, Event::TmArrive(port, cell));
+        } else if self.pipeline.back().is_none_or(|&(b, _, _)| b <= at) {
+            self.pipeline.push_back((at, port, cell));
         } else {
-            let at = pkt.arrival;
-            self.schedule(at, Event::TmArrive(Box::new((port, pkt))));
+            self.schedule(at, Event::TmArrive(port, cell));
         }
     }
 
@@ -325,10 +326,7 @@ impl<P: Program> Switch<P> {
     ) {
         match event {
             Event::Dequeue(port) => self.egress(now, port, rng, out),
-            Event::TmArrive(b) => {
-                let (port, pkt) = *b;
-                self.enqueue(port, pkt);
-            }
+            Event::TmArrive(port, cell) => self.enqueue(now, port, cell, rng, out),
             Event::Ingress(a) => {
                 if a.from_input {
                     self.input_backlog = self.input_backlog.saturating_sub(a.frame.len() as u64);
@@ -583,15 +581,25 @@ impl<P: Program> Switch<P> {
         }
     }
 
-    fn enqueue(&mut self, port: PortId, pkt: QueuedPacket<P::Meta>) {
-        match self.tm.enqueue(port, pkt) {
-            Ok(at) => self.schedule(at, Event::Dequeue(port)),
-            Err(p) => {
-                if usize::from(port) >= self.tm.port_count() {
-                    let _ = p;
-                    self.stats.bad_port_drops += 1;
-                }
+    fn enqueue(
+        &mut self,
+        now: Nanos,
+        port: PortId,
+        cell: Cell,
+        rng: &mut DeviceRng,
+        out: &mut Vec<Output>,
+    ) {
+        match self.tm.enqueue(port, cell) {
+            // An empty queue at an instant when nothing else is due: the
+            // dequeue would be the agenda's next entry, so run it now.
+            Ok(at) if at <= now && self.agenda.peek_time().is_none_or(|t| t > now) => {
+                self.egress(now, port, rng, out)
             }
+            Ok(at) => self.schedule(at, Event::Dequeue(port)),
+            Err(TmDrop::NoPort) => self.stats.bad_port_drops += 1,
+            // Counted per port by the traffic manager.
+            Err(TmDrop::BufferFull) => {}
+            Err(TmDrop::NoPacket) => debug_assert!(false, "enqueued an empty cell"),
         }
     }
 

@@ -7,6 +7,10 @@
 //! queue draws on one shared buffer; a packet that does not fit is dropped
 //! (tail drop), and counted.
 //!
+//! Packets live in a packet buffer (a slab of cells) from the moment ingress
+//! hands them over; queues hold small descriptors, as a real traffic manager
+//! does, so a packet is written once and read once however long its path.
+//!
 //! Contract with the switch: a packet is enqueued at its arrival time, after
 //! every dequeue due at or before that time, so the occupancy the traffic
 //! manager sees — for admission and for the queue depth egress reads — is
@@ -32,6 +36,17 @@ pub struct MirrorSession {
 }
 
 /// A packet waiting in an egress queue.
+/// Why the traffic manager dropped a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drop {
+    /// The shared buffer was full.
+    BufferFull,
+    /// No such port.
+    NoPort,
+    /// No packet in that cell (a bug in the caller; nothing to drop).
+    NoPacket,
+}
+
 #[derive(Debug)]
 pub(crate) struct QueuedPacket<M> {
     pub frame: Vec<u8>,
@@ -62,9 +77,19 @@ pub struct PortCounters {
     pub tm_drops: u64,
 }
 
+/// Where a held packet sits in the packet buffer.
+pub(crate) type Cell = u32;
+
+/// A queue entry: the packet's cell and length.
+#[derive(Debug, Clone, Copy)]
+struct Descriptor {
+    cell: Cell,
+    len: u32,
+}
+
 #[derive(Debug)]
-struct PortQueue<M> {
-    queue: VecDeque<QueuedPacket<M>>,
+struct PortQueue {
+    queue: VecDeque<Descriptor>,
     bytes: u64,
     /// When the port finishes serialising the last packet queued for it.
     free_at: Nanos,
@@ -73,7 +98,10 @@ struct PortQueue<M> {
 /// The traffic manager. See the module documentation.
 #[derive(Debug)]
 pub(crate) struct TrafficManager<M> {
-    ports: Vec<PortQueue<M>>,
+    ports: Vec<PortQueue>,
+    /// The packet buffer: held packets by cell, and the free cells.
+    cells: Vec<Option<QueuedPacket<M>>>,
+    free_cells: Vec<Cell>,
     pub counters: Vec<PortCounters>,
     buffer_used: u64,
     buffer_bytes: u64,
@@ -93,6 +121,8 @@ impl<M> TrafficManager<M> {
                 })
                 .collect(),
             counters: vec![PortCounters::default(); usize::from(ports)],
+            cells: Vec::new(),
+            free_cells: Vec::new(),
             buffer_used: 0,
             buffer_bytes,
             port_rate_bps,
@@ -102,25 +132,54 @@ impl<M> TrafficManager<M> {
     }
 
     /// Number of ports.
+    #[cfg(test)]
     pub fn port_count(&self) -> usize {
         self.ports.len()
     }
 
-    /// Queues a packet that reaches the traffic manager at `arrival` for
-    /// `port`. Returns its dequeue time, or the packet back if the port does
-    /// not exist or the buffer is full.
-    pub fn enqueue(
-        &mut self,
-        port: PortId,
-        mut pkt: QueuedPacket<M>,
-    ) -> Result<Nanos, QueuedPacket<M>> {
+    /// Takes a packet into the packet buffer (it is on its way to a queue:
+    /// it does not count against the shared buffer until it is enqueued).
+    pub fn hold(&mut self, pkt: QueuedPacket<M>) -> Cell {
+        match self.free_cells.pop() {
+            Some(c) => {
+                self.cells[c as usize] = Some(pkt);
+                c
+            }
+            None => {
+                self.cells.push(Some(pkt));
+                (self.cells.len() - 1) as Cell
+            }
+        }
+    }
+
+    /// The held packet in `cell`.
+    #[cfg(test)]
+    pub fn held(&self, cell: Cell) -> Option<&QueuedPacket<M>> {
+        self.cells.get(cell as usize)?.as_ref()
+    }
+
+    fn release(&mut self, cell: Cell) -> Option<QueuedPacket<M>> {
+        let pkt = self.cells.get_mut(cell as usize)?.take()?;
+        self.free_cells.push(cell);
+        Some(pkt)
+    }
+
+    /// Queues the held packet in `cell` for `port`, at its arrival time.
+    /// Returns its dequeue time; if the port does not exist or the buffer is
+    /// full the packet is dropped (a full buffer is counted on the port).
+    pub fn enqueue(&mut self, port: PortId, cell: Cell) -> Result<Nanos, Drop> {
+        let Some(pkt) = self.cells.get_mut(cell as usize).and_then(Option::as_mut) else {
+            return Err(Drop::NoPacket);
+        };
         let Some(q) = self.ports.get_mut(usize::from(port)) else {
-            return Err(pkt);
+            self.release(cell);
+            return Err(Drop::NoPort);
         };
         let len = pkt.frame.len() as u64;
         if self.buffer_used + len > self.buffer_bytes {
             self.counters[usize::from(port)].tm_drops += 1;
-            return Err(pkt);
+            self.release(cell);
+            return Err(Drop::BufferFull);
         }
         pkt.queue_bytes_ahead = q.bytes;
         let start = pkt.arrival.max(q.free_at);
@@ -128,19 +187,21 @@ impl<M> TrafficManager<M> {
             start + serialisation(pkt.frame.len() + WIRE_OVERHEAD_BYTES, self.port_rate_bps);
         q.bytes += len;
         self.buffer_used += len;
-        q.queue.push_back(pkt);
+        q.queue.push_back(Descriptor {
+            cell,
+            len: len as u32,
+        });
         Ok(start)
     }
 
     /// Takes the packet at the head of `port`'s queue (its dequeue time has
-    /// come).
+    /// come) out of the buffer.
     pub fn dequeue(&mut self, port: PortId) -> Option<QueuedPacket<M>> {
         let q = self.ports.get_mut(usize::from(port))?;
-        let pkt = q.queue.pop_front()?;
-        let len = pkt.frame.len() as u64;
-        q.bytes -= len;
-        self.buffer_used -= len;
-        Some(pkt)
+        let d = q.queue.pop_front()?;
+        q.bytes -= u64::from(d.len);
+        self.buffer_used -= u64::from(d.len);
+        self.release(d.cell)
     }
 
     /// Bytes queued for `port` now.
@@ -161,6 +222,8 @@ impl<M> TrafficManager<M> {
             q.bytes = 0;
             q.free_at = 0;
         }
+        self.cells.clear();
+        self.free_cells.clear();
         self.buffer_used = 0;
         self.multicast.clear();
         self.mirror.clear();
@@ -188,28 +251,42 @@ mod tests {
     fn queue_drains_at_line_rate_and_counts_occupancy() {
         // 100 Gbps: a 1476 B frame + 24 B overhead = 1500 B = 120 ns.
         let mut tm = TrafficManager::new(2, 100_000_000_000, 10_000);
-        assert_eq!(tm.enqueue(1, pkt(1476, 0)).ok(), Some(0));
-        assert_eq!(tm.enqueue(1, pkt(1476, 0)).ok(), Some(120));
-        assert_eq!(tm.enqueue(1, pkt(1476, 10)).ok(), Some(240));
+        let mut put = |tm: &mut TrafficManager<()>, len, at| {
+            let c = tm.hold(pkt(len, at));
+            tm.enqueue(1, c)
+        };
+        assert_eq!(put(&mut tm, 1476, 0).ok(), Some(0));
+        assert_eq!(put(&mut tm, 1476, 0).ok(), Some(120));
+        assert_eq!(put(&mut tm, 1476, 10).ok(), Some(240));
         // By 130 the first two have left the queue (at 0 and 120): one frame
         // is ahead of a new one.
         tm.dequeue(1);
         tm.dequeue(1);
-        let d = tm.enqueue(1, pkt(1476, 130)).unwrap();
+        let d = put(&mut tm, 1476, 130).unwrap();
         assert_eq!(d, 360);
-        assert_eq!(tm.ports[1].queue.back().unwrap().queue_bytes_ahead, 1476);
+        let last = tm.ports[1].queue.back().unwrap().cell;
+        assert_eq!(tm.held(last).unwrap().queue_bytes_ahead, 1476);
         assert_eq!(tm.queue_bytes(1), 2 * 1476);
     }
 
     #[test]
     fn full_buffer_drops_and_counts() {
         let mut tm = TrafficManager::new(1, 100_000_000_000, 3000);
-        assert!(tm.enqueue(0, pkt(1500, 0)).is_ok());
-        assert!(tm.enqueue(0, pkt(1500, 0)).is_ok());
-        assert!(tm.enqueue(0, pkt(64, 0)).is_err());
+        let mut put = |tm: &mut TrafficManager<()>, port, len| {
+            let c = tm.hold(pkt(len, 0));
+            tm.enqueue(port, c)
+        };
+        assert!(put(&mut tm, 0, 1500).is_ok());
+        assert!(put(&mut tm, 0, 1500).is_ok());
+        assert_eq!(put(&mut tm, 0, 64), Err(Drop::BufferFull));
         assert_eq!(tm.counters[0].tm_drops, 1);
         assert!(tm.dequeue(0).is_some());
-        assert!(tm.enqueue(0, pkt(64, 0)).is_ok());
-        assert!(tm.enqueue(5, pkt(64, 0)).is_err(), "no such port");
+        assert!(put(&mut tm, 0, 64).is_ok());
+        assert_eq!(put(&mut tm, 5, 64), Err(Drop::NoPort));
+        assert_eq!(
+            tm.cells.iter().filter(|c| c.is_some()).count(),
+            2,
+            "dropped cells are freed"
+        );
     }
 }
