@@ -251,7 +251,7 @@ mod tests {
     fn queue_drains_at_line_rate_and_counts_occupancy() {
         // 100 Gbps: a 1476 B frame + 24 B overhead = 1500 B = 120 ns.
         let mut tm = TrafficManager::new(2, 100_000_000_000, 10_000);
-        let mut put = |tm: &mut TrafficManager<()>, len, at| {
+        let put = |tm: &mut TrafficManager<()>, len, at| {
             let c = tm.hold(pkt(len, at));
             tm.enqueue(1, c)
         };
@@ -272,7 +272,7 @@ mod tests {
     #[test]
     fn full_buffer_drops_and_counts() {
         let mut tm = TrafficManager::new(1, 100_000_000_000, 3000);
-        let mut put = |tm: &mut TrafficManager<()>, port, len| {
+        let put = |tm: &mut TrafficManager<()>, port, len| {
             let c = tm.hold(pkt(len, 0));
             tm.enqueue(port, c)
         };
