@@ -270,7 +270,12 @@ pub fn serialisation(bytes: usize, bps: u64) -> Nanos {
     if bps == 0 {
         return 0;
     }
-    ((bytes as u128 * 8 * 1_000_000_000).div_ceil(u128::from(bps))) as Nanos
+    let bits = bytes as u64 * 8;
+    // u64 whenever it cannot overflow (every frame); u128 only beyond.
+    match bits.checked_mul(1_000_000_000) {
+        Some(n) => n.div_ceil(bps),
+        None => (u128::from(bits) * 1_000_000_000).div_ceil(u128::from(bps)) as Nanos,
+    }
 }
 
 /// The timing state of the control channel and the CPU.
@@ -367,5 +372,7 @@ mod tests {
         assert_eq!(serialisation(1500, 100_000_000_000), 120);
         assert_eq!(serialisation(1, 3), 2_666_666_667);
         assert_eq!(serialisation(1, 0), 0);
+        // Beyond u64: still exact.
+        assert_eq!(serialisation(1 << 40, 8_000_000_000), 1_099_511_627_776);
     }
 }
