@@ -1,0 +1,81 @@
+//! `inca check` as a user runs it: exit status, report, errors.
+
+use assert_cmd::Command;
+
+fn inca() -> Command {
+    Command::cargo_bin("inca").unwrap()
+}
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = inca().args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn nat_with_65536_flows_fits_and_prints_the_report() {
+    let (ok, out, err) = run(&["check", "--profile", "tofino", "nat", "--set", "flows=65536"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("fits"), "{out}");
+    for needle in ["SRAM blocks", "TCAM blocks", "hash bits", "stage", "nat_out", "nat_in", "%"] {
+        assert!(out.contains(needle), "report lacks {needle:?}:\n{out}");
+    }
+}
+
+#[test]
+fn nat_with_ten_million_flows_fails_on_sram() {
+    let (ok, out, err) = run(&["check", "--profile", "tofino", "nat", "--set", "flows=10000000"]);
+    assert!(!ok, "must exit non-zero:\n{out}");
+    assert!(err.contains("does not fit"), "{err}");
+    assert!(err.contains("nat_out"), "names the object: {err}");
+    assert!(err.contains("SRAM"), "names the resource: {err}");
+    assert!(err.contains("short by"), "gives the shortfall: {err}");
+}
+
+#[test]
+fn the_same_nat_fits_a_smartnic_in_dram() {
+    let (ok, out, err) = run(&["check", "--profile", "smartnic", "nat", "--set", "flows=10000000"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("DRAM"), "{out}");
+}
+
+#[test]
+fn l2l3_fits_and_profile_overrides_apply() {
+    assert!(run(&["check", "l2l3"]).0);
+    // With 2 stages the LPM → next-hop dependency chain (3 stages) cannot fit.
+    let (ok, _, err) = run(&["check", "l2l3", "--profile-set", "stages=2"]);
+    assert!(!ok);
+    assert!(err.contains("stages"), "{err}");
+}
+
+#[test]
+fn json_report_is_machine_readable() {
+    let (ok, out, err) = run(&["check", "nat", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v.get("objects").is_some(), "{out}");
+}
+
+#[test]
+fn bad_input_names_what_is_wrong() {
+    let (ok, _, err) = run(&["check", "natt"]);
+    assert!(!ok && err.contains("nat") && err.contains("l2l3"), "{err}");
+    let (ok, _, err) = run(&["check", "nat", "--set", "flow=5"]);
+    assert!(!ok && err.contains("\"flow\"") && err.contains("flows"), "{err}");
+    let (ok, _, err) = run(&["check", "nat", "--set", "flows=many"]);
+    assert!(!ok && err.contains("flows"), "{err}");
+    let (ok, _, err) = run(&["check", "--profile", "tofin", "nat"]);
+    assert!(!ok && err.contains("tofino"), "{err}");
+    let (ok, _, err) = run(&["check", "nat", "--profile-set", "stages=lots"]);
+    assert!(!ok && err.contains("stages"), "{err}");
+}
+
+#[test]
+fn list_names_the_programs() {
+    let (ok, out, _) = run(&["check", "--list"]);
+    assert!(ok);
+    assert!(out.contains("nat") && out.contains("l2l3") && out.contains("flows"), "{out}");
+}
