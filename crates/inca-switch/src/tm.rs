@@ -131,12 +131,6 @@ impl<M> TrafficManager<M> {
         }
     }
 
-    /// Number of ports.
-    #[cfg(test)]
-    pub fn port_count(&self) -> usize {
-        self.ports.len()
-    }
-
     /// Takes a packet into the packet buffer (it is on its way to a queue:
     /// it does not count against the shared buffer until it is enqueued).
     pub fn hold(&mut self, pkt: QueuedPacket<M>) -> Cell {
