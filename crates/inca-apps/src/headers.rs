@@ -2,7 +2,7 @@
 //! IPv4, and the ports of TCP or UDP, read with `inca-wire`'s checked views
 //! from the header window the switch gives the parser.
 
-use inca_switch::ParseError;
+use inca_switch::{Gress, ParseError};
 use inca_wire::{EthernetFrame, Ipv4Packet};
 
 /// IP protocol numbers the apps look at.
@@ -86,4 +86,17 @@ pub fn parse(header: &[u8]) -> Result<Parsed, ParseError> {
         }
     }
     Ok(p)
+}
+
+/// The parser of an app whose egress does nothing: ingress extracts
+/// [`Parsed`], egress extracts nothing (and so costs nothing).
+pub fn parse_ingress_only(
+    gress: Gress,
+    header: &[u8],
+    meta: &mut Parsed,
+) -> Result<(), ParseError> {
+    if gress == Gress::Ingress {
+        *meta = parse(header)?;
+    }
+    Ok(())
 }

@@ -13,7 +13,7 @@ use inca_switch::{
 };
 use inca_wire::checksum;
 
-use crate::headers::{parse, Parsed};
+use crate::headers::{parse_ingress_only, Parsed};
 use crate::params::{ParamError, Params};
 
 /// What a next hop does.
@@ -161,11 +161,7 @@ impl Program for L2L3 {
     }
 
     fn parse(&self, gress: Gress, header: &[u8], meta: &mut Parsed) -> Result<(), ParseError> {
-        // Egress does nothing, so its parser extracts nothing.
-        if gress == Gress::Ingress {
-            *meta = parse(header)?;
-        }
-        Ok(())
+        parse_ingress_only(gress, header, meta)
     }
 
     fn ingress(

@@ -21,7 +21,7 @@ use inca_switch::{
 };
 use inca_wire::checksum;
 
-use crate::headers::{parse, Parsed, PROTO_TCP, PROTO_UDP};
+use crate::headers::{parse, parse_ingress_only, Parsed, PROTO_TCP, PROTO_UDP};
 use crate::params::{ParamError, Params};
 
 /// Reason code of a punted new flow.
@@ -147,11 +147,7 @@ impl Program for Nat {
     }
 
     fn parse(&self, gress: Gress, header: &[u8], meta: &mut Parsed) -> Result<(), ParseError> {
-        // Egress does nothing, so its parser extracts nothing.
-        if gress == Gress::Ingress {
-            *meta = parse(header)?;
-        }
-        Ok(())
+        parse_ingress_only(gress, header, meta)
     }
 
     fn ingress(

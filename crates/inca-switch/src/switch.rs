@@ -497,9 +497,7 @@ impl<P: Program> Switch<P> {
         }
         let at_tm = now + self.profile.data_path.ingress_latency;
         if let Some(d) = pkt.digest.take() {
-            self.stats.digests += 1;
-            let at = now + self.profile.control_plane.digest_latency;
-            self.schedule(at, Event::CpuArrive(Box::new(ControlEvent::Digest(d))));
+            self.send_digest(now, d);
         }
         if let Some(session) = pkt.mirror.take() {
             self.mirror(now, at_tm, session, &pkt);
@@ -627,6 +625,13 @@ impl<P: Program> Switch<P> {
         self.send_to_tm(now, s.port, copy);
     }
 
+    /// A digest reaches the control plane `digest_latency` after its pass.
+    fn send_digest(&mut self, now: Nanos, d: P::Digest) {
+        self.stats.digests += 1;
+        let at = now + self.profile.control_plane.digest_latency;
+        self.schedule(at, Event::CpuArrive(Box::new(ControlEvent::Digest(d))));
+    }
+
     /// Sends a frame up the CPU channel: serialised at the channel rate, then
     /// the punt latency.
     fn punt(&mut self, at: Nanos, port: PortId, reason: u16, frame: Vec<u8>) {
@@ -679,9 +684,7 @@ impl<P: Program> Switch<P> {
         }
         let at_wire = now + self.profile.data_path.egress_latency;
         if let Some(d) = pkt.digest.take() {
-            self.stats.digests += 1;
-            let at = now + self.profile.control_plane.digest_latency;
-            self.schedule(at, Event::CpuArrive(Box::new(ControlEvent::Digest(d))));
+            self.send_digest(now, d);
         }
         // A mirror copy does not mirror again (that would loop).
         if let (Some(session), false) = (

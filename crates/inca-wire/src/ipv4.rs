@@ -55,26 +55,8 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// Wraps after checking version 4, IHL >= 5, that the header with its
     /// options fits, and that `header_len <= total_len <= buffer length`.
     pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        let len = p.buffer.as_ref().len();
-        if len < MIN_HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
-        if p.version() != 4 {
-            return Err(WireError::Malformed("IPv4 version is not 4"));
-        }
-        let hl = p.header_len();
-        if hl < MIN_HEADER_LEN {
-            return Err(WireError::Malformed("IPv4 IHL < 5"));
-        }
-        if hl > len {
-            return Err(WireError::Truncated);
-        }
-        let tl = usize::from(p.total_len());
-        if tl < hl {
-            return Err(WireError::Malformed("IPv4 total length < header length"));
-        }
-        if tl > len {
+        let p = Self::new_checked_header(buffer)?;
+        if usize::from(p.total_len()) > p.buffer.as_ref().len() {
             return Err(WireError::Truncated);
         }
         Ok(p)

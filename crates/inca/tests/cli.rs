@@ -17,17 +17,39 @@ fn run(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn nat_with_65536_flows_fits_and_prints_the_report() {
-    let (ok, out, err) = run(&["check", "--profile", "tofino", "nat", "--set", "flows=65536"]);
+    let (ok, out, err) = run(&[
+        "check",
+        "--profile",
+        "tofino",
+        "nat",
+        "--set",
+        "flows=65536",
+    ]);
     assert!(ok, "{err}");
     assert!(out.contains("fits"), "{out}");
-    for needle in ["SRAM blocks", "TCAM blocks", "hash bits", "stage", "nat_out", "nat_in", "%"] {
+    for needle in [
+        "SRAM blocks",
+        "TCAM blocks",
+        "hash bits",
+        "stage",
+        "nat_out",
+        "nat_in",
+        "%",
+    ] {
         assert!(out.contains(needle), "report lacks {needle:?}:\n{out}");
     }
 }
 
 #[test]
 fn nat_with_ten_million_flows_fails_on_sram() {
-    let (ok, out, err) = run(&["check", "--profile", "tofino", "nat", "--set", "flows=10000000"]);
+    let (ok, out, err) = run(&[
+        "check",
+        "--profile",
+        "tofino",
+        "nat",
+        "--set",
+        "flows=10000000",
+    ]);
     assert!(!ok, "must exit non-zero:\n{out}");
     assert!(err.contains("does not fit"), "{err}");
     assert!(err.contains("nat_out"), "names the object: {err}");
@@ -37,7 +59,14 @@ fn nat_with_ten_million_flows_fails_on_sram() {
 
 #[test]
 fn the_same_nat_fits_a_smartnic_in_dram() {
-    let (ok, out, err) = run(&["check", "--profile", "smartnic", "nat", "--set", "flows=10000000"]);
+    let (ok, out, err) = run(&[
+        "check",
+        "--profile",
+        "smartnic",
+        "nat",
+        "--set",
+        "flows=10000000",
+    ]);
     assert!(ok, "{err}");
     assert!(out.contains("DRAM"), "{out}");
 }
@@ -64,7 +93,10 @@ fn bad_input_names_what_is_wrong() {
     let (ok, _, err) = run(&["check", "natt"]);
     assert!(!ok && err.contains("nat") && err.contains("l2l3"), "{err}");
     let (ok, _, err) = run(&["check", "nat", "--set", "flow=5"]);
-    assert!(!ok && err.contains("\"flow\"") && err.contains("flows"), "{err}");
+    assert!(
+        !ok && err.contains("\"flow\"") && err.contains("flows"),
+        "{err}"
+    );
     let (ok, _, err) = run(&["check", "nat", "--set", "flows=many"]);
     assert!(!ok && err.contains("flows"), "{err}");
     let (ok, _, err) = run(&["check", "--profile", "tofin", "nat"]);
@@ -77,5 +109,8 @@ fn bad_input_names_what_is_wrong() {
 fn list_names_the_programs() {
     let (ok, out, _) = run(&["check", "--list"]);
     assert!(ok);
-    assert!(out.contains("nat") && out.contains("l2l3") && out.contains("flows"), "{out}");
+    assert!(
+        out.contains("nat") && out.contains("l2l3") && out.contains("flows"),
+        "{out}"
+    );
 }
