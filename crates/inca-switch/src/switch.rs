@@ -276,21 +276,17 @@ impl<P: Program> Switch<P> {
     /// same instant, so a packet leaving makes room for one arriving).
     fn drain(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         loop {
-            let lane = self
-                .pipeline
-                .front()
-                .map(|&(at, _, _)| at)
-                .filter(|&a| a <= now);
-            let agenda = self.agenda.peek_time().filter(|&t| t <= now);
-            match (lane, agenda) {
-                (Some(a), Some(t)) if a < t => self.arrive_from_pipeline(now, rng, out),
-                (Some(_), None) => self.arrive_from_pipeline(now, rng, out),
-                (_, Some(_)) => {
-                    if let Some((_, event)) = self.agenda.pop_due(now) {
-                        self.run_event(now, event, rng, out);
-                    }
+            // The lane goes first only if strictly earlier than the agenda
+            // (a dequeue due at an instant comes before an arrival at it).
+            if let Some(&(a, _, _)) = self.pipeline.front() {
+                if a <= now && self.agenda.peek_time().is_none_or(|t| a < t) {
+                    self.arrive_from_pipeline(now, rng, out);
+                    continue;
                 }
-                (None, None) => break,
+            }
+            match self.agenda.pop_due(now) {
+                Some((_, event)) => self.run_event(now, event, rng, out),
+                None => break,
             }
         }
     }
@@ -860,7 +856,10 @@ impl<P: Program> Device for Switch<P> {
     fn handle(&mut self, now: Nanos, input: Input, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         // Whatever was due before this input happens first (a driver that
         // fires timers on time leaves nothing here but same-instant events).
-        self.drain(now, rng, out);
+        // A timer input is nothing but that, and `run_agenda` below does it.
+        if !matches!(input, Input::Timer { .. }) {
+            self.drain(now, rng, out);
+        }
         match input {
             Input::Frame { port, frame } => match self.stats.ports.get_mut(usize::from(port)) {
                 Some(c) => {
