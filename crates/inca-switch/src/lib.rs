@@ -19,6 +19,7 @@
 //! - [`switch`] — the [`Switch`] device that runs a program on a profile.
 //! - [`agenda`] — the time-ordered event agenda devices and drivers use.
 //! - [`harness`] — a one-device driver for tests and benchmarks.
+//! - [`units`] — times, sizes and rates as people write them.
 pub mod agenda;
 pub mod control;
 pub mod counter;
@@ -36,6 +37,7 @@ pub mod resources;
 pub mod switch;
 pub mod table;
 pub mod tm;
+pub mod units;
 
 pub use control::{ControlPlane, PacketOutDest};
 pub use device::{Device, DeviceRng, Input, Nanos, Output, PortId};

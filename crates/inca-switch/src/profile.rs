@@ -8,8 +8,9 @@
 //! `server` (a CPU server). Every value can be overridden by name with
 //! [`Profile::set`], which is how scenarios change a model input.
 
-use crate::device::{Nanos, MICROS, MILLIS, SECONDS};
+use crate::device::{Nanos, MICROS, MILLIS};
 use crate::resources::{Resource, ResourceVec};
+use crate::units;
 
 /// Which optional data-plane features a device has. The smart-NIC profile
 /// lacks some of them, which is what the ExoPlane planner checks
@@ -380,50 +381,10 @@ impl Profile {
             return Ok(());
         }
         let n: u64 = match kind {
-            ParamKind::Count => parse_scaled(v, &[("", 1)]),
-            ParamKind::Time => parse_scaled(
-                v,
-                &[
-                    ("", 1),
-                    ("ns", 1),
-                    ("us", MICROS),
-                    ("µs", MICROS),
-                    ("ms", MILLIS),
-                    ("s", SECONDS),
-                ],
-            ),
-            ParamKind::Size => parse_scaled(
-                v,
-                &[
-                    ("", 1),
-                    ("B", 1),
-                    ("KB", 1_000),
-                    ("kB", 1_000),
-                    ("MB", 1_000_000),
-                    ("GB", 1_000_000_000),
-                    ("TB", 1_000_000_000_000),
-                    ("KiB", 1 << 10),
-                    ("MiB", 1 << 20),
-                    ("GiB", 1 << 30),
-                    ("TiB", 1 << 40),
-                ],
-            ),
-            ParamKind::Rate => parse_scaled(
-                v,
-                &[
-                    ("", 1),
-                    ("bps", 1),
-                    ("k", 1_000),
-                    ("kbps", 1_000),
-                    ("Kbps", 1_000),
-                    ("M", 1_000_000),
-                    ("Mbps", 1_000_000),
-                    ("G", 1_000_000_000),
-                    ("Gbps", 1_000_000_000),
-                    ("T", 1_000_000_000_000),
-                    ("Tbps", 1_000_000_000_000),
-                ],
-            ),
+            ParamKind::Count => units::parse_count(v),
+            ParamKind::Time => units::parse_time(v),
+            ParamKind::Size => units::parse_size(v),
+            ParamKind::Rate => units::parse_rate(v),
             ParamKind::Flag => unreachable!("handled above"),
         }
         .ok_or_else(bad)?;
@@ -598,44 +559,6 @@ fn parse_flag(v: &str) -> Option<bool> {
     }
 }
 
-/// Parses `<number><unit>` where the number is decimal digits (with optional
-/// `_` separators and one `.` fraction) and the unit one of `units` (exact,
-/// case-sensitive; whitespace between allowed). The result must be a whole
-/// number that fits in a u64.
-fn parse_scaled(v: &str, units: &[(&str, u64)]) -> Option<u64> {
-    let split = v
-        .char_indices()
-        .find(|&(_, c)| !(c.is_ascii_digit() || c == '_' || c == '.'))
-        .map(|(i, _)| i)
-        .unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let unit = unit.trim();
-    let mult = units.iter().find(|(u, _)| *u == unit)?.1;
-    let num: String = num.chars().filter(|&c| c != '_').collect();
-    let (int, frac) = match num.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (num.as_str(), ""),
-    };
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if frac.contains('.') || frac.len() > 18 {
-        return None;
-    }
-    let int_v: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let frac_v: u128 = if frac.is_empty() {
-        0
-    } else {
-        frac.parse().ok()?
-    };
-    let scale = 10u128.pow(frac.len() as u32);
-    let total = (int_v.checked_mul(scale)?.checked_add(frac_v)?).checked_mul(u128::from(mult))?;
-    if total / scale * scale != total {
-        return None;
-    }
-    u64::try_from(total / scale).ok()
-}
-
 /// A profile could not be found or changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
@@ -672,6 +595,7 @@ pub enum ProfileError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::SECONDS;
 
     #[test]
     fn by_name_finds_the_built_ins() {
