@@ -1,7 +1,7 @@
 //! The apps by name: what `inca check` and scenarios load.
 
 use inca_switch::placement::Placement;
-use inca_switch::{check, LoadError, Profile};
+use inca_switch::{check, LoadError, Profile, Program};
 
 use crate::l2l3::L2L3;
 use crate::nat::Nat;
@@ -36,18 +36,44 @@ pub const APPS: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
+/// Something to do with an app once its concrete type is known: the catalog
+/// resolves a name to a program and hands it to `visit`, so callers (the
+/// resource check, the simulator) need no match over app names of their own.
+pub trait AppVisitor {
+    /// What the visit produces.
+    type Output;
+    /// Called with the program built from the parameters.
+    fn visit<P: Program>(self, program: P) -> Self::Output;
+}
+
+/// Builds app `name` from `params` and hands it to `visitor`.
+pub fn with_app<V: AppVisitor>(
+    name: &str,
+    params: &Params,
+    visitor: V,
+) -> Result<V::Output, CatalogError> {
+    match name {
+        "l2l3" => Ok(visitor.visit(L2L3::from_params(params)?)),
+        "nat" => Ok(visitor.visit(Nat::from_params(params)?)),
+        _ => Err(CatalogError::Unknown {
+            name: name.to_string(),
+            known: APPS.iter().map(|a| a.0).collect::<Vec<_>>().join(", "),
+        }),
+    }
+}
+
 /// Declares app `name` with `params` and places it on `profile`.
 pub fn check_app(
     name: &str,
     params: &Params,
     profile: &Profile,
 ) -> Result<Placement, CatalogError> {
-    match name {
-        "l2l3" => Ok(check(profile, &mut L2L3::from_params(params)?)?),
-        "nat" => Ok(check(profile, &mut Nat::from_params(params)?)?),
-        _ => Err(CatalogError::Unknown {
-            name: name.to_string(),
-            known: APPS.iter().map(|a| a.0).collect::<Vec<_>>().join(", "),
-        }),
+    struct Check<'a>(&'a Profile);
+    impl AppVisitor for Check<'_> {
+        type Output = Result<Placement, LoadError>;
+        fn visit<P: Program>(self, mut program: P) -> Self::Output {
+            check(self.0, &mut program)
+        }
     }
+    Ok(with_app(name, params, Check(profile))??)
 }

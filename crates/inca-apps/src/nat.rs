@@ -11,7 +11,8 @@
 //! as a switch must: it never sees the payload the L4 checksum covers.
 //!
 //! Parameters: `flows` (entries per direction, default 65,536),
-//! `outside_port` (default 0).
+//! `outside_port` (default 1), `public` (first public address, default
+//! 198.51.100.1; each address carries 64,512 ports).
 
 use std::collections::BTreeMap;
 
@@ -57,7 +58,7 @@ pub struct Nat {
 
 impl Nat {
     /// Parameter names.
-    pub const PARAMS: &'static [&'static str] = &["flows", "outside_port"];
+    pub const PARAMS: &'static [&'static str] = &["flows", "outside_port", "public"];
 
     /// A NAT for `flows` flows per direction, translating to addresses from
     /// `public_base` upwards, with the outside on `outside_port`.
@@ -73,12 +74,13 @@ impl Nat {
         }
     }
 
-    /// A NAT sized from parameters; public addresses from 198.51.100.1.
+    /// A NAT sized from parameters.
     pub fn from_params(p: &Params) -> Result<Self, ParamError> {
         p.check_known("nat", Self::PARAMS)?;
         let flows = p.count("flows", 65_536, 1 << 32)? as usize;
-        let outside = p.count("outside_port", 1, 512)? as PortId;
-        Ok(Nat::new(flows, outside, [198, 51, 100, 1]))
+        let outside = p.number("outside_port", 1, 0, 511)? as PortId;
+        let public = p.ipv4("public", [198, 51, 100, 1])?;
+        Ok(Nat::new(flows, outside, public))
     }
 
     /// The public endpoint of flow number `n`.

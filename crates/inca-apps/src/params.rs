@@ -64,9 +64,29 @@ impl Params {
         }
     }
 
+    /// The value of `name` as an IPv4 address, or `default`.
+    pub fn ipv4(&self, name: &str, default: [u8; 4]) -> Result<[u8; 4], ParamError> {
+        match self.0.get(name) {
+            None => Ok(default),
+            Some(raw) => raw
+                .parse::<std::net::Ipv4Addr>()
+                .map(|a| a.octets())
+                .map_err(|_| ParamError::Value {
+                    name: name.to_string(),
+                    reason: format!("{raw:?} is not an IPv4 address"),
+                }),
+        }
+    }
+
     /// The value of `name` as a whole number in `1..=max`, or `default`.
     /// Accepts `_` separators and `K`/`M`/`G` suffixes (powers of 1000).
     pub fn count(&self, name: &str, default: u64, max: u64) -> Result<u64, ParamError> {
+        self.number(name, default, 1, max)
+    }
+
+    /// The value of `name` as a whole number in `min..=max`, or `default`
+    /// (same syntax as [`Params::count`]).
+    pub fn number(&self, name: &str, default: u64, min: u64, max: u64) -> Result<u64, ParamError> {
         let Some(raw) = self.0.get(name) else {
             return Ok(default);
         };
@@ -87,8 +107,8 @@ impl Params {
         let v = v
             .checked_mul(mult)
             .ok_or_else(|| err(format!("{raw} is too large")))?;
-        if v == 0 || v > max {
-            return Err(err(format!("{v} is out of range 1..={max}")));
+        if v < min || v > max {
+            return Err(err(format!("{v} is out of range {min}..={max}")));
         }
         Ok(v)
     }
@@ -114,5 +134,20 @@ mod tests {
             .unwrap()
             .count("flows", 1, 10)
             .is_err());
+        assert_eq!(
+            Params::parse(["port=0"])
+                .unwrap()
+                .number("port", 5, 0, 10)
+                .unwrap(),
+            0
+        );
+        let ip = Params::parse(["public=198.51.101.1", "bad=1.2.3"]).unwrap();
+        assert_eq!(ip.ipv4("public", [0; 4]).unwrap(), [198, 51, 101, 1]);
+        assert_eq!(ip.ipv4("other", [1, 2, 3, 4]).unwrap(), [1, 2, 3, 4]);
+        assert!(ip
+            .ipv4("bad", [0; 4])
+            .unwrap_err()
+            .to_string()
+            .contains("bad"));
     }
 }
