@@ -2,10 +2,15 @@
 //!
 //! - `inca check` loads a program onto a device profile and prints the
 //!   resource report, or why the program does not fit (exit status 1).
+//! - `inca run` simulates a scenario and writes its results folder.
+//! - `inca report` renders plots and a summary from results.
 //!
-//! Later issues add `run` (simulated scenarios), `node` and `testbed` (live
-//! mode), `plan`, `bench` and `report`.
+//! Later issues add `node` and `testbed` (live mode), `plan` and `bench`.
 
+mod report;
+mod run;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -47,11 +52,51 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Simulate a scenario: print a summary, write results (JSON, CSV).
+    Run {
+        /// The scenario file (TOML).
+        scenario: PathBuf,
+        /// Run seed (overrides the scenario's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Results folder (default out/<scenario name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override a scenario value, e.g. --set duration=2s or
+        /// --set agg1.params.flows=1000 (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Plots (PNG/SVG, into DIR/plots) and a text summary from a results
+    /// folder, or from a folder of results folders (one per configuration).
+    Report {
+        /// The results folder.
+        dir: PathBuf,
+        /// Image format: png or svg (repeatable; default both).
+        #[arg(long)]
+        format: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run {
+            scenario,
+            seed,
+            out,
+            set,
+            quiet,
+        } => match run::run(&scenario, seed, out, &set, quiet) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("inca run: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Check {
             profile,
             program,
@@ -75,6 +120,13 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Report { dir, format } => match report::run(&dir, &format) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("inca report: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 

@@ -1,0 +1,24 @@
+//! inca-sim: a deterministic discrete-event network simulator that drives
+//! inca's sans-IO devices.
+//!
+//! What lives where:
+//! - [`engine`] — the simulation: nodes, links, the event agenda, faults,
+//!   captures.
+//! - [`link`] — the link model: rate, propagation, queue, loss
+//!   (Bernoulli, Gilbert–Elliott), duplication, reordering, jitter.
+//! - [`metrics`] — counters, HDR latency histograms, time series, reports and
+//!   the results folder.
+//! - [`nodes`] — the devices: programmable switches, routers, hosts.
+//! - [`scenario`] — scenario files (TOML) and how they become a simulation;
+//!   [`run`] — running one and writing its results.
+//! - [`tcp`] — TCP endpoints (smoltcp) for hosts.
+pub mod engine;
+pub mod link;
+pub mod metrics;
+pub mod nodes;
+pub mod run;
+pub mod scenario;
+pub mod tcp;
+
+pub use engine::{Fault, LinkId, Node, NodeId, Simulation};
+pub use link::{ChannelConfig, LossModel};

@@ -1,0 +1,1141 @@
+//! Scenario files: a topology, workloads, faults and a duration in TOML, and
+//! how they become a [`Simulation`].
+//!
+//! ```toml
+//! name = "two hosts"
+//! duration = "10ms"
+//! seed = 1
+//! bin = "1ms"                       # time-series granularity
+//!
+//! [defaults.link]                   # every link unless it says otherwise
+//! rate = "10Gbps"
+//! delay = "1us"
+//! queue = "1MB"
+//!
+//! [[switch]]                        # a programmable switch
+//! name = "agg1"
+//! profile = "tofino"
+//! program = "nat"
+//! params = { flows = 65536, outside_port = 0 }
+//! profile_set = { "control_plane.table_write" = "20us" }
+//! announce = ["198.51.100.0/24"]    # prefixes routers reach through it
+//!
+//! [[router]]                        # a fixed-function ECMP router
+//! name = "tor1"
+//! detect_delay = "50ms"
+//!
+//! [[host]]                          # see nodes::host for workloads
+//! name = "h1"
+//! ip = "10.0.0.1"
+//!
+//! [[link]]
+//! a = "h1:0"
+//! b = "tor1:1"
+//! loss = 0.001                      # or { p_good_to_bad = .., p_bad_to_good = .., loss_good = .., loss_bad = .. }
+//! capture = "h1-tor1.pcap"
+//!
+//! [[fault]]
+//! at = "5ms"
+//! crash = "agg1"                    # or link_down / link_up = "link name",
+//! for = "1ms"                       # restart / pause / partition / heal / loss
+//! ```
+//!
+//! Every error names the field and, where the file has one, the line.
+//! Routers get their routes automatically: for every host address and every
+//! prefix a switch announces, the shortest paths (in hops, never through a
+//! host) with all equal-cost next hops as the ECMP group.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use inca_switch::device::{Nanos, PortId};
+use inca_switch::units;
+use inca_switch::Profile;
+use rand::{Rng, SeedableRng};
+use serde::de::{Deserializer, Error as _};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::engine::{Fault, LinkId, Node, NodeId, Simulation};
+use crate::link::{ChannelConfig, LossModel};
+use crate::nodes::host::{Host, HostConfig};
+use crate::nodes::router::{Router, RouterConfig};
+
+/// A scenario problem: what is wrong, where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ScenarioError(pub String);
+
+/// Builds programmable switches for a scenario: the simulator does not know
+/// the apps (they sit beside it, not below it), so whoever runs the scenario
+/// supplies this.
+pub trait SwitchFactory {
+    /// A node running `program` with `params` on `profile`.
+    fn build(
+        &self,
+        program: &str,
+        params: &[(String, String)],
+        profile: Profile,
+    ) -> Result<Box<dyn Node>, String>;
+}
+
+fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
+    let v = NumOrStr::deserialize(d)?;
+    v.parse(units::parse_time).ok_or_else(|| {
+        D::Error::custom(format!(
+            "invalid time {v}: write e.g. 1500, 20us, 1.5ms, 2s"
+        ))
+    })
+}
+
+fn de_opt_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Nanos>, D::Error> {
+    de_time(d).map(Some)
+}
+
+fn de_opt_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = NumOrStr::deserialize(d)?;
+    v.parse(units::parse_rate).map(Some).ok_or_else(|| {
+        D::Error::custom(format!(
+            "invalid rate {v}: write e.g. 10Gbps, 400M, 1000000"
+        ))
+    })
+}
+
+fn de_opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = NumOrStr::deserialize(d)?;
+    v.parse(units::parse_size)
+        .map(Some)
+        .ok_or_else(|| D::Error::custom(format!("invalid size {v}: write e.g. 1500, 64KiB, 1MB")))
+}
+
+/// A quantity written as a number or a string with a unit.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumOrStr {
+    Num(u64),
+    Str(String),
+}
+
+impl NumOrStr {
+    fn parse(&self, f: impl Fn(&str) -> Option<u64>) -> Option<u64> {
+        match self {
+            NumOrStr::Num(n) => Some(*n),
+            NumOrStr::Str(s) => f(s),
+        }
+    }
+}
+
+impl std::fmt::Display for NumOrStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NumOrStr::Num(n) => write!(f, "{n}"),
+            NumOrStr::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A scenario as written. See the module documentation.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Its name.
+    pub name: String,
+    /// What it shows.
+    #[serde(default)]
+    pub description: String,
+    /// How much virtual time to simulate.
+    #[serde(deserialize_with = "de_time")]
+    pub duration: Nanos,
+    /// Run seed (`--seed` overrides it).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Time-series granularity.
+    #[serde(default = "default_bin", deserialize_with = "de_time")]
+    pub bin: Nanos,
+    /// Defaults for links.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// Programmable switches.
+    #[serde(default)]
+    pub switch: Vec<SwitchSpec>,
+    /// Routers.
+    #[serde(default)]
+    pub router: Vec<RouterSpec>,
+    /// Hosts (each with a `name`; the rest is [`HostConfig`]).
+    #[serde(default)]
+    pub host: Vec<HostConfig>,
+    /// Links.
+    #[serde(default)]
+    pub link: Vec<LinkSpec>,
+    /// Scheduled faults.
+    #[serde(default)]
+    pub fault: Vec<FaultSpec>,
+    /// Randomised faults.
+    #[serde(default)]
+    pub random_faults: Option<RandomFaults>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_bin() -> Nanos {
+    1_000_000
+}
+
+/// Defaults applied to every link.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// Link defaults (any link field but the ends, name and capture).
+    #[serde(default)]
+    pub link: LinkParams,
+}
+
+/// A programmable switch.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSpec {
+    /// Unique name.
+    pub name: Spanned<String>,
+    /// Device profile (tofino, smartnic, server).
+    #[serde(default = "default_profile")]
+    pub profile: Spanned<String>,
+    /// The program.
+    pub program: Spanned<String>,
+    /// Program parameters.
+    #[serde(default)]
+    pub params: BTreeMap<String, toml::Value>,
+    /// Profile model inputs to override.
+    #[serde(default)]
+    pub profile_set: BTreeMap<String, toml::Value>,
+    /// Prefixes reachable through this switch.
+    #[serde(default)]
+    pub announce: Vec<Spanned<String>>,
+}
+
+fn default_profile() -> Spanned<String> {
+    Spanned::new(0..0, "tofino".to_string())
+}
+
+/// A router.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterSpec {
+    /// Unique name.
+    pub name: Spanned<String>,
+    /// Forwarding latency.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub latency: Option<Nanos>,
+    /// Failure-detection delay.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub detect_delay: Option<Nanos>,
+}
+
+/// Link properties (each optional: unset ones come from the defaults, then
+/// from [`ChannelConfig::default`]).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkParams {
+    /// Rate, both directions.
+    #[serde(default, deserialize_with = "de_opt_rate")]
+    pub rate: Option<u64>,
+    /// Propagation delay.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub delay: Option<Nanos>,
+    /// Queue in front of each direction.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub queue: Option<u64>,
+    /// Loss model.
+    #[serde(default)]
+    pub loss: Option<LossSpec>,
+    /// Duplication probability.
+    #[serde(default)]
+    pub duplicate: Option<f64>,
+    /// Reordering probability.
+    #[serde(default)]
+    pub reorder: Option<f64>,
+    /// Extra delay of a reordered frame.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub reorder_delay: Option<Nanos>,
+    /// Uniform delay jitter bound.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub jitter: Option<Nanos>,
+}
+
+/// A link.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Name (default `a-b` of the node names).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// One end, `node:port`.
+    pub a: Spanned<String>,
+    /// The other end.
+    pub b: Spanned<String>,
+    /// Capture every frame to this pcap file (relative to the output
+    /// folder).
+    #[serde(default)]
+    pub capture: Option<String>,
+    /// Rate, both directions.
+    #[serde(default, deserialize_with = "de_opt_rate")]
+    pub rate: Option<u64>,
+    /// Propagation delay.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub delay: Option<Nanos>,
+    /// Queue in front of each direction.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub queue: Option<u64>,
+    /// Loss model.
+    #[serde(default)]
+    pub loss: Option<LossSpec>,
+    /// Duplication probability.
+    #[serde(default)]
+    pub duplicate: Option<f64>,
+    /// Reordering probability.
+    #[serde(default)]
+    pub reorder: Option<f64>,
+    /// Extra delay of a reordered frame.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub reorder_delay: Option<Nanos>,
+    /// Uniform delay jitter bound.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub jitter: Option<Nanos>,
+}
+
+impl LinkSpec {
+    fn params(&self) -> LinkParams {
+        LinkParams {
+            rate: self.rate,
+            delay: self.delay,
+            queue: self.queue,
+            loss: self.loss.clone(),
+            duplicate: self.duplicate,
+            reorder: self.reorder,
+            reorder_delay: self.reorder_delay,
+            jitter: self.jitter,
+        }
+    }
+}
+
+/// A loss model as written: a probability, or Gilbert–Elliott parameters.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum LossSpec {
+    /// Bernoulli loss with this probability.
+    Bernoulli(f64),
+    /// Gilbert–Elliott.
+    GilbertElliott {
+        /// Good → bad per frame.
+        p_good_to_bad: f64,
+        /// Bad → good per frame.
+        p_bad_to_good: f64,
+        /// Loss in the good state.
+        #[serde(default)]
+        loss_good: f64,
+        /// Loss in the bad state.
+        #[serde(default = "one")]
+        loss_bad: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl LossSpec {
+    fn model(&self) -> Result<LossModel, String> {
+        let p_ok = |p: f64| (0.0..=1.0).contains(&p);
+        match *self {
+            LossSpec::Bernoulli(p) if p_ok(p) => Ok(if p == 0.0 {
+                LossModel::None
+            } else {
+                LossModel::Bernoulli { p }
+            }),
+            LossSpec::GilbertElliott {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_good,
+                loss_bad,
+            } if [p_good_to_bad, p_bad_to_good, loss_good, loss_bad]
+                .into_iter()
+                .all(p_ok) =>
+            {
+                Ok(LossModel::GilbertElliott {
+                    p_good_to_bad,
+                    p_bad_to_good,
+                    loss_good,
+                    loss_bad,
+                })
+            }
+            _ => Err("loss probabilities must be within 0..=1".into()),
+        }
+    }
+}
+
+/// A scheduled fault: `at`, and exactly one kind.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// When.
+    #[serde(deserialize_with = "de_time")]
+    pub at: Nanos,
+    /// For how long (then the fault is undone: link up, restart, heal; the
+    /// length of a pause).
+    #[serde(default, rename = "for", deserialize_with = "de_opt_time")]
+    pub duration: Option<Nanos>,
+    /// A link goes down.
+    pub link_down: Option<Spanned<String>>,
+    /// A link comes up.
+    pub link_up: Option<Spanned<String>>,
+    /// A node crashes.
+    pub crash: Option<Spanned<String>>,
+    /// A node restarts.
+    pub restart: Option<Spanned<String>>,
+    /// A node pauses (needs `for`).
+    pub pause: Option<Spanned<String>>,
+    /// Two groups of nodes are cut apart.
+    pub partition: Option<Spanned<[Vec<String>; 2]>>,
+    /// Two groups of nodes are joined again.
+    pub heal: Option<Spanned<[Vec<String>; 2]>>,
+    /// A link's loss changes: `{ link = "..", loss = .. }`.
+    pub loss: Option<Spanned<LossChange>>,
+}
+
+/// A loss-rate change.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossChange {
+    /// The link.
+    pub link: String,
+    /// Its new loss model.
+    pub loss: LossSpec,
+}
+
+/// Randomised faults for test campaigns: from `start` to `stop`, faults
+/// drawn from the run seed arrive with exponentially distributed gaps of
+/// mean `mean_interval`; each picks a kind from `kinds` ("link", "crash",
+/// "pause") and a target from `nodes` / `links` (default: every link, and
+/// every switch and router), and is undone after `down_for`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFaults {
+    /// First possible fault.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub start: Option<Nanos>,
+    /// No fault starts after this.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub stop: Option<Nanos>,
+    /// Mean time between faults.
+    #[serde(deserialize_with = "de_time")]
+    pub mean_interval: Nanos,
+    /// How long each lasts.
+    #[serde(deserialize_with = "de_time")]
+    pub down_for: Nanos,
+    /// Kinds to draw from.
+    pub kinds: Vec<String>,
+    /// Candidate nodes.
+    #[serde(default)]
+    pub nodes: Option<Vec<String>>,
+    /// Candidate links.
+    #[serde(default)]
+    pub links: Option<Vec<String>>,
+}
+
+/// Line and column (1-based) of byte offset `at` in `text`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// A loaded scenario: the parsed description and the text it came from (for
+/// error positions).
+pub struct Loaded {
+    /// The scenario.
+    pub scenario: Scenario,
+    text: String,
+    origin: String,
+}
+
+impl Loaded {
+    /// Reads and parses `path`, applying `overrides` (`key=value`) first.
+    pub fn from_file(path: &Path, overrides: &[String]) -> Result<Loaded, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError(format!("cannot read scenario {}: {e}", path.display())))?;
+        Self::from_str(&text, &path.display().to_string(), overrides)
+    }
+
+    /// Parses scenario `text` (from `origin`, for messages).
+    pub fn from_str(
+        text: &str,
+        origin: &str,
+        overrides: &[String],
+    ) -> Result<Loaded, ScenarioError> {
+        let text = apply_overrides(text, overrides)?;
+        let scenario: Scenario =
+            toml::from_str(&text).map_err(|e| ScenarioError(format!("{origin}: {e}")))?;
+        Ok(Loaded {
+            scenario,
+            text,
+            origin: origin.to_string(),
+        })
+    }
+
+    fn err_at(
+        &self,
+        span: std::ops::Range<usize>,
+        field: &str,
+        msg: impl std::fmt::Display,
+    ) -> ScenarioError {
+        if span.is_empty() && span.start == 0 {
+            return ScenarioError(format!("{}: {field}: {msg}", self.origin));
+        }
+        let (line, col) = line_col(&self.text, span.start);
+        ScenarioError(format!("{}:{line}:{col}: {field}: {msg}", self.origin))
+    }
+}
+
+/// Applies `key=value` overrides to scenario text. A key is a dotted path
+/// from the top (`duration`, `defaults.link.rate`) or starting with the
+/// name of a switch, router, host or link (`agg1.params.flows`). Values are
+/// TOML (`5`, `"10Gbps"`, `true`); a bare word is taken as a string.
+pub fn apply_overrides(text: &str, overrides: &[String]) -> Result<String, ScenarioError> {
+    if overrides.is_empty() {
+        return Ok(text.to_string());
+    }
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e| ScenarioError(format!("scenario is not valid TOML: {e}")))?;
+    for item in overrides {
+        let (key, value) = item
+            .split_once('=')
+            .ok_or_else(|| ScenarioError(format!("--set expects key=value, got {item:?}")))?;
+        let (key, value) = (key.trim(), value.trim());
+        let value: toml_edit::Value = value
+            .parse()
+            .unwrap_or_else(|_| toml_edit::Value::from(value));
+        let path: Vec<&str> = key.split('.').collect();
+        let (first, rest) = path
+            .split_first()
+            .ok_or_else(|| ScenarioError("empty --set key".into()))?;
+        let table: &mut dyn toml_edit::TableLike = if doc.contains_key(first) && !rest.is_empty() {
+            doc.get_mut(first)
+                .and_then(|i| i.as_table_like_mut())
+                .ok_or_else(|| ScenarioError(format!("--set {key}: {first} is not a table")))?
+        } else if rest.is_empty() {
+            doc.as_table_mut()
+        } else {
+            find_named(&mut doc, first).ok_or_else(|| {
+                ScenarioError(format!(
+                    "--set {key}: no top-level key and no switch, router, host or link named {first:?}"
+                ))
+            })?
+        };
+        let leaf_path = if rest.is_empty() { &path[..] } else { rest };
+        set_path(table, leaf_path, value)
+            .map_err(|e| ScenarioError(format!("--set {key}: {e}")))?;
+    }
+    Ok(doc.to_string())
+}
+
+fn find_named<'a>(
+    doc: &'a mut toml_edit::DocumentMut,
+    name: &str,
+) -> Option<&'a mut dyn toml_edit::TableLike> {
+    // Find it first, then borrow it mutably once.
+    let (kind, index) = ["switch", "router", "host", "link"]
+        .into_iter()
+        .find_map(|kind| {
+            let arr = doc.get(kind)?.as_array_of_tables()?;
+            let index = arr.iter().position(|t| {
+                t.get("name").and_then(|v| v.as_str()) == Some(name)
+                    || (kind == "link"
+                        && t.get("name").is_none()
+                        && link_default_name(
+                            t.get("a").and_then(|v| v.as_str()),
+                            t.get("b").and_then(|v| v.as_str()),
+                        )
+                        .as_deref()
+                            == Some(name))
+            })?;
+            Some((kind, index))
+        })?;
+    let t = doc
+        .get_mut(kind)?
+        .as_array_of_tables_mut()?
+        .get_mut(index)?;
+    Some(t)
+}
+
+fn set_path(
+    table: &mut dyn toml_edit::TableLike,
+    path: &[&str],
+    value: toml_edit::Value,
+) -> Result<(), String> {
+    let (last, parents) = path.split_last().ok_or("empty key")?;
+    let mut t = table;
+    for p in parents {
+        if !t.contains_key(p) {
+            t.insert(
+                p,
+                toml_edit::Item::Value(toml_edit::Value::InlineTable(Default::default())),
+            );
+        }
+        t = t
+            .get_mut(p)
+            .and_then(|i| i.as_table_like_mut())
+            .ok_or_else(|| format!("{p} is not a table"))?;
+    }
+    t.insert(last, toml_edit::Item::Value(value));
+    Ok(())
+}
+
+fn link_default_name(a: Option<&str>, b: Option<&str>) -> Option<String> {
+    let node = |s: &str| s.split(':').next().unwrap_or(s).to_string();
+    Some(format!("{}-{}", node(a?), node(b?)))
+}
+
+/// The MAC of `node`'s `port`: locally administered, unique per port.
+pub fn port_mac(node: NodeId, port: PortId) -> [u8; 6] {
+    let n = node.0.to_be_bytes();
+    let p = port.to_be_bytes();
+    [0x02, n[1], n[2], n[3], p[0], p[1]]
+}
+
+fn host_name(h: &HostConfig) -> &str {
+    h.name.as_ref().map_or("", |n| n.get_ref().as_str())
+}
+
+/// A parsed `a.b.c.d/len`.
+fn parse_prefix(s: &str) -> Option<([u8; 4], u8)> {
+    let (ip, len) = s.split_once('/').unwrap_or((s, "32"));
+    let ip: Ipv4Addr = ip.trim().parse().ok()?;
+    let len: u8 = len.trim().parse().ok()?;
+    (len <= 32).then_some((ip.octets(), len))
+}
+
+/// A scenario built into a simulation, with what the runner needs to know.
+pub struct Built {
+    /// The simulation, ready to run.
+    pub sim: Simulation,
+    /// Node names by kind, for summaries.
+    pub hosts: Vec<(String, NodeId)>,
+    /// How long to run.
+    pub duration: Nanos,
+}
+
+impl Loaded {
+    /// Builds the simulation: nodes, links, routes, faults. `seed`
+    /// overrides the scenario's; captures go under `out`.
+    pub fn build(
+        &self,
+        factory: &dyn SwitchFactory,
+        seed: Option<u64>,
+        out: Option<&Path>,
+    ) -> Result<Built, ScenarioError> {
+        let sc = &self.scenario;
+        let seed = seed.unwrap_or(sc.seed);
+        let mut sim = Simulation::new(seed, sc.bin);
+        let mut names: BTreeMap<String, NodeId> = BTreeMap::new();
+        let mut is_host: Vec<bool> = Vec::new();
+        let check_name = |name: &Spanned<String>, names: &BTreeMap<String, NodeId>| {
+            if names.contains_key(name.get_ref()) {
+                Err(self.err_at(
+                    name.span(),
+                    "name",
+                    format!("{:?} is used twice", name.get_ref()),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+
+        // Ports each node uses, so routers and hosts can be built knowing
+        // their neighbours (nodes are added first, then links, so node ids
+        // are known in advance: switches, routers, hosts, in file order).
+        let mut order: Vec<String> = Vec::new();
+        order.extend(sc.switch.iter().map(|s| s.name.get_ref().clone()));
+        order.extend(sc.router.iter().map(|s| s.name.get_ref().clone()));
+        order.extend(sc.host.iter().map(|h| host_name(h).to_string()));
+        let id_of = |n: &str| order.iter().position(|x| x == n).map(|i| NodeId(i as u32));
+
+        // Links, resolved (before nodes, to know neighbours).
+        struct End {
+            node: NodeId,
+            port: PortId,
+        }
+        let mut ends: Vec<(End, End)> = Vec::new();
+        let mut neighbours: BTreeMap<(NodeId, PortId), (NodeId, PortId)> = BTreeMap::new();
+        for l in &sc.link {
+            let parse_end = |e: &Spanned<String>, field: &str| -> Result<End, ScenarioError> {
+                let (n, p) = e.get_ref().split_once(':').ok_or_else(|| {
+                    self.err_at(
+                        e.span(),
+                        field,
+                        format!("{:?}: write node:port", e.get_ref()),
+                    )
+                })?;
+                let node = id_of(n.trim()).ok_or_else(|| {
+                    self.err_at(
+                        e.span(),
+                        field,
+                        format!("no switch, router or host named {:?}", n.trim()),
+                    )
+                })?;
+                let port: PortId = p.trim().parse().map_err(|_| {
+                    self.err_at(
+                        e.span(),
+                        field,
+                        format!("{:?} is not a port number", p.trim()),
+                    )
+                })?;
+                Ok(End { node, port })
+            };
+            let a = parse_end(&l.a, "a")?;
+            let b = parse_end(&l.b, "b")?;
+            for (x, y, span) in [(&a, &b, l.a.span()), (&b, &a, l.b.span())] {
+                if neighbours
+                    .insert((x.node, x.port), (y.node, y.port))
+                    .is_some()
+                {
+                    return Err(self.err_at(
+                        span,
+                        "link",
+                        format!(
+                            "port {} of {} is connected twice",
+                            x.port, order[x.node.0 as usize]
+                        ),
+                    ));
+                }
+            }
+            ends.push((a, b));
+        }
+        let port_count = |node: NodeId| -> usize {
+            neighbours
+                .keys()
+                .filter(|(n, _)| *n == node)
+                .map(|&(_, p)| usize::from(p) + 1)
+                .max()
+                .unwrap_or(0)
+        };
+
+        // Nodes.
+        for s in &sc.switch {
+            check_name(&s.name, &names)?;
+            let mut profile = Profile::by_name(s.profile.get_ref())
+                .map_err(|e| self.err_at(s.profile.span(), "profile", e))?;
+            for (k, v) in &s.profile_set {
+                profile
+                    .set(k, &value_text(v))
+                    .map_err(|e| self.err_at(s.name.span(), "profile_set", e))?;
+            }
+            let params: Vec<(String, String)> = s
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), value_text(v)))
+                .collect();
+            let node = factory
+                .build(s.program.get_ref(), &params, profile)
+                .map_err(|e| self.err_at(s.program.span(), "program", e))?;
+            let id = sim.add_node(s.name.get_ref(), node);
+            names.insert(s.name.get_ref().clone(), id);
+            is_host.push(false);
+        }
+        let mut routers: Vec<NodeId> = Vec::new();
+        let mut built_routers: Vec<Router> = Vec::new();
+        for (i, r) in sc.router.iter().enumerate() {
+            check_name(&r.name, &names)?;
+            let id = NodeId((sc.switch.len() + i) as u32);
+            let ports = port_count(id);
+            let macs = (0..ports).map(|p| port_mac(id, p as PortId)).collect();
+            let nbrs = (0..ports)
+                .map(|p| {
+                    neighbours
+                        .get(&(id, p as PortId))
+                        .map_or([0xff; 6], |&(n, np)| port_mac(n, np))
+                })
+                .collect();
+            let mut config = RouterConfig {
+                hash_seed: (seed as u32) ^ id.0.wrapping_mul(0x9e37_79b9),
+                ..RouterConfig::default()
+            };
+            if let Some(l) = r.latency {
+                config.latency = l;
+            }
+            if let Some(d) = r.detect_delay {
+                config.detect_delay = d;
+            }
+            built_routers.push(Router::new(config, macs, nbrs));
+            routers.push(id);
+            names.insert(r.name.get_ref().clone(), id);
+            is_host.push(false);
+        }
+        // Routes: BFS from every destination.
+        let mut adj: BTreeMap<NodeId, Vec<(PortId, NodeId)>> = BTreeMap::new();
+        for (&(n, p), &(m, _)) in &neighbours {
+            adj.entry(n).or_default().push((p, m));
+        }
+        let first_host = sc.switch.len() + sc.router.len();
+        let host_node = |n: NodeId| n.0 as usize >= first_host;
+        let mut destinations: Vec<(([u8; 4], u8), NodeId)> = Vec::new();
+        for (i, h) in sc.host.iter().enumerate() {
+            destinations.push(((h.ip.octets(), 32), NodeId((first_host + i) as u32)));
+        }
+        for (i, s) in sc.switch.iter().enumerate() {
+            for a in &s.announce {
+                let p = parse_prefix(a.get_ref()).ok_or_else(|| {
+                    self.err_at(
+                        a.span(),
+                        "announce",
+                        format!("{:?} is not a.b.c.d/len", a.get_ref()),
+                    )
+                })?;
+                destinations.push((p, NodeId(i as u32)));
+            }
+        }
+        for (prefix, dest) in &destinations {
+            let mut dist: BTreeMap<NodeId, u32> = BTreeMap::new();
+            let mut queue = VecDeque::from([*dest]);
+            dist.insert(*dest, 0);
+            while let Some(n) = queue.pop_front() {
+                if host_node(n) && n != *dest {
+                    continue; // hosts do not forward
+                }
+                for &(_, m) in adj.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
+                    if !dist.contains_key(&m) {
+                        dist.insert(m, dist[&n] + 1);
+                        queue.push_back(m);
+                    }
+                }
+            }
+            for (r, router) in routers.iter().zip(built_routers.iter_mut()) {
+                let Some(&d) = dist.get(r) else { continue };
+                if d == 0 {
+                    continue;
+                }
+                let mut ports: Vec<PortId> = adj
+                    .get(r)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .filter(|(_, m)| dist.get(m) == Some(&(d - 1)) && (!host_node(*m) || m == dest))
+                    .map(|&(p, _)| p)
+                    .collect();
+                ports.sort_unstable();
+                if !ports.is_empty() {
+                    router
+                        .add_route(prefix.0, prefix.1, ports)
+                        .map_err(|e| ScenarioError(format!("{}: route: {e}", self.origin)))?;
+                }
+            }
+        }
+        for router in built_routers {
+            sim.add_node(order[sim.node_count()].as_str(), Box::new(router));
+        }
+        let mut hosts = Vec::new();
+        for (i, h) in sc.host.iter().enumerate() {
+            let Some(name) = &h.name else {
+                return Err(ScenarioError(format!(
+                    "{}: host {}: every host needs a name",
+                    self.origin, h.ip
+                )));
+            };
+            check_name(name, &names)?;
+            let id = NodeId((first_host + i) as u32);
+            let gateway_mac = neighbours
+                .get(&(id, 0))
+                .map_or([0xff; 6], |&(n, p)| port_mac(n, p));
+            let link_rate = sc
+                .link
+                .iter()
+                .zip(&ends)
+                .find(|(_, (a, b))| (a.node == id && a.port == 0) || (b.node == id && b.port == 0))
+                .and_then(|(l, _)| l.rate.or(sc.defaults.link.rate))
+                .unwrap_or(ChannelConfig::default().rate_bps);
+            let host = Host::new(h.clone(), port_mac(id, 0), gateway_mac, link_rate)
+                .map_err(|e| self.err_at(name.span(), "host", e))?;
+            let got = sim.add_node(name.get_ref(), Box::new(host));
+            debug_assert_eq!(got, id);
+            names.insert(name.get_ref().clone(), id);
+            hosts.push((name.get_ref().clone(), id));
+            is_host.push(true);
+        }
+
+        // Links.
+        let mut link_ids: BTreeMap<String, LinkId> = BTreeMap::new();
+        for (l, (a, b)) in sc.link.iter().zip(&ends) {
+            let name = l.name.clone().unwrap_or_else(|| {
+                format!("{}-{}", order[a.node.0 as usize], order[b.node.0 as usize])
+            });
+            let config = channel_config(&sc.defaults.link, &l.params())
+                .map_err(|e| self.err_at(l.a.span(), "link", e))?;
+            let id = sim
+                .connect(&name, (a.node, a.port), (b.node, b.port), config, config)
+                .map_err(|e| self.err_at(l.a.span(), "link", e))?;
+            if link_ids.insert(name.clone(), id).is_some() {
+                return Err(self.err_at(
+                    l.a.span(),
+                    "name",
+                    format!("two links are named {name:?}: give one a name"),
+                ));
+            }
+            if let (Some(file), Some(dir)) = (&l.capture, out) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| ScenarioError(format!("{}: {e}", dir.display())))?;
+                sim.capture(id, &dir.join(file))
+                    .map_err(|e| self.err_at(l.a.span(), "capture", e))?;
+            }
+        }
+
+        // Faults.
+        let node = |s: &Spanned<String>, field: &str| {
+            names.get(s.get_ref()).copied().ok_or_else(|| {
+                self.err_at(s.span(), field, format!("no node named {:?}", s.get_ref()))
+            })
+        };
+        let link = |s: &Spanned<String>, field: &str| {
+            link_ids
+                .get(s.get_ref())
+                .copied()
+                .ok_or_else(|| self.err_at(s.span(), field, format!("no link named {:?} (links are named a-b by their nodes unless given a name)", s.get_ref())))
+        };
+        let group = |g: &[String],
+                     span: std::ops::Range<usize>,
+                     field: &str|
+         -> Result<Vec<NodeId>, ScenarioError> {
+            g.iter()
+                .map(|n| {
+                    names.get(n).copied().ok_or_else(|| {
+                        self.err_at(span.clone(), field, format!("no node named {n:?}"))
+                    })
+                })
+                .collect()
+        };
+        for f in &sc.fault {
+            let kinds = [
+                f.link_down.is_some(),
+                f.link_up.is_some(),
+                f.crash.is_some(),
+                f.restart.is_some(),
+                f.pause.is_some(),
+                f.partition.is_some(),
+                f.heal.is_some(),
+                f.loss.is_some(),
+            ];
+            if kinds.iter().filter(|&&k| k).count() != 1 {
+                return Err(ScenarioError(format!(
+                    "{}: fault at {} ns: give exactly one of link_down, link_up, crash, restart, pause, partition, heal, loss",
+                    self.origin, f.at
+                )));
+            }
+            let after = f.duration.map(|d| f.at + d);
+            if let Some(l) = &f.link_down {
+                let id = link(l, "link_down")?;
+                sim.schedule(f.at, Fault::LinkDown(id));
+                if let Some(t) = after {
+                    sim.schedule(t, Fault::LinkUp(id));
+                }
+            } else if let Some(l) = &f.link_up {
+                sim.schedule(f.at, Fault::LinkUp(link(l, "link_up")?));
+            } else if let Some(n) = &f.crash {
+                let id = node(n, "crash")?;
+                sim.schedule(f.at, Fault::Crash(id));
+                if let Some(t) = after {
+                    sim.schedule(t, Fault::Restart(id));
+                }
+            } else if let Some(n) = &f.restart {
+                sim.schedule(f.at, Fault::Restart(node(n, "restart")?));
+            } else if let Some(n) = &f.pause {
+                let duration = f
+                    .duration
+                    .ok_or_else(|| self.err_at(n.span(), "pause", "a pause needs `for`"))?;
+                sim.schedule(
+                    f.at,
+                    Fault::Pause {
+                        node: node(n, "pause")?,
+                        duration,
+                    },
+                );
+            } else if let Some(p) = &f.partition {
+                let [a, b] = p.get_ref();
+                let (a, b) = (
+                    group(a, p.span(), "partition")?,
+                    group(b, p.span(), "partition")?,
+                );
+                sim.schedule(f.at, Fault::Partition(a.clone(), b.clone()));
+                if let Some(t) = after {
+                    sim.schedule(t, Fault::Heal(a, b));
+                }
+            } else if let Some(p) = &f.heal {
+                let [a, b] = p.get_ref();
+                sim.schedule(
+                    f.at,
+                    Fault::Heal(group(a, p.span(), "heal")?, group(b, p.span(), "heal")?),
+                );
+            } else if let Some(c) = &f.loss {
+                let change = c.get_ref();
+                let id = link(&Spanned::new(c.span(), change.link.clone()), "loss.link")?;
+                let model = change
+                    .loss
+                    .model()
+                    .map_err(|e| self.err_at(c.span(), "loss", e))?;
+                sim.schedule(f.at, Fault::SetLoss(id, model));
+            }
+        }
+        if let Some(r) = &sc.random_faults {
+            self.random_faults(r, &mut sim, seed, &names, &link_ids, &is_host, sc.duration)?;
+        }
+        Ok(Built {
+            sim,
+            hosts,
+            duration: sc.duration,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn random_faults(
+        &self,
+        r: &RandomFaults,
+        sim: &mut Simulation,
+        seed: u64,
+        names: &BTreeMap<String, NodeId>,
+        links: &BTreeMap<String, LinkId>,
+        is_host: &[bool],
+        duration: Nanos,
+    ) -> Result<(), ScenarioError> {
+        let err = |m: String| ScenarioError(format!("{}: random_faults: {m}", self.origin));
+        for k in &r.kinds {
+            if !["link", "crash", "pause"].contains(&k.as_str()) {
+                return Err(err(format!("unknown kind {k:?}: use link, crash or pause")));
+            }
+        }
+        if r.kinds.is_empty() || r.mean_interval == 0 {
+            return Err(err(
+                "needs at least one kind and a non-zero mean_interval".into()
+            ));
+        }
+        let nodes: Vec<NodeId> = match &r.nodes {
+            Some(ns) => ns
+                .iter()
+                .map(|n| {
+                    names
+                        .get(n)
+                        .copied()
+                        .ok_or_else(|| err(format!("no node named {n:?}")))
+                })
+                .collect::<Result<_, _>>()?,
+            None => names
+                .values()
+                .copied()
+                .filter(|n| !is_host[n.0 as usize])
+                .collect(),
+        };
+        let cand_links: Vec<LinkId> = match &r.links {
+            Some(ls) => ls
+                .iter()
+                .map(|l| {
+                    links
+                        .get(l)
+                        .copied()
+                        .ok_or_else(|| err(format!("no link named {l:?}")))
+                })
+                .collect::<Result<_, _>>()?,
+            None => links.values().copied().collect(),
+        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x6661_756c_7473);
+        let mut t = r.start.unwrap_or(0);
+        let stop = r.stop.unwrap_or(duration);
+        loop {
+            // Exponential gaps: a Poisson process of faults.
+            let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+            t += (-(u.ln()) * r.mean_interval as f64) as Nanos;
+            if t >= stop {
+                break;
+            }
+            let kind = &r.kinds[rng.gen_range(0..r.kinds.len())];
+            match kind.as_str() {
+                "link" if !cand_links.is_empty() => {
+                    let l = cand_links[rng.gen_range(0..cand_links.len())];
+                    sim.schedule(t, Fault::LinkDown(l));
+                    sim.schedule(t + r.down_for, Fault::LinkUp(l));
+                }
+                "crash" if !nodes.is_empty() => {
+                    let n = nodes[rng.gen_range(0..nodes.len())];
+                    sim.schedule(t, Fault::Crash(n));
+                    sim.schedule(t + r.down_for, Fault::Restart(n));
+                }
+                "pause" if !nodes.is_empty() => {
+                    let n = nodes[rng.gen_range(0..nodes.len())];
+                    sim.schedule(
+                        t,
+                        Fault::Pause {
+                            node: n,
+                            duration: r.down_for,
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A TOML value as the text a parameter parser expects (`65536`, `10us`).
+fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A link's channel configuration: its own fields, then the defaults, then
+/// the built-in defaults.
+fn channel_config(defaults: &LinkParams, own: &LinkParams) -> Result<ChannelConfig, String> {
+    let base = ChannelConfig::default();
+    let prob = |v: Option<f64>, name: &str| -> Result<f64, String> {
+        match v {
+            Some(p) if !(0.0..=1.0).contains(&p) => {
+                Err(format!("{name} must be within 0..=1, got {p}"))
+            }
+            Some(p) => Ok(p),
+            None => Ok(0.0),
+        }
+    };
+    let loss = own
+        .loss
+        .as_ref()
+        .or(defaults.loss.as_ref())
+        .map(LossSpec::model)
+        .transpose()?
+        .unwrap_or(LossModel::None);
+    let rate = own.rate.or(defaults.rate).unwrap_or(base.rate_bps);
+    if rate == 0 {
+        return Err("rate must be above zero".into());
+    }
+    Ok(ChannelConfig {
+        rate_bps: rate,
+        delay: own.delay.or(defaults.delay).unwrap_or(base.delay),
+        queue_bytes: own.queue.or(defaults.queue).unwrap_or(base.queue_bytes),
+        loss,
+        duplicate: prob(own.duplicate.or(defaults.duplicate), "duplicate")?,
+        reorder: prob(own.reorder.or(defaults.reorder), "reorder")?,
+        reorder_delay: own
+            .reorder_delay
+            .or(defaults.reorder_delay)
+            .unwrap_or(base.reorder_delay),
+        jitter: own.jitter.or(defaults.jitter).unwrap_or(base.jitter),
+    })
+}
+
+/// Where a scenario's results go by default: `out/<scenario file stem>`.
+pub fn default_out_dir(scenario: &Path) -> PathBuf {
+    let stem = scenario
+        .file_stem()
+        .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+    PathBuf::from("out").join(stem)
+}

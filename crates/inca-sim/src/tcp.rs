@@ -1,0 +1,1359 @@
+//! TCP endpoints for simulated hosts, built on smoltcp, sans-IO.
+//!
+//! A [`TcpStack`] is one host's TCP/IP stack. The host that owns it strips and
+//! adds Ethernet headers itself, so the stack speaks plain IPv4: it is handed
+//! IPv4 packets addressed to the host ([`TcpStack::receive`]) and hands back
+//! the IPv4 packets it wants sent ([`TcpStack::poll`]). It never reads a clock
+//! or an OS random source; time is the simulator's integer nanoseconds and the
+//! only randomness (smoltcp's initial sequence numbers) comes from a seed
+//! derived from the host address and [`TcpConfig::seed`]. Same inputs, same
+//! packets, bit for bit.
+//!
+//! Two workloads are built in, the ones experiments need:
+//! - [`TcpStack::bulk_send`]: iperf-style, open a connection at a given time and
+//!   push a number of bytes (or bytes until the run ends) as fast as TCP allows;
+//! - [`TcpStack::sink`]: accept connections on a port and discard the data,
+//!   counting it.
+//!
+//! Each connection is a flow with [`FlowStats`]: when it was established, how it
+//! ended ([`Outcome`]: completed, reset by the peer, timed out) and a goodput
+//! time series. Connection failures are final: a flow that is reset or times
+//! out is never reopened, so an experiment sees exactly when and how a
+//! middlebox failure (a NAT losing its state, say) broke it.
+//!
+//! The payload is a fixed pattern (byte `i` of a stream is `i % 251`); a sink
+//! checks it and counts mismatching bytes in [`FlowStats::payload_errors`], so
+//! a test can assert that a transfer arrived byte-exact.
+//!
+//! # Time resolution
+//! smoltcp's clock ([`smoltcp::time::Instant`]) has microsecond resolution.
+//! The stack hands smoltcp `floor(now / 1000)` µs, and converts the instant
+//! smoltcp wants to be polled at back to nanoseconds as `µs * 1000`, which is
+//! never earlier than the moment smoltcp's timer actually fires: a driver that
+//! polls at [`TcpStack::poll_at`] never polls too early and never spins. The
+//! stack's own clock never goes backwards: a call with a `now` earlier than a
+//! previous call is treated as happening at that previous time.
+//!
+//! # Congestion control (a workaround for smoltcp)
+//! smoltcp 0.12's congestion controllers (Cubic, Reno) only decide whether a
+//! segment may be sent at all; they do not bound the bytes in flight, which
+//! smoltcp bounds only by the peer's receive window and the send buffer. A
+//! window larger than the path's bandwidth-delay product plus its queue then
+//! overflows the bottleneck queue every round trip, smoltcp's go-back-N
+//! recovery resends whole windows, its RTT estimator inflates the RTO up to
+//! 10 s, and the connection times out. So smoltcp's own controller is switched
+//! off and [`TcpStack`] runs the congestion window itself, at the one place it
+//! controls: smoltcp can only send what is in the send buffer, so a sender
+//! never fills its buffer beyond `cwnd` unacknowledged bytes. The window opens
+//! by slow start (from 10 segments) and then by [`Congestion::Cubic`] (RFC 8312
+//! with its TCP-friendly region, β = 0.7) or [`Congestion::Reno`] (one segment
+//! per window, β = 0.5); it closes once per loss episode. A loss is seen when
+//! smoltcp retransmits (the stack watches the sequence numbers of its own
+//! outgoing segments), after three duplicate ACKs or the retransmission timeout.
+//!
+//! Other properties of smoltcp's TCP that show in results:
+//! - Loss recovery is go-back-N: everything after the lost segment is sent
+//!   again. SACK blocks are sent but the sender does not use them.
+//! - The RTT estimator counts in milliseconds and the minimum RTO is 10 ms, so
+//!   a loss that fast retransmit does not repair costs at least 10 ms.
+//! - ACKs go out for at least every second full segment, otherwise after the
+//!   delayed-ACK timeout ([`TcpConfig::ack_delay`]).
+//! - smoltcp answers a segment of data it already has only with a "challenge
+//!   ACK", at most one per second; after an outage that ate the ACKs, the
+//!   sender would retransmit into silence until it times out. A receiver
+//!   therefore repeats its last ACK for such a segment when it has been silent
+//!   for 10 ms (see [`TcpStack::receive`]).
+//! - The RTT estimator starts at 300 ms, so a loss in a connection's first
+//!   few round trips costs a retransmission timeout of several hundred ms.
+//!
+//! # Cost
+//! Every [`TcpStack::poll`] walks all of the stack's sockets (as smoltcp's own
+//! `Interface::poll` does), so a host is meant to carry a handful to a few
+//! hundred connections, not hundreds of thousands.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::Ipv4Addr;
+
+use inca_switch::device::{Nanos, MICROS, MILLIS, SECONDS};
+use serde::{Deserialize, Serialize};
+use smoltcp::iface::{Config, Interface, PollResult, SocketHandle, SocketSet};
+use smoltcp::phy::{self, ChecksumCapabilities, DeviceCapabilities, Medium};
+use smoltcp::socket::tcp;
+use smoltcp::time::{Duration, Instant};
+use smoltcp::wire::{
+    HardwareAddress, IpAddress, IpCidr, IpProtocol, Ipv4Packet, Ipv4Repr, TcpControl, TcpPacket,
+    TcpRepr,
+};
+
+/// Index of a flow in [`TcpStack::flows`].
+pub type FlowId = usize;
+
+/// Which congestion controller a sender runs (the stack's own; see "Congestion
+/// control" in the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Congestion {
+    /// CUBIC (RFC 8312, with its TCP-friendly region); what Linux uses by
+    /// default.
+    #[default]
+    Cubic,
+    /// Reno AIMD: one segment more per window, halve on loss.
+    Reno,
+    /// No congestion control: only the send buffer and the peer's window limit
+    /// the sender.
+    None,
+}
+
+/// Configuration of a [`TcpStack`]. Values out of range are clamped by
+/// [`TcpStack::new`] rather than rejected, so a bad scenario value can never
+/// make the stack panic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TcpConfig {
+    /// IP MTU in bytes (the MSS is this minus 40 bytes of IPv4 and TCP headers).
+    /// Default 1500; clamped to 576..=65535.
+    pub mss_mtu: usize,
+    /// Send buffer of a sending connection, in bytes: the most data that can be
+    /// in flight. Default 4 MiB; clamped to 1..=1 GiB.
+    pub send_buffer: usize,
+    /// Receive buffer of a receiving connection, in bytes: the largest window it
+    /// advertises (window scaling is negotiated automatically). Default 4 MiB,
+    /// which covers 100 Gbps at a 300 µs RTT; clamped to 1..=1 GiB (the largest
+    /// window TCP window scaling can express).
+    pub recv_buffer: usize,
+    /// Congestion controller. Default [`Congestion::Cubic`].
+    pub congestion: Congestion,
+    /// Width of one bin of [`FlowStats::goodput`], in ns. Default 10 ms;
+    /// clamped to at least 1 µs.
+    pub goodput_bin: Nanos,
+    /// A connection that hears nothing from its peer for this long (while it
+    /// has something to say, or is waiting for the handshake) is aborted and
+    /// marked [`Outcome::TimedOut`]. `None` disables it. Default 1 s. Rounded
+    /// up to whole microseconds.
+    pub timeout: Option<Nanos>,
+    /// Delayed-ACK timeout. smoltcp's default is 10 ms; `None` ACKs every
+    /// segment at once. Rounded up to whole microseconds.
+    pub ack_delay: Option<Nanos>,
+    /// Mixed with the host address into the seed of smoltcp's random number
+    /// generator (initial sequence numbers). The simulator passes a value
+    /// derived from the run seed; two hosts with different addresses get
+    /// different sequences even with the same seed.
+    pub seed: u64,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss_mtu: 1500,
+            send_buffer: 4 << 20,
+            recv_buffer: 4 << 20,
+            congestion: Congestion::Cubic,
+            goodput_bin: 10 * MILLIS,
+            timeout: Some(SECONDS),
+            ack_delay: Some(10 * MILLIS),
+            seed: 0,
+        }
+    }
+}
+
+/// Which end of a connection a flow is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Opened by [`TcpStack::bulk_send`]; pushes data.
+    Sender,
+    /// Accepted by [`TcpStack::sink`]; discards data.
+    Receiver,
+}
+
+/// How a flow ended (or that it has not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Not ended yet: waiting to start, listening, connecting or transferring.
+    Open,
+    /// Sender: every byte was acknowledged. Receiver: the peer closed the
+    /// connection (FIN) and every byte before it was delivered.
+    Completed,
+    /// The peer reset the connection (an RST was received), e.g. because it
+    /// lost its state or nothing listens on the port.
+    Reset,
+    /// Nothing was heard from the peer for [`TcpConfig::timeout`].
+    TimedOut,
+    /// The connection could not even be opened (port 0, unspecified or
+    /// unroutable address).
+    Failed,
+}
+
+/// Statistics of one flow (one connection, or one listening socket waiting for
+/// one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowStats {
+    /// This flow's index in [`TcpStack::flows`].
+    pub id: FlowId,
+    /// Sender or receiver.
+    pub role: Role,
+    /// Local address and port.
+    pub local: (Ipv4Addr, u16),
+    /// The peer: known from the start for a sender, from the handshake for a
+    /// receiver.
+    pub remote: Option<(Ipv4Addr, u16)>,
+    /// Sender: when the connection attempt starts. Receiver: 0 (listening
+    /// starts when the stack is created).
+    pub start: Nanos,
+    /// Sender: how many bytes it sends (`None`: until the run ends).
+    pub bytes_to_send: Option<u64>,
+    /// When the handshake completed, if it did.
+    pub established_at: Option<Nanos>,
+    /// When the flow's [`Outcome`] stopped being [`Outcome::Open`].
+    pub ended_at: Option<Nanos>,
+    /// How the flow ended.
+    pub outcome: Outcome,
+    /// Sender: bytes acknowledged by the peer.
+    pub bytes_sent_acked: u64,
+    /// Receiver: bytes delivered to the application (in order).
+    pub bytes_received: u64,
+    /// Sender: the smallest round-trip time measured, in ns (data segment to
+    /// its ACK, including any delayed-ACK wait).
+    pub min_rtt: Option<Nanos>,
+    /// Sender: segments smoltcp sent again (fast retransmit or timeout; with
+    /// go-back-N recovery, every segment after a loss counts).
+    pub segments_retransmitted: u64,
+    /// Receiver: delivered bytes that differ from the sender's pattern (always
+    /// 0 between two [`TcpStack`]s unless something corrupted the stream).
+    pub payload_errors: u64,
+    /// Bytes per [`TcpConfig::goodput_bin`] since time 0: delivered to the
+    /// application (receiver) or newly acknowledged (sender). Bin `i` covers
+    /// `[i * bin, (i + 1) * bin)`; the vector ends at the last bin with bytes.
+    pub goodput: Vec<u64>,
+}
+
+/// The largest buffer smoltcp accepts (TCP window scaling tops out at 1 GiB;
+/// smoltcp panics above it).
+const MAX_BUFFER: usize = 1 << 30;
+/// Buffer for the direction a flow does not use (a sender's receive buffer, a
+/// receiver's send buffer): they only ever carry the handshake and FIN, so
+/// there is no point allocating megabytes per connection for them.
+const UNUSED_DIRECTION_BUFFER: usize = 16 * 1024;
+/// The most `poll_egress` rounds (each at least one packet) in one
+/// [`TcpStack::poll`]: a guard against a smoltcp loop that never settles. A
+/// 1 GiB window is ~735 k full segments, so this does not limit a sane run.
+const MAX_EGRESS_ROUNDS: usize = 1 << 20;
+/// How long a receiver must have been silent before it repeats its last ACK
+/// for old data: smoltcp's minimum retransmission timeout.
+const REPEAT_ACK_AFTER: Nanos = 10 * MILLIS;
+/// Period of the payload pattern (a prime, so it never lines up with segment
+/// boundaries).
+const PATTERN_PERIOD: usize = 251;
+/// The payload pattern, long enough to copy from at any phase in one go.
+const PATTERN: [u8; 2 * PATTERN_PERIOD] = {
+    let mut p = [0u8; 2 * PATTERN_PERIOD];
+    let mut i = 0;
+    while i < p.len() {
+        p[i] = (i % PATTERN_PERIOD) as u8;
+        i += 1;
+    }
+    p
+};
+
+/// Writes the pattern for stream offsets `offset..offset + buf.len()`.
+fn fill_pattern(offset: u64, buf: &mut [u8]) {
+    let mut phase = (offset % PATTERN_PERIOD as u64) as usize;
+    for chunk in buf.chunks_mut(PATTERN_PERIOD) {
+        chunk.copy_from_slice(&PATTERN[phase..phase + chunk.len()]);
+        phase = (phase + chunk.len()) % PATTERN_PERIOD;
+    }
+}
+
+/// Counts the bytes of `buf` that differ from the pattern at stream offsets
+/// `offset..`.
+fn pattern_errors(offset: u64, buf: &[u8]) -> u64 {
+    let mut phase = (offset % PATTERN_PERIOD as u64) as usize;
+    let mut errors = 0u64;
+    for chunk in buf.chunks(PATTERN_PERIOD) {
+        let expected = &PATTERN[phase..phase + chunk.len()];
+        if chunk != expected {
+            errors += chunk.iter().zip(expected).filter(|(a, b)| a != b).count() as u64;
+        }
+        phase = (phase + chunk.len()) % PATTERN_PERIOD;
+    }
+    errors
+}
+
+/// Our nanoseconds to smoltcp's microseconds, rounding down (see the module
+/// documentation). Saturates instead of overflowing i64.
+fn to_instant(ns: Nanos) -> Instant {
+    Instant::from_micros(i64::try_from(ns / 1_000).unwrap_or(i64::MAX))
+}
+
+/// smoltcp's microseconds back to nanoseconds (exact; negative means "now").
+fn from_instant(instant: Instant) -> Nanos {
+    u64::try_from(instant.total_micros())
+        .unwrap_or(0)
+        .saturating_mul(1_000)
+}
+
+/// A duration in ns to smoltcp's µs, rounding up so that a timeout never fires
+/// early.
+fn to_duration(ns: Nanos) -> Duration {
+    Duration::from_micros(ns.div_ceil(1_000))
+}
+
+/// SplitMix64 finaliser: spreads the host address over all 64 seed bits.
+fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The smoltcp device: two queues the stack fills and drains around each
+/// smoltcp call. smoltcp pulls received packets from `rx` and pushes the ones
+/// it sends onto `tx`.
+struct QueueDevice {
+    rx: VecDeque<Vec<u8>>,
+    tx: Vec<Vec<u8>>,
+    mtu: usize,
+}
+
+struct QueueRxToken(Vec<u8>);
+
+struct QueueTxToken<'a>(&'a mut Vec<Vec<u8>>);
+
+impl phy::RxToken for QueueRxToken {
+    fn consume<R, F>(self, f: F) -> R
+    where
+        F: FnOnce(&[u8]) -> R,
+    {
+        f(&self.0)
+    }
+}
+
+impl phy::TxToken for QueueTxToken<'_> {
+    fn consume<R, F>(self, len: usize, f: F) -> R
+    where
+        F: FnOnce(&mut [u8]) -> R,
+    {
+        let mut packet = vec![0u8; len];
+        let result = f(&mut packet);
+        self.0.push(packet);
+        result
+    }
+}
+
+impl phy::Device for QueueDevice {
+    type RxToken<'a> = QueueRxToken;
+    type TxToken<'a> = QueueTxToken<'a>;
+
+    fn receive(&mut self, _timestamp: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
+        let packet = self.rx.pop_front()?;
+        Some((QueueRxToken(packet), QueueTxToken(&mut self.tx)))
+    }
+
+    fn transmit(&mut self, _timestamp: Instant) -> Option<Self::TxToken<'_>> {
+        // Never refuses: how fast packets leave is the host's and the link's
+        // business, and a sender never has more than a window outstanding.
+        Some(QueueTxToken(&mut self.tx))
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ip;
+        caps.max_transmission_unit = self.mtu;
+        // Default checksum capabilities: verify on receive, compute on send.
+        caps
+    }
+}
+
+/// What the stack keeps per flow besides its public statistics.
+struct FlowState {
+    /// The smoltcp socket, once there is one (a sender gets it at `start`).
+    handle: Option<SocketHandle>,
+    /// Sender: remote endpoint to connect to.
+    remote: Option<(Ipv4Addr, u16)>,
+    /// Sender: bytes written into the send buffer so far.
+    enqueued: u64,
+    /// We called `close()` (sender: all data queued; receiver: peer's FIN seen).
+    closing: bool,
+    /// Sender: the congestion window.
+    window: Option<Window>,
+    /// Receiver: the last pure ACK it sent (its acknowledgement number, the
+    /// packet and when), to repeat when old data arrives (see `receive`).
+    last_ack: Option<(u32, Vec<u8>, Nanos)>,
+}
+
+/// Why the flows are being looked at: after one received packet (and whether it
+/// was an RST), or around a poll. A connection that closes while handling an
+/// RST was reset; one that closes in a poll timed out (smoltcp aborts timed-out
+/// connections only when it transmits).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    Ingress { rst: bool },
+    Poll,
+}
+
+/// One simulated host's TCP/IP stack. See the module documentation.
+pub struct TcpStack {
+    config: TcpConfig,
+    ip: Ipv4Addr,
+    iface: Interface,
+    device: QueueDevice,
+    sockets: SocketSet<'static>,
+    flows: Vec<FlowState>,
+    stats: Vec<FlowStats>,
+    malformed: u64,
+    ignored: u64,
+    /// Latest time seen; the clock never runs backwards.
+    now: Nanos,
+    /// Time of the last `poll` if nothing was received since (see `poll_at`).
+    settled_at: Option<Nanos>,
+    /// Next local port `bulk_send` hands out when asked for port 0.
+    next_ephemeral: u16,
+    /// Sender flows by (local port, remote address, remote port), to attribute
+    /// outgoing segments to their congestion window.
+    senders: BTreeMap<(u16, Ipv4Addr, u16), FlowId>,
+    /// Established receiver flows, keyed the same way.
+    receivers: BTreeMap<(u16, Ipv4Addr, u16), FlowId>,
+}
+
+impl std::fmt::Debug for TcpStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpStack")
+            .field("ip", &self.ip)
+            .field("flows", &self.stats.len())
+            .field("malformed", &self.malformed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TcpStack {
+    /// A stack with address `ip/prefix_len` (prefix clamped to 32). Packets to
+    /// other subnets are routed to `gateway`; the host sends everything out of
+    /// its one port anyway, but smoltcp needs a route to send at all.
+    pub fn new(ip: Ipv4Addr, prefix_len: u8, gateway: Ipv4Addr, config: TcpConfig) -> Self {
+        let mut config = config;
+        config.mss_mtu = config.mss_mtu.clamp(576, 65_535);
+        config.send_buffer = config.send_buffer.clamp(1, MAX_BUFFER);
+        config.recv_buffer = config.recv_buffer.clamp(1, MAX_BUFFER);
+        config.goodput_bin = config.goodput_bin.max(1_000);
+
+        let mut device = QueueDevice {
+            rx: VecDeque::new(),
+            tx: Vec::new(),
+            mtu: config.mss_mtu,
+        };
+        let mut iface_config = Config::new(HardwareAddress::Ip);
+        // Deterministic: a function of the address and the configured seed
+        // only, never of the OS.
+        iface_config.random_seed = mix64(u64::from(u32::from(ip)) ^ mix64(config.seed));
+        let mut iface = Interface::new(iface_config, &mut device, Instant::ZERO);
+        iface.update_ip_addrs(|addrs| {
+            // Cannot fail: the list is empty and holds at least one address.
+            let _ = addrs.push(IpCidr::new(IpAddress::Ipv4(ip), prefix_len.min(32)));
+        });
+        // Cannot fail: the route table is empty.
+        let _ = iface.routes_mut().add_default_ipv4_route(gateway);
+
+        TcpStack {
+            config,
+            ip,
+            iface,
+            device,
+            sockets: SocketSet::new(Vec::new()),
+            flows: Vec::new(),
+            stats: Vec::new(),
+            malformed: 0,
+            ignored: 0,
+            now: 0,
+            settled_at: None,
+            next_ephemeral: 49_152,
+            senders: BTreeMap::new(),
+            receivers: BTreeMap::new(),
+        }
+    }
+
+    /// This stack's address.
+    pub fn ip(&self) -> Ipv4Addr {
+        self.ip
+    }
+
+    /// The configuration in use (after clamping).
+    pub fn config(&self) -> &TcpConfig {
+        &self.config
+    }
+
+    /// Opens a connection at time `start` from `local_port` (0: the next free
+    /// port from 49152 up) to `remote`, and sends `bytes` (`None`: until the
+    /// run ends) as fast as TCP allows, iperf-style. The connection is never
+    /// reopened: if it is reset or times out, the flow ends there.
+    pub fn bulk_send(
+        &mut self,
+        start: Nanos,
+        local_port: u16,
+        remote: (Ipv4Addr, u16),
+        bytes: Option<u64>,
+    ) -> FlowId {
+        let local_port = if local_port == 0 {
+            self.ephemeral_port()
+        } else {
+            local_port
+        };
+        let id = self.flows.len();
+        self.flows.push(FlowState {
+            handle: None,
+            remote: Some(remote),
+            enqueued: 0,
+            closing: false,
+            last_ack: None,
+            window: Some(Window::new(
+                self.config.congestion,
+                self.config.mss_mtu - 40,
+                self.config.send_buffer,
+            )),
+        });
+        self.stats.push(FlowStats {
+            id,
+            role: Role::Sender,
+            local: (self.ip, local_port),
+            remote: Some(remote),
+            start,
+            bytes_to_send: bytes,
+            established_at: None,
+            ended_at: None,
+            outcome: Outcome::Open,
+            bytes_sent_acked: 0,
+            bytes_received: 0,
+            min_rtt: None,
+            segments_retransmitted: 0,
+            payload_errors: 0,
+            goodput: Vec::new(),
+        });
+        // A poll in the same instant must see the new flow.
+        self.settled_at = None;
+        id
+    }
+
+    /// Accepts connections on `port`: `backlog` listening sockets, one per
+    /// expected connection (smoltcp has no accept queue; a connection attempt
+    /// beyond them is answered with an RST). Each socket serves one connection
+    /// and is not reused afterwards. Received data is checked against the
+    /// sender pattern, counted and discarded.
+    pub fn sink(&mut self, port: u16, backlog: usize) -> Vec<FlowId> {
+        let mut ids = Vec::with_capacity(backlog);
+        for _ in 0..backlog {
+            let id = self.flows.len();
+            let mut socket = self.new_socket(UNUSED_DIRECTION_BUFFER, self.config.recv_buffer);
+            let listening = socket.listen(port).is_ok();
+            let handle = listening.then(|| self.sockets.add(socket));
+            self.flows.push(FlowState {
+                handle,
+                remote: None,
+                enqueued: 0,
+                closing: false,
+                window: None,
+                last_ack: None,
+            });
+            self.stats.push(FlowStats {
+                id,
+                role: Role::Receiver,
+                local: (self.ip, port),
+                remote: None,
+                start: 0,
+                bytes_to_send: None,
+                established_at: None,
+                ended_at: (!listening).then_some(self.now),
+                outcome: if listening {
+                    Outcome::Open
+                } else {
+                    Outcome::Failed
+                },
+                bytes_sent_acked: 0,
+                bytes_received: 0,
+                min_rtt: None,
+                segments_retransmitted: 0,
+                payload_errors: 0,
+                goodput: Vec::new(),
+            });
+            ids.push(id);
+        }
+        ids
+    }
+
+    /// An IPv4 packet addressed to this host arrived at `now`. It is processed
+    /// at once; any answer (an ACK, an RST) is handed out by the next
+    /// [`TcpStack::poll`], which [`TcpStack::poll_at`] then asks for at `now`.
+    /// Malformed packets (bad header, length or checksum, truncated TCP) are
+    /// counted in [`TcpStack::malformed`] and dropped; well-formed packets that
+    /// are not TCP for this address are counted in [`TcpStack::ignored`].
+    pub fn receive(&mut self, now: Nanos, ipv4_packet: &[u8]) {
+        let now = self.advance(now);
+        self.settled_at = None;
+        let (rst, key, end, occupies) = match classify(self.ip, ipv4_packet) {
+            Classified::Malformed => {
+                self.malformed += 1;
+                return;
+            }
+            Classified::Ignored => {
+                self.ignored += 1;
+                return;
+            }
+            Classified::Tcp {
+                rst,
+                key,
+                end,
+                occupies,
+            } => (rst, key, end, occupies),
+        };
+        let queued = self.device.tx.len();
+        self.device.rx.push_back(ipv4_packet.to_vec());
+        let _ =
+            self.iface
+                .poll_ingress_single(to_instant(now), &mut self.device, &mut self.sockets);
+        // Already validated, so smoltcp consumed it; clear anyway so a packet can
+        // never be processed twice.
+        self.device.rx.clear();
+        // A receiver that gets data it already acknowledged must ACK again
+        // (RFC 9293, 3.10.7.4): its earlier ACKs were lost, and the sender
+        // retransmits until it hears one. smoltcp answers such segments only
+        // with a "challenge ACK" limited to one per second, so after an outage
+        // that also ate that one, the sender would time out. Repeat the last
+        // ACK instead, but only once the receiver has been silent for the
+        // minimum RTO: earlier, the duplicate is part of a go-back-N burst
+        // that the ACKs already on their way answer, and duplicate ACKs would
+        // trigger yet another go-back-N round.
+        if occupies && self.device.tx.len() == queued {
+            if let Some(&id) = self.receivers.get(&key) {
+                if let Some((ack, packet, sent_at)) = &mut self.flows[id].last_ack {
+                    if !seq_lt(*ack, end) && now >= *sent_at + REPEAT_ACK_AFTER {
+                        self.device.tx.push(packet.clone());
+                        *sent_at = now;
+                    }
+                }
+            }
+        }
+        self.update_flows(now, Cause::Ingress { rst });
+    }
+
+    /// Runs the stack at `now` (starts flows that are due, fills send buffers,
+    /// drains receive buffers, fires timers) and appends the IPv4 packets it
+    /// sends to `out`, in order. A sender's whole window may leave at once:
+    /// pacing them onto the wire is the host's and link's job.
+    pub fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
+        let now = self.advance(now);
+        let instant = to_instant(now);
+        let mut rounds = 0;
+        loop {
+            self.update_flows(now, Cause::Poll);
+            while rounds < MAX_EGRESS_ROUNDS {
+                rounds += 1;
+                match self
+                    .iface
+                    .poll_egress(instant, &mut self.device, &mut self.sockets)
+                {
+                    PollResult::SocketStateChanged => {}
+                    PollResult::None => break,
+                }
+            }
+            // Sending can time a connection out (smoltcp checks then), and a
+            // flow reaching its end may close its socket, which has a FIN to
+            // send: look again until nothing moves.
+            let changed = self.update_flows(now, Cause::Poll);
+            if !changed || rounds >= MAX_EGRESS_ROUNDS {
+                break;
+            }
+        }
+        let sent = std::mem::take(&mut self.device.tx);
+        for packet in &sent {
+            self.observe_sent(now, packet);
+        }
+        out.extend(sent);
+        self.settled_at = Some(now);
+    }
+
+    /// When the stack next needs [`TcpStack::poll`]: `now` if it has packets to
+    /// hand out, else the earliest of smoltcp's timers (retransmission, delayed
+    /// ACK, timeout, TIME-WAIT) and the start of a flow not yet started, in ns
+    /// rounded up to the microsecond. `None` if nothing is pending. Never
+    /// returns a time at or before the last poll unless something happened
+    /// since, so a driver loop always advances.
+    pub fn poll_at(&mut self, now: Nanos) -> Option<Nanos> {
+        let now = now.max(self.now);
+        if !self.device.tx.is_empty() {
+            return Some(now);
+        }
+        let mut next = self
+            .iface
+            .poll_at(to_instant(now), &self.sockets)
+            .map(from_instant);
+        for (flow, stats) in self.flows.iter().zip(&self.stats) {
+            if flow.handle.is_none() && stats.outcome == Outcome::Open {
+                next = Some(next.map_or(stats.start, |t| t.min(stats.start)));
+            }
+        }
+        let next = next?.max(now);
+        match self.settled_at {
+            // smoltcp still says "now" right after a poll at this time that had
+            // nothing left to do: poll at its next clock tick instead of
+            // letting the driver spin.
+            Some(polled) if next <= polled => Some((polled / 1_000 + 1) * 1_000),
+            _ => Some(next),
+        }
+    }
+
+    /// Per-flow statistics, indexed by [`FlowId`].
+    pub fn flows(&self) -> &[FlowStats] {
+        &self.stats
+    }
+
+    /// Packets dropped because they were malformed.
+    pub fn malformed(&self) -> u64 {
+        self.malformed
+    }
+
+    /// Well-formed packets dropped because they were not TCP addressed to this
+    /// host (including IPv4 fragments, which the stack never produces).
+    pub fn ignored(&self) -> u64 {
+        self.ignored
+    }
+
+    /// Feeds one of our own outgoing segments to its sender's congestion window,
+    /// which learns the initial sequence number from the SYN and sees losses as
+    /// retransmissions.
+    fn observe_sent(&mut self, now: Nanos, packet: &[u8]) {
+        let Ok(ip) = Ipv4Packet::new_checked(packet) else {
+            return;
+        };
+        let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
+            return;
+        };
+        let key = (tcp.src_port(), ip.dst_addr(), tcp.dst_port());
+        if let Some(&id) = self.receivers.get(&key) {
+            if tcp.payload().is_empty() && tcp.ack() && !tcp.syn() && !tcp.rst() {
+                self.flows[id].last_ack = Some((tcp.ack_number().0 as u32, packet.to_vec(), now));
+            }
+        }
+        let Some(&id) = self.senders.get(&key) else {
+            return;
+        };
+        let seq_len = tcp.payload().len() + usize::from(tcp.syn()) + usize::from(tcp.fin());
+        let Some(window) = self.flows[id].window.as_mut() else {
+            return;
+        };
+        if window.on_sent(now, tcp.seq_number().0 as u32, seq_len, tcp.syn()) {
+            self.stats[id].segments_retransmitted += 1;
+        }
+    }
+
+    /// Moves the stack's clock to `now` (never backwards) and returns it.
+    fn advance(&mut self, now: Nanos) -> Nanos {
+        self.now = self.now.max(now);
+        self.now
+    }
+
+    /// The next local port not used by a flow of this stack.
+    fn ephemeral_port(&mut self) -> u16 {
+        for _ in 0..=(u16::MAX - 49_152) {
+            let port = self.next_ephemeral;
+            self.next_ephemeral = if port == u16::MAX { 49_152 } else { port + 1 };
+            if !self.stats.iter().any(|s| s.local.1 == port) {
+                return port;
+            }
+        }
+        // Every ephemeral port taken: reuse one; smoltcp matches the full
+        // 4-tuple, so this still works towards distinct peers.
+        self.next_ephemeral
+    }
+
+    fn new_socket(&self, send: usize, recv: usize) -> tcp::Socket<'static> {
+        let mut socket = tcp::Socket::new(
+            tcp::SocketBuffer::new(vec![0u8; recv]),
+            tcp::SocketBuffer::new(vec![0u8; send]),
+        );
+        // The stack runs the congestion window itself (module documentation).
+        socket.set_congestion_control(tcp::CongestionControl::None);
+        socket.set_timeout(self.config.timeout.map(to_duration));
+        // Keep-alive stays off (smoltcp's default): a failure must show up only
+        // through the peer's RST or the timeout, as the brief for experiments
+        // requires.
+        socket.set_ack_delay(self.config.ack_delay.map(to_duration));
+        socket
+    }
+
+    /// Application logic of every flow, after smoltcp ran. Returns whether
+    /// anything changed that smoltcp may need to act on.
+    fn update_flows(&mut self, now: Nanos, cause: Cause) -> bool {
+        let mut changed = false;
+        for id in 0..self.flows.len() {
+            changed |= match self.stats[id].role {
+                Role::Sender => self.update_sender(id, now, cause),
+                Role::Receiver => self.update_receiver(id, now, cause),
+            };
+        }
+        changed
+    }
+
+    fn update_sender(&mut self, id: FlowId, now: Nanos, cause: Cause) -> bool {
+        let bin = self.config.goodput_bin;
+        let mut changed = false;
+        if self.flows[id].handle.is_none() {
+            let stats = &self.stats[id];
+            if stats.outcome != Outcome::Open || now < stats.start {
+                return false;
+            }
+            // Time to start: the socket (and its buffers) exist from now on.
+            let mut socket = self.new_socket(self.config.send_buffer, UNUSED_DIRECTION_BUFFER);
+            let (addr, port) = self.flows[id].remote.unwrap_or((Ipv4Addr::UNSPECIFIED, 0));
+            let connected = socket.connect(
+                self.iface.context(),
+                (IpAddress::Ipv4(addr), port),
+                stats.local.1,
+            );
+            if connected.is_err() {
+                let stats = &mut self.stats[id];
+                stats.outcome = Outcome::Failed;
+                stats.ended_at = Some(now);
+                return false;
+            }
+            self.flows[id].handle = Some(self.sockets.add(socket));
+            self.senders.insert((stats.local.1, addr, port), id);
+            changed = true;
+        }
+        let flow = &mut self.flows[id];
+        let stats = &mut self.stats[id];
+        let Some(handle) = flow.handle else {
+            return changed;
+        };
+        let socket = self.sockets.get_mut::<tcp::Socket>(handle);
+        let state = socket.state();
+        if stats.outcome != Outcome::Open {
+            return changed;
+        }
+
+        if state == tcp::State::Closed {
+            // Aborted: by an RST from the peer, or by smoltcp's timeout. (A
+            // graceful close only reaches Closed after all data was acked, which
+            // ended the flow as Completed already; smoltcp clears the send
+            // buffer on reset, so bytes are not counted here.)
+            stats.outcome = match cause {
+                Cause::Ingress { rst: true } => Outcome::Reset,
+                _ => Outcome::TimedOut,
+            };
+            stats.ended_at = Some(now);
+            return changed;
+        }
+        if stats.established_at.is_none()
+            && !matches!(state, tcp::State::SynSent | tcp::State::SynReceived)
+        {
+            stats.established_at = Some(now);
+        }
+
+        // Bytes acknowledged since last time = bytes that left the send buffer.
+        let acked_total = flow.enqueued - socket.send_queue() as u64;
+        let newly_acked = acked_total - stats.bytes_sent_acked;
+        if newly_acked > 0 {
+            stats.bytes_sent_acked = acked_total;
+            add_to_bin(&mut stats.goodput, now, bin, newly_acked);
+            if let Some(window) = flow.window.as_mut() {
+                window.on_ack(now, acked_total, newly_acked);
+                stats.min_rtt = window.min_rtt;
+            }
+        }
+
+        // Keep the send buffer filled up to the congestion window: smoltcp
+        // sends only what is in the buffer, so this bounds the bytes in flight.
+        if !flow.closing && socket.may_send() {
+            let (limit, mss) = flow
+                .window
+                .as_ref()
+                .map_or((usize::MAX, 1), |w| (w.limit(), w.mss));
+            for _ in 0..2 {
+                // Twice: the free space of a ring buffer may wrap around.
+                let remaining = stats
+                    .bytes_to_send
+                    .map_or(u64::MAX, |total| total - flow.enqueued);
+                let room = limit.saturating_sub(socket.send_queue());
+                // Whole segments only (except the tail), so the window never
+                // makes smoltcp send runts.
+                if remaining == 0 || (room < mss && remaining > room as u64) {
+                    break;
+                }
+                let allowed = usize::try_from(remaining).unwrap_or(usize::MAX).min(room);
+                let offset = flow.enqueued;
+                let written = socket
+                    .send(|buf| {
+                        let n = buf.len().min(allowed);
+                        fill_pattern(offset, &mut buf[..n]);
+                        (n, n)
+                    })
+                    .unwrap_or(0);
+                if written == 0 {
+                    break;
+                }
+                flow.enqueued += written as u64;
+                changed = true;
+            }
+            if stats.bytes_to_send == Some(flow.enqueued) {
+                // All data queued: send the FIN right behind it.
+                socket.close();
+                flow.closing = true;
+                changed = true;
+            }
+        }
+
+        if flow.closing && Some(stats.bytes_sent_acked) == stats.bytes_to_send {
+            stats.outcome = Outcome::Completed;
+            stats.ended_at = Some(now);
+            // The flow is done; the FIN exchange may go on, but a late timeout
+            // must not send the peer a stray RST.
+            socket.set_timeout(None);
+        }
+        changed
+    }
+
+    fn update_receiver(&mut self, id: FlowId, now: Nanos, cause: Cause) -> bool {
+        let bin = self.config.goodput_bin;
+        let flow = &mut self.flows[id];
+        let stats = &mut self.stats[id];
+        let Some(handle) = flow.handle else {
+            return false;
+        };
+        if stats.outcome != Outcome::Open {
+            return false;
+        }
+        let socket = self.sockets.get_mut::<tcp::Socket>(handle);
+        let state = socket.state();
+        let mut changed = false;
+
+        if state == tcp::State::Closed {
+            stats.outcome = match cause {
+                Cause::Ingress { rst: true } => Outcome::Reset,
+                _ => Outcome::TimedOut,
+            };
+            stats.ended_at = Some(now);
+            return false;
+        }
+        if matches!(state, tcp::State::Listen | tcp::State::SynReceived) {
+            return false;
+        }
+        if stats.established_at.is_none() {
+            stats.established_at = Some(now);
+            stats.remote = socket.remote_endpoint().and_then(|ep| match ep.addr {
+                IpAddress::Ipv4(addr) => Some((addr, ep.port)),
+                #[allow(unreachable_patterns)]
+                _ => None,
+            });
+            if let Some((addr, port)) = stats.remote {
+                self.receivers.insert((stats.local.1, addr, port), id);
+            }
+        }
+
+        // Deliver everything received, checking the pattern.
+        let mut delivered = 0u64;
+        for _ in 0..2 {
+            // Twice: the data in a ring buffer may wrap around.
+            let offset = stats.bytes_received + delivered;
+            let got = socket
+                .recv(|buf| (buf.len(), (buf.len(), pattern_errors(offset, buf))))
+                .unwrap_or((0, 0));
+            if got.0 == 0 {
+                break;
+            }
+            delivered += got.0 as u64;
+            stats.payload_errors += got.1;
+        }
+        if delivered > 0 {
+            stats.bytes_received += delivered;
+            add_to_bin(&mut stats.goodput, now, bin, delivered);
+            // The window opened: smoltcp may want to tell the peer.
+            changed = true;
+        }
+
+        // The peer's FIN arrived and everything before it was delivered.
+        let fin_received = matches!(
+            state,
+            tcp::State::CloseWait
+                | tcp::State::LastAck
+                | tcp::State::Closing
+                | tcp::State::TimeWait
+        );
+        if fin_received && socket.recv_queue() == 0 {
+            stats.outcome = Outcome::Completed;
+            stats.ended_at = Some(now);
+            if !flow.closing {
+                socket.close();
+                flow.closing = true;
+                changed = true;
+            }
+            socket.set_timeout(None);
+        }
+        changed
+    }
+}
+
+/// CUBIC's multiplicative decrease (RFC 8312).
+const CUBIC_BETA: f64 = 0.7;
+/// CUBIC's scaling constant, in segments per second cubed (RFC 8312).
+const CUBIC_C: f64 = 0.4;
+/// Additive increase of CUBIC's TCP-friendly estimate, in segments per window,
+/// so that it matches Reno's average rate (RFC 8312, section 4.2).
+const CUBIC_ALPHA: f64 = 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA);
+/// Initial window, in segments (RFC 6928, as Linux).
+const INITIAL_WINDOW_SEGMENTS: f64 = 10.0;
+
+/// `a < b` in wrapping 32-bit sequence space.
+fn seq_lt(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// A sender's congestion window, in bytes (see "Congestion control" in the
+/// module documentation). Floating point is fine here: the simulator runs one
+/// binary, and IEEE arithmetic is deterministic.
+#[derive(Debug, Clone)]
+struct Window {
+    algorithm: Congestion,
+    /// Segment size assumed for growth: the MTU minus 40 bytes of headers.
+    mss: usize,
+    cwnd: f64,
+    ssthresh: f64,
+    /// Never larger than the send buffer (it could not be used).
+    max: f64,
+    /// CUBIC: window before the last reduction.
+    w_max: f64,
+    /// CUBIC: the TCP-friendly (Reno-rate) estimate.
+    w_est: f64,
+    /// CUBIC: when the current congestion-avoidance epoch began.
+    epoch: Nanos,
+    /// The connection's initial sequence number, from our SYN.
+    isn: Option<u32>,
+    /// End (in sequence space) of the highest segment sent so far.
+    high: Option<u32>,
+    /// In a loss episode until the cumulative ACK passes this sequence number;
+    /// the window shrinks once per episode, however many segments go again.
+    recover: Option<u32>,
+    /// The segment being timed for an RTT sample: (end sequence number, when
+    /// sent). One at a time, as TCP does; dropped on retransmission (Karn).
+    probe: Option<(u32, Nanos)>,
+    /// Smallest RTT seen, in ns (smoltcp only knows milliseconds).
+    min_rtt: Option<Nanos>,
+    /// RTT samples so far.
+    samples: u32,
+}
+
+impl Window {
+    fn new(algorithm: Congestion, mss: usize, send_buffer: usize) -> Self {
+        let max = send_buffer as f64;
+        let cwnd = (INITIAL_WINDOW_SEGMENTS * mss as f64).min(max);
+        Window {
+            algorithm,
+            mss,
+            cwnd,
+            ssthresh: f64::INFINITY,
+            max,
+            w_max: cwnd,
+            w_est: cwnd,
+            epoch: 0,
+            isn: None,
+            high: None,
+            recover: None,
+            probe: None,
+            min_rtt: None,
+            samples: 0,
+        }
+    }
+
+    /// The most unacknowledged bytes the sender may have in its buffer.
+    fn limit(&self) -> usize {
+        match self.algorithm {
+            Congestion::None => usize::MAX,
+            // At least two segments, so fast retransmit has a chance.
+            _ => (self.cwnd as usize).max(2 * self.mss),
+        }
+    }
+
+    /// `newly` more bytes were acknowledged, `acked_total` in all.
+    fn on_ack(&mut self, now: Nanos, acked_total: u64, newly: u64) {
+        let Some(isn) = self.isn else {
+            return;
+        };
+        // Data starts one after the SYN; sequence numbers wrap at 2^32.
+        let ack = isn.wrapping_add(1).wrapping_add(acked_total as u32);
+        if let Some((end, sent)) = self.probe {
+            if !seq_lt(ack, end) {
+                self.probe = None;
+                self.on_rtt_sample(now, now.saturating_sub(sent));
+            }
+        }
+        if let Some(recover) = self.recover {
+            if seq_lt(ack, recover) {
+                // Still repairing the loss: hold the window.
+                return;
+            }
+            self.recover = None;
+        }
+        let newly = newly as f64;
+        let mss = self.mss as f64;
+        match self.algorithm {
+            Congestion::None => return,
+            _ if self.cwnd < self.ssthresh => self.cwnd += newly,
+            Congestion::Reno => self.cwnd += mss * newly / self.cwnd,
+            Congestion::Cubic => {
+                let t = now.saturating_sub(self.epoch) as f64 / 1e9;
+                let w_max = self.w_max / mss;
+                let k = (w_max * (1.0 - CUBIC_BETA) / CUBIC_C).cbrt();
+                let target = (CUBIC_C * (t - k).powi(3) + w_max) * mss;
+                if target > self.cwnd {
+                    self.cwnd += (target - self.cwnd) * newly / self.cwnd;
+                }
+                self.w_est += CUBIC_ALPHA * mss * newly / self.cwnd;
+                self.cwnd = self.cwnd.max(self.w_est);
+            }
+        }
+        self.cwnd = self.cwnd.min(self.max);
+    }
+
+    /// Slow start ends when the RTT rises clearly above the smallest seen: the
+    /// bottleneck queue is filling (the idea of HyStart's delay increase, with
+    /// thresholds for data-centre RTTs: 1/8 of the minimum, at least 16 µs,
+    /// at most 1 ms). Without this, doubling the window overshoots the queue
+    /// by up to a window, and smoltcp's go-back-N recovery cannot repair that
+    /// many holes without a retransmission timeout (hundreds of ms).
+    fn on_rtt_sample(&mut self, now: Nanos, rtt: Nanos) {
+        self.samples = self.samples.saturating_add(1);
+        let min = self.min_rtt.map_or(rtt, |m| m.min(rtt));
+        self.min_rtt = Some(min);
+        let threshold = (min / 8).clamp(16 * MICROS, MILLIS);
+        if self.cwnd < self.ssthresh && self.samples >= 3 && rtt > min + threshold {
+            self.ssthresh = self.cwnd;
+            self.w_max = self.cwnd;
+            self.w_est = self.cwnd;
+            self.epoch = now;
+        }
+    }
+
+    /// We sent a segment starting at `seq` and occupying `len` sequence numbers
+    /// (payload plus SYN and FIN). Returns whether it was a retransmission.
+    fn on_sent(&mut self, now: Nanos, seq: u32, len: usize, syn: bool) -> bool {
+        if syn {
+            self.isn = Some(seq);
+            self.high = Some(seq.wrapping_add(1));
+            return false;
+        }
+        if len == 0 {
+            return false;
+        }
+        let end = seq.wrapping_add(len as u32);
+        let Some(high) = self.high else {
+            self.high = Some(end);
+            return false;
+        };
+        if seq_lt(high, end) {
+            self.high = Some(end);
+        }
+        if !seq_lt(seq, high) {
+            if self.probe.is_none() {
+                self.probe = Some((end, now));
+            }
+            return false;
+        }
+        self.probe = None;
+        if self.recover.is_none() {
+            self.on_loss(now);
+            self.recover = Some(high);
+        }
+        true
+    }
+
+    /// Multiplicative decrease, once per loss episode.
+    fn on_loss(&mut self, now: Nanos) {
+        let beta = match self.algorithm {
+            Congestion::None => return,
+            Congestion::Reno => 0.5,
+            Congestion::Cubic => CUBIC_BETA,
+        };
+        self.w_max = self.cwnd;
+        self.cwnd = (self.cwnd * beta).max(2.0 * self.mss as f64);
+        self.ssthresh = self.cwnd;
+        self.w_est = self.cwnd;
+        self.epoch = now;
+    }
+}
+
+/// Adds `bytes` to the goodput bin containing `now`.
+fn add_to_bin(series: &mut Vec<u64>, now: Nanos, bin: Nanos, bytes: u64) {
+    let index = usize::try_from(now / bin).unwrap_or(usize::MAX);
+    if index >= series.len() {
+        // One u64 per bin up to now: grows with run length only.
+        series.resize(index.saturating_add(1), 0);
+    }
+    if let Some(slot) = series.get_mut(index) {
+        *slot += bytes;
+    }
+}
+
+/// What a received packet is, decided before smoltcp sees it (smoltcp drops bad
+/// packets silently; we want them counted).
+enum Classified {
+    Malformed,
+    Ignored,
+    Tcp {
+        rst: bool,
+        /// (our port, peer address, peer port): the flow key.
+        key: (u16, Ipv4Addr, u16),
+        /// Sequence number just past the segment (payload and FIN).
+        end: u32,
+        /// Whether it carries data or a FIN.
+        occupies: bool,
+    },
+}
+
+fn classify(local: Ipv4Addr, packet: &[u8]) -> Classified {
+    let checksums = ChecksumCapabilities::default();
+    let Ok(ip) = Ipv4Packet::new_checked(packet) else {
+        return Classified::Malformed;
+    };
+    if ip.version() != 4 || !ip.verify_checksum() {
+        return Classified::Malformed;
+    }
+    if ip.more_frags() || ip.frag_offset() != 0 {
+        return Classified::Ignored;
+    }
+    let Ok(ip_repr) = Ipv4Repr::parse(&ip, &checksums) else {
+        return Classified::Malformed;
+    };
+    if ip_repr.dst_addr != local || ip_repr.next_header != IpProtocol::Tcp {
+        return Classified::Ignored;
+    }
+    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
+        return Classified::Malformed;
+    };
+    let src = IpAddress::Ipv4(ip_repr.src_addr);
+    let dst = IpAddress::Ipv4(ip_repr.dst_addr);
+    match TcpRepr::parse(&tcp, &src, &dst, &checksums) {
+        Ok(repr) => {
+            let fin = usize::from(repr.control == TcpControl::Fin);
+            let len = repr.payload.len() + fin;
+            Classified::Tcp {
+                rst: repr.control == TcpControl::Rst,
+                key: (repr.dst_port, ip_repr.src_addr, repr.src_port),
+                end: (repr.seq_number + len).0 as u32,
+                occupies: len > 0 && repr.control != TcpControl::Syn,
+            }
+        }
+        Err(_) => Classified::Malformed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_conversions_never_poll_early() {
+        assert_eq!(to_instant(1_999).total_micros(), 1);
+        assert_eq!(from_instant(Instant::from_micros(7)), 7_000);
+        assert_eq!(from_instant(Instant::from_micros(-5)), 0);
+        assert_eq!(to_duration(1).total_micros(), 1);
+        assert_eq!(to_duration(2_000).total_micros(), 2);
+        assert_eq!(
+            to_instant(u64::MAX).total_micros(),
+            (u64::MAX / 1_000) as i64
+        );
+    }
+
+    #[test]
+    fn pattern_round_trips_at_any_offset() {
+        let mut buf = vec![0u8; 1000];
+        fill_pattern(12_345, &mut buf);
+        assert_eq!(pattern_errors(12_345, &buf), 0);
+        assert_eq!(buf[0], (12_345 % 251) as u8);
+        buf[10] ^= 1;
+        assert_eq!(pattern_errors(12_345, &buf), 1);
+        assert!(pattern_errors(12_346, &buf) > 900);
+    }
+
+    #[test]
+    fn sequence_comparison_wraps() {
+        assert!(seq_lt(1, 2));
+        assert!(seq_lt(u32::MAX, 0));
+        assert!(!seq_lt(5, 5));
+    }
+
+    #[test]
+    fn config_is_clamped_not_trusted() {
+        let config = TcpConfig {
+            mss_mtu: 10,
+            send_buffer: 0,
+            recv_buffer: usize::MAX,
+            goodput_bin: 0,
+            ..TcpConfig::default()
+        };
+        let mut stack = TcpStack::new(
+            Ipv4Addr::new(10, 0, 0, 1),
+            99,
+            Ipv4Addr::UNSPECIFIED,
+            config,
+        );
+        assert_eq!(stack.config().mss_mtu, 576);
+        assert_eq!(stack.config().send_buffer, 1);
+        assert_eq!(stack.config().recv_buffer, MAX_BUFFER);
+        assert!(stack.config().goodput_bin > 0);
+        // Bad endpoints fail the flow instead of panicking.
+        let bad = stack.bulk_send(0, 1, (Ipv4Addr::UNSPECIFIED, 80), Some(1));
+        let zero_port = stack.sink(0, 1)[0];
+        let mut out = Vec::new();
+        stack.poll(0, &mut out);
+        assert_eq!(stack.flows()[bad].outcome, Outcome::Failed);
+        assert_eq!(stack.flows()[zero_port].outcome, Outcome::Failed);
+    }
+
+    #[test]
+    fn window_shrinks_once_per_loss_episode() {
+        let mut w = Window::new(Congestion::Cubic, 1000, 1 << 20);
+        assert!(!w.on_sent(0, 100, 1, true));
+        for i in 0..20u32 {
+            assert!(!w.on_sent(0, 101 + i * 1000, 1000, false));
+        }
+        w.on_ack(10, 10_000, 10_000);
+        assert_eq!(w.cwnd, 20_000.0); // slow start
+        assert!(w.on_sent(20, 101 + 10_000, 1000, false));
+        assert!(w.on_sent(20, 101 + 11_000, 1000, false));
+        assert_eq!(w.cwnd, 20_000.0 * CUBIC_BETA);
+        assert_eq!(w.limit(), 14_000);
+    }
+
+    #[test]
+    fn unanswered_connect_times_out_and_refused_connect_is_reset() {
+        let a = Ipv4Addr::new(10, 0, 0, 1);
+        let b = Ipv4Addr::new(10, 0, 0, 2);
+        let mut client = TcpStack::new(a, 24, b, TcpConfig::default());
+        let mut server = TcpStack::new(b, 24, a, TcpConfig::default());
+        let lost = client.bulk_send(0, 1000, (b, 80), Some(10));
+        let refused = client.bulk_send(0, 1001, (b, 81), Some(10));
+        let mut out = Vec::new();
+        let mut now = 0;
+        while let Some(t) = client.poll_at(now) {
+            if t > 3 * SECONDS {
+                break;
+            }
+            now = t;
+            client.poll(now, &mut out);
+            for packet in out.drain(..) {
+                // Only the SYN to port 81 reaches the server (nothing listens
+                // there, so it answers RST); the one to port 80 is lost.
+                let mut replies = Vec::new();
+                if packet[22..24] == 81u16.to_be_bytes() {
+                    server.receive(now, &packet);
+                    server.poll(now, &mut replies);
+                }
+                for reply in replies {
+                    client.receive(now, &reply);
+                }
+            }
+        }
+        let flows = client.flows();
+        assert_eq!(flows[refused].outcome, Outcome::Reset);
+        assert_eq!(flows[lost].outcome, Outcome::TimedOut);
+        let ended = flows[lost].ended_at.unwrap();
+        assert!((SECONDS..SECONDS + MILLIS).contains(&ended), "{ended}");
+    }
+}

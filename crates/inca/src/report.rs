@@ -1,0 +1,1473 @@
+//! `inca report DIR`: a text summary and plots (PNG and SVG) from a results
+//! folder written by `inca_sim::metrics::write_results`, or from a folder of
+//! such folders (one per configuration of a sweep).
+//!
+//! What lives where:
+//! - input: [`Run::load`] reads `summary.json`, `nodes.json`, `links.json`
+//!   and the `cdf/*.csv` files; every error names the file (and the line).
+//! - text: [`print_run`] and [`print_comparison`].
+//! - plots: [`draw_cdf`] (latency CDF), [`draw_throughput`] (throughput over
+//!   time with fault markers), [`draw_bars`] (p50/p99 per run, or drop
+//!   counters of one run), all drawn through one backend-generic path so the
+//!   PNG and the SVG are the same picture.
+//! - fonts: [`init_fonts`] registers a TTF from the system for plotters'
+//!   `ab_glyph` text; without one, plots are drawn without text.
+//!
+//! The folder layout and how to read each plot are in docs/experiments.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use serde::Deserialize;
+
+/// An output image format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Portable Network Graphics (bitmap).
+    Png,
+    /// Scalable Vector Graphics.
+    Svg,
+}
+
+impl Format {
+    fn ext(self) -> &'static str {
+        match self {
+            Format::Png => "png",
+            Format::Svg => "svg",
+        }
+    }
+}
+
+/// Parses `--format` values (repeatable, or comma-separated); none means both.
+pub fn parse_formats(list: &[String]) -> Result<Vec<Format>> {
+    let mut out = Vec::new();
+    for item in list.iter().flat_map(|s| s.split(',')) {
+        let f = match item.trim().to_ascii_lowercase().as_str() {
+            "png" => Format::Png,
+            "svg" => Format::Svg,
+            "" => continue,
+            other => bail!("--format: unknown format {other:?} (expected png or svg)"),
+        };
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    if out.is_empty() {
+        out = vec![Format::Png, Format::Svg];
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// Input
+
+/// `summary.json` (`inca_sim::metrics::RunSummary`).
+#[derive(Debug, Clone, Deserialize)]
+struct Summary {
+    scenario: String,
+    #[serde(default)]
+    seed: u64,
+    duration_ns: u64,
+    #[serde(default)]
+    bin_ns: u64,
+    #[serde(default)]
+    events: u64,
+    #[serde(default)]
+    frames_delivered: u64,
+    #[serde(default)]
+    wall_seconds: f64,
+    #[serde(default)]
+    faults: Vec<(u64, String)>,
+    #[serde(default)]
+    highlights: Vec<String>,
+}
+
+/// A latency summary, ns.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+struct Latency {
+    count: u64,
+    #[serde(default)]
+    mean: f64,
+    p50: u64,
+    #[serde(default)]
+    p90: u64,
+    p99: u64,
+    #[serde(default)]
+    p999: u64,
+    #[serde(default)]
+    max: u64,
+}
+
+/// A time series: values per bin of `bin` ns from time 0.
+#[derive(Debug, Clone, Default, Deserialize)]
+struct SeriesIn {
+    bin: u64,
+    values: Vec<u64>,
+}
+
+/// One element of `nodes.json`.
+#[derive(Debug, Clone, Deserialize)]
+struct NodeIn {
+    name: String,
+    #[serde(default)]
+    counters: BTreeMap<String, u64>,
+    #[serde(default)]
+    histograms: BTreeMap<String, Latency>,
+    #[serde(default)]
+    series: BTreeMap<String, SeriesIn>,
+}
+
+/// `stats` of a link direction (`inca_sim::link::ChannelStats`).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+struct LinkStats {
+    #[serde(default)]
+    offered: u64,
+    #[serde(default)]
+    delivered: u64,
+    #[serde(default)]
+    delivered_bytes: u64,
+    #[serde(default)]
+    queue_drops: u64,
+    #[serde(default)]
+    lost: u64,
+    #[serde(default)]
+    down_drops: u64,
+}
+
+/// One element of `links.json`.
+#[derive(Debug, Clone, Deserialize)]
+struct LinkIn {
+    link: String,
+    from: String,
+    to: String,
+    #[serde(default)]
+    stats: LinkStats,
+    #[serde(default)]
+    throughput_bytes: SeriesIn,
+}
+
+/// A latency CDF read from `cdf/*.csv`: (latency ns, fraction ≤ it).
+#[derive(Debug, Clone)]
+struct Cdf {
+    label: String,
+    points: Vec<(f64, f64)>,
+}
+
+/// One results folder, loaded.
+#[derive(Debug, Clone)]
+struct Run {
+    dir: PathBuf,
+    summary: Summary,
+    nodes: Vec<NodeIn>,
+    links: Vec<LinkIn>,
+    cdfs: Vec<Cdf>,
+}
+
+/// The name `inca_sim::metrics::file_safe` gives a node or histogram in file
+/// names.
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            anyhow!("{}: file not found", path.display())
+        } else {
+            anyhow!("{}: {e}", path.display())
+        }
+    })?;
+    serde_json::from_str(&text).map_err(|e| anyhow!("{}: malformed JSON: {e}", path.display()))
+}
+
+fn read_cdf_csv(path: &Path, label: String) -> Result<Cdf> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            anyhow!("{}: file not found", path.display())
+        } else {
+            anyhow!("{}: {e}", path.display())
+        }
+    })?;
+    let mut points = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || (i == 0 && line.starts_with("latency_ns")) {
+            continue;
+        }
+        let parsed = line.split_once(',').and_then(|(a, b)| {
+            Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?))
+        });
+        match parsed {
+            Some((v, p)) if v.is_finite() && p.is_finite() => points.push((v, p)),
+            _ => bail!(
+                "{}:{}: expected `latency_ns,fraction`, got {line:?}",
+                path.display(),
+                i + 1
+            ),
+        }
+    }
+    Ok(Cdf { label, points })
+}
+
+impl Run {
+    /// Loads the results folder `dir`; `notes` collects what was skipped.
+    fn load(dir: &Path, notes: &mut Vec<String>) -> Result<Run> {
+        let summary: Summary = read_json(&dir.join("summary.json"))?;
+        let nodes: Vec<NodeIn> = read_json(&dir.join("nodes.json"))?;
+        let links: Vec<LinkIn> = read_json(&dir.join("links.json"))?;
+        let cdf_dir = dir.join("cdf");
+        let mut cdfs = Vec::new();
+        let mut used = BTreeSet::new();
+        for n in &nodes {
+            for (h, lat) in &n.histograms {
+                let file = format!("{}.{}.csv", file_safe(&n.name), file_safe(h));
+                let label = format!("{}/{}", n.name, h);
+                used.insert(file.clone());
+                if lat.count == 0 {
+                    notes.push(format!("histogram {label} is empty: no CDF curve"));
+                    continue;
+                }
+                let cdf = read_cdf_csv(&cdf_dir.join(&file), label)?;
+                if cdf.points.is_empty() {
+                    notes.push(format!(
+                        "{}: no samples: no CDF curve",
+                        cdf_dir.join(&file).display()
+                    ));
+                } else {
+                    cdfs.push(cdf);
+                }
+            }
+        }
+        // CDF files no histogram in nodes.json names (written by other tools).
+        if let Ok(rd) = std::fs::read_dir(&cdf_dir) {
+            let mut extra: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+                .filter(|p| !used.contains(&*p.file_name().unwrap_or_default().to_string_lossy()))
+                .collect();
+            extra.sort();
+            for p in extra {
+                let label = p
+                    .file_stem()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                let cdf = read_cdf_csv(&p, label)?;
+                if cdf.points.is_empty() {
+                    notes.push(format!("{}: no samples: no CDF curve", p.display()));
+                } else {
+                    cdfs.push(cdf);
+                }
+            }
+        }
+        Ok(Run {
+            dir: dir.to_path_buf(),
+            summary,
+            nodes,
+            links,
+            cdfs,
+        })
+    }
+
+    /// Histograms with samples, keyed `node/histogram`.
+    fn latencies(&self) -> BTreeMap<String, Latency> {
+        let mut m = BTreeMap::new();
+        for n in &self.nodes {
+            for (h, l) in &n.histograms {
+                if l.count > 0 {
+                    m.insert(format!("{}/{}", n.name, h), *l);
+                }
+            }
+        }
+        m
+    }
+
+    fn name(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.dir.display().to_string())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Entry point
+
+/// `inca report DIR [--format png|svg ...]`.
+pub fn run(dir: &Path, formats: &[String]) -> Result<()> {
+    let formats = parse_formats(formats)?;
+    if !dir.exists() {
+        bail!("{}: no such folder", dir.display());
+    }
+    if !dir.is_dir() {
+        bail!("{}: not a folder", dir.display());
+    }
+    let text = init_fonts();
+    let mut notes = Vec::new();
+    if dir.join("summary.json").exists() {
+        let run = Run::load(dir, &mut notes)?;
+        print_run(&run);
+        let written = plot_run(&run, &formats, text, true, &mut notes)?;
+        print_files(&written);
+    } else {
+        let runs = find_runs(dir)?;
+        if runs.is_empty() {
+            bail!(
+                "{}: file not found (and no subfolder of {} holds a summary.json)",
+                dir.join("summary.json").display(),
+                dir.display()
+            );
+        }
+        let mut loaded = Vec::new();
+        for r in &runs {
+            loaded.push(Run::load(r, &mut notes)?);
+        }
+        for r in &loaded {
+            println!("== {} ==", r.name());
+            print_run(r);
+            println!();
+        }
+        print_comparison(&loaded);
+        let mut written = Vec::new();
+        for r in &loaded {
+            written.extend(plot_run(r, &formats, text, false, &mut notes)?);
+        }
+        let plots = dir.join("plots");
+        std::fs::create_dir_all(&plots)
+            .with_context(|| format!("{}: cannot create", plots.display()))?;
+        written.extend(plot_comparison(
+            &loaded, &plots, &formats, text, &mut notes,
+        )?);
+        print_files(&written);
+    }
+    if !notes.is_empty() {
+        println!("notes:");
+        for n in &notes {
+            println!("  {n}");
+        }
+    }
+    Ok(())
+}
+
+/// Subfolders of `dir` holding a `summary.json`, in natural order.
+fn find_runs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let rd = std::fs::read_dir(dir).map_err(|e| anyhow!("{}: {e}", dir.display()))?;
+    let mut runs: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir() && p.join("summary.json").is_file())
+        .collect();
+    runs.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
+    Ok(runs)
+}
+
+/// Compares strings with runs of digits compared as numbers (`r2` < `r10`).
+fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(s: &str) -> Vec<(bool, &str)> {
+        let mut v = Vec::new();
+        let mut start = 0;
+        let b = s.as_bytes();
+        for i in 1..=b.len() {
+            if i == b.len() || b[i].is_ascii_digit() != b[start].is_ascii_digit() {
+                v.push((b[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        v
+    }
+    let (ca, cb) = (chunks(a), chunks(b));
+    for (x, y) in ca.iter().zip(cb.iter()) {
+        let o = match (x, y) {
+            ((true, p), (true, q)) => {
+                let (p, q) = (p.trim_start_matches('0'), q.trim_start_matches('0'));
+                p.len().cmp(&q.len()).then(p.cmp(q))
+            }
+            ((_, p), (_, q)) => p.cmp(q),
+        };
+        if o != std::cmp::Ordering::Equal {
+            return o;
+        }
+    }
+    ca.len().cmp(&cb.len()).then(a.cmp(b))
+}
+
+fn print_files(written: &[PathBuf]) {
+    println!("plots:");
+    for p in written {
+        println!("  {}", p.display());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Text
+
+/// Nanoseconds in a readable unit.
+fn fmt_ns(ns: u64) -> String {
+    let v = ns as f64;
+    if ns < 1_000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.3} µs", v / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.3} ms", v / 1e6)
+    } else {
+        format!("{:.3} s", v / 1e9)
+    }
+}
+
+fn us(ns: f64) -> String {
+    let v = ns / 1e3;
+    if v >= 1000.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn print_run(run: &Run) {
+    let s = &run.summary;
+    println!(
+        "scenario {} (seed {}): {} simulated (bins of {}), {} events, {} frames delivered, {:.2} s wall",
+        s.scenario,
+        s.seed,
+        fmt_ns(s.duration_ns),
+        fmt_ns(s.bin_ns),
+        s.events,
+        s.frames_delivered,
+        s.wall_seconds
+    );
+    if !s.highlights.is_empty() {
+        println!("highlights:");
+        for h in &s.highlights {
+            println!("  {h}");
+        }
+    }
+    if s.faults.is_empty() {
+        println!("faults: none");
+    } else {
+        println!("faults:");
+        for (t, what) in &s.faults {
+            println!("  {:>12}  {what}", fmt_ns(*t));
+        }
+    }
+    let lat = run.latencies();
+    if lat.is_empty() {
+        println!("latency: no samples");
+    } else {
+        let w = lat
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(9);
+        println!("latency (µs):");
+        println!(
+            "  {:<w$} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "histogram", "count", "mean", "p50", "p90", "p99", "p99.9", "max"
+        );
+        for (k, l) in &lat {
+            println!(
+                "  {:<w$} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                k,
+                l.count,
+                us(l.mean),
+                us(l.p50 as f64),
+                us(l.p90 as f64),
+                us(l.p99 as f64),
+                us(l.p999 as f64),
+                us(l.max as f64)
+            );
+        }
+    }
+    let active: Vec<&LinkIn> = run.links.iter().filter(|l| l.stats.offered > 0).collect();
+    if active.is_empty() {
+        println!("links: no frames offered");
+    } else {
+        let names: Vec<String> = active.iter().map(|l| link_label(l)).collect();
+        let w = names
+            .iter()
+            .map(|n| n.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        println!("links (frames):");
+        println!(
+            "  {:<w$} {:>11} {:>11} {:>14} {:>9} {:>11} {:>10}",
+            "link", "offered", "delivered", "bytes", "lost", "queue_drops", "down_drops"
+        );
+        for (l, n) in active.iter().zip(&names) {
+            println!(
+                "  {:<w$} {:>11} {:>11} {:>14} {:>9} {:>11} {:>10}",
+                n,
+                l.stats.offered,
+                l.stats.delivered,
+                l.stats.delivered_bytes,
+                l.stats.lost,
+                l.stats.queue_drops,
+                l.stats.down_drops
+            );
+        }
+        let idle = run.links.len() - active.len();
+        if idle > 0 {
+            println!("  ({idle} link directions carried nothing)");
+        }
+    }
+}
+
+fn link_label(l: &LinkIn) -> String {
+    format!("{} {}→{}", l.link, l.from, l.to)
+}
+
+/// Histograms with samples in every run.
+fn common_latencies(runs: &[Run]) -> Vec<String> {
+    let mut keys: Option<BTreeSet<String>> = None;
+    for r in runs {
+        let k: BTreeSet<String> = r.latencies().into_keys().collect();
+        keys = Some(match keys {
+            None => k,
+            Some(prev) => prev.intersection(&k).cloned().collect(),
+        });
+    }
+    keys.unwrap_or_default().into_iter().collect()
+}
+
+fn print_comparison(runs: &[Run]) {
+    let keys = common_latencies(runs);
+    if keys.is_empty() {
+        println!("comparison: no histogram has samples in every run");
+        return;
+    }
+    let names: Vec<String> = runs.iter().map(Run::name).collect();
+    let w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    for k in &keys {
+        println!("{k} across runs (µs):");
+        println!("  {:<w$} {:>9} {:>10} {:>10}", "run", "count", "p50", "p99");
+        for (r, n) in runs.iter().zip(&names) {
+            let l = r.latencies()[k];
+            println!(
+                "  {:<w$} {:>9} {:>10} {:>10}",
+                n,
+                l.count,
+                us(l.p50 as f64),
+                us(l.p99 as f64)
+            );
+        }
+    }
+    println!();
+}
+
+// ---------------------------------------------------------------------------
+// Fonts
+
+/// Where fonts are looked for, in order (after `$INCA_FONT`).
+const FONT_PATHS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
+    "/Library/Fonts/Arial.ttf",
+    "/System/Library/Fonts/Supplemental/Arial.ttf",
+];
+
+/// The font family every text in the plots uses.
+const FAMILY: &str = "sans-serif";
+
+/// Registers a system TTF as plotters' `sans-serif` font. `$INCA_FONT`
+/// names one explicitly (`none` draws without text). Returns whether text
+/// can be drawn; warns once when it cannot.
+pub fn init_fonts() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        match std::env::var_os("INCA_FONT") {
+            Some(v) if v == "none" => {
+                eprintln!("inca report: warning: INCA_FONT=none: plots are drawn without text");
+                return false;
+            }
+            Some(v) => candidates.push(v.into()),
+            None => {}
+        }
+        candidates.extend(FONT_PATHS.iter().map(PathBuf::from));
+        for p in &candidates {
+            let Ok(bytes) = std::fs::read(p) else {
+                continue;
+            };
+            // plotters keeps fonts for the life of the process.
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if plotters::style::register_font(FAMILY, FontStyle::Normal, bytes).is_ok() {
+                return true;
+            }
+        }
+        eprintln!(
+            "inca report: warning: no TrueType font found (install fonts-dejavu-core or set INCA_FONT=/path/to/font.ttf): plots are drawn without text"
+        );
+        false
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Plot plumbing
+
+/// Plot size, pixels.
+const W: u32 = 1100;
+const H: u32 = 620;
+
+/// Tableau 10: distinct, colour-blind-friendly.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xed, 0xc9, 0x48),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0xff, 0x9d, 0xa7),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0xba, 0xb0, 0xac),
+];
+
+fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Most curves one plot draws (the rest are named in a note).
+const MAX_CURVES: usize = 12;
+
+/// Most points a throughput line has (bins are merged beyond that).
+const MAX_POINTS: usize = 2000;
+
+fn pe<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow!("drawing failed: {e}")
+}
+
+fn font(size: f64) -> TextStyle<'static> {
+    TextStyle::from((FAMILY, size).into_font()).color(&BLACK)
+}
+
+/// Cuts `s` to `max` characters, with an ellipsis.
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Draws one picture to `base.png` and/or `base.svg`: `draw` is called with
+/// the image's root area for each format.
+macro_rules! render {
+    ($base:expr, $formats:expr, $size:expr, $draw:ident ( $($arg:expr),* )) => {{
+        let base: &Path = $base;
+        let mut written: Vec<PathBuf> = Vec::new();
+        for f in $formats.iter() {
+            let path = base.with_extension(f.ext());
+            let r: Result<()> = (|| {
+                match f {
+                    Format::Png => {
+                        let root = BitMapBackend::new(&path, $size).into_drawing_area();
+                        root.fill(&WHITE).map_err(pe)?;
+                        $draw(&root, $($arg),*)?;
+                        root.present().map_err(pe)?;
+                    }
+                    Format::Svg => {
+                        let root = SVGBackend::new(&path, $size).into_drawing_area();
+                        root.fill(&WHITE).map_err(pe)?;
+                        $draw(&root, $($arg),*)?;
+                        root.present().map_err(pe)?;
+                    }
+                }
+                Ok(())
+            })();
+            r.with_context(|| format!("{}", path.display()))?;
+            written.push(path);
+        }
+        written
+    }};
+}
+
+/// A legend in its own area at the right of a plot: one row per entry, a
+/// sample (a line, or a filled square) and the label.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(String, RGBColor)],
+    filled: bool,
+    title: &str,
+) -> Result<()> {
+    let style = font(14.0);
+    let mut y = 8;
+    if !title.is_empty() {
+        area.draw_text(
+            title,
+            &font(14.0).pos(Pos::new(HPos::Left, VPos::Top)),
+            (8, y),
+        )
+        .map_err(pe)?;
+        y += 22;
+    }
+    for (label, c) in entries {
+        let cy = y + 8;
+        if filled {
+            area.draw(&Rectangle::new([(8, cy - 6), (26, cy + 6)], c.filled()))
+                .map_err(pe)?;
+        } else {
+            area.draw(&PathElement::new(
+                vec![(6, cy), (30, cy)],
+                c.stroke_width(3),
+            ))
+            .map_err(pe)?;
+        }
+        area.draw_text(
+            label,
+            &style.pos(Pos::new(HPos::Left, VPos::Center)),
+            (36, cy),
+        )
+        .map_err(pe)?;
+        y += 22;
+    }
+    Ok(())
+}
+
+/// Splits `root` into a plot area and a legend area wide enough for
+/// `labels` (no legend without text).
+fn with_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    labels: &[String],
+    text: bool,
+) -> Result<(DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>)> {
+    if !text || labels.is_empty() {
+        return Ok((root.clone(), None));
+    }
+    let (w, _) = root.dim_in_pixel();
+    let mut widest = 0;
+    for l in labels {
+        widest = widest.max(root.estimate_text_size(l, &font(14.0)).map_err(pe)?.0);
+    }
+    let lw = (widest + 50).clamp(120, w / 2);
+    let (a, b) = root.split_horizontally(w - lw);
+    Ok((a, Some(b)))
+}
+
+/// Light grid lines.
+const GRID: RGBColor = RGBColor(235, 235, 235);
+
+/// Without text there are no axes (plotters draws tick labels with them):
+/// a frame round the plotting area instead.
+fn frame<DB: DrawingBackend, CT: CoordTranslate>(
+    root: &DrawingArea<DB, Shift>,
+    plot: &DrawingArea<DB, CT>,
+) -> Result<()> {
+    let (x, y) = plot.get_pixel_range();
+    root.draw(&Rectangle::new(
+        [(x.start, y.start), (x.end - 1, y.end - 1)],
+        BLACK.stroke_width(1),
+    ))
+    .map_err(pe)?;
+    Ok(())
+}
+
+/// Axis tick labels: compact numbers.
+fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        let s = if a >= 10.0 {
+            format!("{v:.1}")
+        } else if a >= 1.0 {
+            format!("{v:.2}")
+        } else if a >= 0.01 {
+            format!("{v:.3}")
+        } else {
+            return format!("{v:.1e}");
+        };
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The plots of one run
+
+/// Draws a run's latency CDF, throughput and drop plots into `RUN/plots`.
+fn plot_run(
+    run: &Run,
+    formats: &[Format],
+    text: bool,
+    with_drops: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<PathBuf>> {
+    let plots = run.dir.join("plots");
+    std::fs::create_dir_all(&plots)
+        .with_context(|| format!("{}: cannot create", plots.display()))?;
+    let mut written = Vec::new();
+    let title = &run.summary.scenario;
+
+    if run.cdfs.is_empty() {
+        notes.push(format!(
+            "{}: no latency samples: no CDF plot",
+            run.dir.display()
+        ));
+    } else {
+        let mut cdfs: Vec<&Cdf> = run.cdfs.iter().collect();
+        if cdfs.len() > MAX_CURVES {
+            let rest: Vec<&str> = cdfs[MAX_CURVES..]
+                .iter()
+                .map(|c| c.label.as_str())
+                .collect();
+            notes.push(format!(
+                "latency CDF shows the first {MAX_CURVES} histograms; not drawn: {}",
+                rest.join(", ")
+            ));
+            cdfs.truncate(MAX_CURVES);
+        }
+        written.extend(render!(
+            &plots.join("latency_cdf"),
+            formats,
+            (W, H),
+            draw_cdf(&cdfs, title, text)
+        ));
+    }
+
+    let lines = throughput_lines(run, notes);
+    if lines.is_empty() {
+        notes.push(format!(
+            "{}: no traffic series: no throughput plot",
+            run.dir.display()
+        ));
+    } else {
+        written.extend(render!(
+            &plots.join("throughput"),
+            formats,
+            (W, H),
+            draw_throughput(&lines, &run.summary, text)
+        ));
+    }
+
+    if with_drops {
+        let bars = drop_bars(run);
+        written.extend(render!(
+            &plots.join("drops"),
+            formats,
+            (W, H),
+            draw_bars(&bars, text)
+        ));
+    }
+    Ok(written)
+}
+
+#[allow(clippy::type_complexity)]
+fn draw_cdf<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    cdfs: &[&Cdf],
+    title: &str,
+    text: bool,
+) -> Result<()> {
+    let labels: Vec<String> = cdfs.iter().map(|c| clip(&c.label, 40)).collect();
+    let (area, legend) = with_legend(root, &labels, text)?;
+    // Latencies in µs.
+    let lo = cdfs
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.0))
+        .fold(f64::INFINITY, f64::min)
+        / 1e3;
+    let hi = cdfs
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.0))
+        .fold(0.0, f64::max)
+        / 1e3;
+    let pos_lo = cdfs
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.0))
+        .filter(|&v| v > 0.0)
+        .fold(f64::INFINITY, f64::min)
+        / 1e3;
+    let log = pos_lo.is_finite() && hi / pos_lo > 100.0;
+    let mut b = ChartBuilder::on(&area);
+    b.margin(12);
+    if text {
+        b.caption(format!("Latency CDF — {title}"), font(22.0))
+            .x_label_area_size(48)
+            .y_label_area_size(60);
+    } else {
+        b.x_label_area_size(8).y_label_area_size(8);
+    }
+    let xdesc = if log {
+        "latency (µs, log scale)"
+    } else {
+        "latency (µs)"
+    };
+    macro_rules! body {
+        ($chart:ident) => {{
+            if text {
+                $chart
+                    .configure_mesh()
+                    .x_desc(xdesc)
+                    .y_desc("fraction of samples ≤ latency")
+                    .x_label_formatter(&|v| tick(*v))
+                    .y_label_formatter(&|v| tick(*v))
+                    .label_style(font(14.0))
+                    .axis_desc_style(font(16.0))
+                    .light_line_style(GRID)
+                    .max_light_lines(4)
+                    .draw()
+                    .map_err(pe)?;
+            } else {
+                frame(root, $chart.plotting_area())?;
+            }
+            for (i, c) in cdfs.iter().enumerate() {
+                let pts: Vec<(f64, f64)> = c
+                    .points
+                    .iter()
+                    .map(|&(v, p)| ((v / 1e3).max(if log { pos_lo } else { 0.0 }), p))
+                    .collect();
+                $chart
+                    .draw_series(LineSeries::new(pts, color(i).stroke_width(2)))
+                    .map_err(pe)?;
+            }
+        }};
+    }
+    if log {
+        let x = (pos_lo / 1.3)..(hi * 1.3);
+        let mut chart = b.build_cartesian_2d(x.log_scale(), 0.0..1.02).map_err(pe)?;
+        body!(chart);
+    } else {
+        let span = (hi - lo).max(hi * 0.05).max(1e-3);
+        let x = (lo - span * 0.05).max(0.0)..(hi + span * 0.05);
+        let mut chart = b.build_cartesian_2d(x, 0.0..1.02).map_err(pe)?;
+        body!(chart);
+    }
+    if let Some(l) = legend {
+        let entries: Vec<(String, RGBColor)> = labels
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| (s, color(i)))
+            .collect();
+        draw_legend(&l, &entries, false, "histogram")?;
+    }
+    Ok(())
+}
+
+/// A throughput line: bytes per bin.
+struct Line {
+    label: String,
+    bin: u64,
+    values: Vec<u64>,
+}
+
+/// Link directions that carried traffic and node series named `*goodput*`
+/// or `*rx_bytes`, largest total first, at most [`MAX_CURVES`].
+fn throughput_lines(run: &Run, notes: &mut Vec<String>) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut idle = Vec::new();
+    for l in &run.links {
+        let s = &l.throughput_bytes;
+        if s.values.iter().any(|&v| v > 0) {
+            lines.push(Line {
+                label: link_label(l),
+                bin: s.bin.max(1),
+                values: s.values.clone(),
+            });
+        } else {
+            idle.push(link_label(l));
+        }
+    }
+    if !idle.is_empty() {
+        let shown: Vec<&str> = idle.iter().take(6).map(String::as_str).collect();
+        let more = if idle.len() > 6 {
+            format!(" and {} more", idle.len() - 6)
+        } else {
+            String::new()
+        };
+        notes.push(format!(
+            "throughput: skipped {} link direction(s) with no traffic: {}{more}",
+            idle.len(),
+            shown.join(", ")
+        ));
+    }
+    for n in &run.nodes {
+        for (name, s) in &n.series {
+            if !(name.contains("goodput") || name.ends_with("rx_bytes")) {
+                continue;
+            }
+            let label = format!("{} {}", n.name, name);
+            if s.values.iter().all(|&v| v == 0) {
+                notes.push(format!("throughput: series {label} is empty, skipped"));
+                continue;
+            }
+            lines.push(Line {
+                label,
+                bin: s.bin.max(1),
+                values: s.values.clone(),
+            });
+        }
+    }
+    // Largest first (stable, so ties keep file order).
+    lines.sort_by_key(|l| std::cmp::Reverse(l.values.iter().sum::<u64>()));
+    if lines.len() > MAX_CURVES {
+        let rest: Vec<&str> = lines[MAX_CURVES..]
+            .iter()
+            .map(|l| l.label.as_str())
+            .collect();
+        notes.push(format!(
+            "throughput shows the {MAX_CURVES} busiest series; not drawn: {}",
+            rest.join(", ")
+        ));
+        lines.truncate(MAX_CURVES);
+    }
+    lines
+}
+
+/// A time unit for an axis spanning `ns`: (name, ns per unit).
+fn time_unit(ns: u64) -> (&'static str, f64) {
+    if ns <= 2_000 {
+        ("ns", 1.0)
+    } else if ns <= 2_000_000 {
+        ("µs", 1e3)
+    } else if ns <= 2_000_000_000 {
+        ("ms", 1e6)
+    } else {
+        ("s", 1e9)
+    }
+}
+
+/// (time at the middle of the bin(s), Gbit/s), with bins padded with zeros
+/// up to `duration` and merged so there are at most [`MAX_POINTS`].
+fn rate_points(l: &Line, duration: u64, unit: f64) -> Vec<(f64, f64)> {
+    let n = l.values.len().max(duration.div_ceil(l.bin) as usize);
+    let k = n.div_ceil(MAX_POINTS).max(1);
+    let mut out = Vec::with_capacity(n / k + 1);
+    let mut i = 0;
+    while i < n {
+        let j = (i + k).min(n);
+        let bytes: u64 = l
+            .values
+            .get(i..j.min(l.values.len()))
+            .map_or(0, |s| s.iter().sum());
+        let (t0, t1) = (i as u64 * l.bin, j as u64 * l.bin);
+        // Bytes per ns × 8 = Gbit/s.
+        let gbps = bytes as f64 * 8.0 / (t1 - t0) as f64;
+        out.push(((t0 + t1) as f64 / 2.0 / unit, gbps));
+        i = j;
+    }
+    out
+}
+
+fn draw_throughput<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    lines: &[Line],
+    summary: &Summary,
+    text: bool,
+) -> Result<()> {
+    let labels: Vec<String> = lines.iter().map(|l| clip(&l.label, 44)).collect();
+    let (area, legend) = with_legend(root, &labels, text)?;
+    let end = lines
+        .iter()
+        .map(|l| l.values.len() as u64 * l.bin)
+        .max()
+        .unwrap_or(0)
+        .max(summary.duration_ns)
+        .max(1);
+    let (uname, unit) = time_unit(end);
+    let pts: Vec<Vec<(f64, f64)>> = lines.iter().map(|l| rate_points(l, end, unit)).collect();
+    let ymax = pts.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+    let ytop = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
+    let xmax = end as f64 / unit;
+    let mut b = ChartBuilder::on(&area);
+    b.margin(12);
+    if text {
+        b.caption(format!("Throughput — {}", summary.scenario), font(22.0))
+            .x_label_area_size(48)
+            .y_label_area_size(64);
+    } else {
+        b.x_label_area_size(8).y_label_area_size(8);
+    }
+    let mut chart = b.build_cartesian_2d(0.0..xmax, 0.0..ytop).map_err(pe)?;
+    if text {
+        chart
+            .configure_mesh()
+            .x_desc(format!("time ({uname})"))
+            .y_desc("throughput (Gbit/s)")
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .label_style(font(14.0))
+            .axis_desc_style(font(16.0))
+            .light_line_style(GRID)
+            .max_light_lines(4)
+            .draw()
+            .map_err(pe)?;
+    } else {
+        frame(root, chart.plotting_area())?;
+    }
+    for (i, p) in pts.into_iter().enumerate() {
+        chart
+            .draw_series(LineSeries::new(p, color(i).stroke_width(2)))
+            .map_err(pe)?;
+    }
+    // Fault markers: a dashed line each, labelled at the top in staggered
+    // rows so neighbours do not overlap.
+    let (px, py) = chart.plotting_area().get_pixel_range();
+    let fault_color = RGBColor(0x55, 0x55, 0x55);
+    for (i, (t, what)) in summary.faults.iter().enumerate() {
+        let x = *t as f64 / unit;
+        if x > xmax {
+            continue;
+        }
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(x, 0.0), (x, ytop)],
+                6,
+                4,
+                fault_color.stroke_width(1),
+            ))
+            .map_err(pe)?;
+        if text {
+            let (bx, _) = chart.backend_coord(&(x, 0.0));
+            let y = py.start + 6 + (i % 4) as i32 * 18;
+            let label = clip(what, 36);
+            let style = font(13.0).color(&fault_color);
+            let w = root.estimate_text_size(&label, &style).map_err(pe)?.0 as i32;
+            // Right of the line, unless that runs past the plot.
+            let (x0, anchor) = if bx + 4 + w <= px.end {
+                (bx + 4, HPos::Left)
+            } else {
+                (bx - 4, HPos::Right)
+            };
+            let (l, r) = match anchor {
+                HPos::Left => (x0 - 1, x0 + w + 1),
+                _ => (x0 - w - 1, x0 + 1),
+            };
+            root.draw(&Rectangle::new(
+                [(l, y - 8), (r, y + 8)],
+                WHITE.mix(0.85).filled(),
+            ))
+            .map_err(pe)?;
+            root.draw_text(&label, &style.pos(Pos::new(anchor, VPos::Center)), (x0, y))
+                .map_err(pe)?;
+        }
+    }
+    if let Some(l) = legend {
+        let entries: Vec<(String, RGBColor)> = labels
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| (s, color(i)))
+            .collect();
+        draw_legend(&l, &entries, false, "series (Gbit/s)")?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Bar charts
+
+/// One panel of grouped bars: a group per x label, a bar per series.
+struct Bars {
+    title: String,
+    ylabel: String,
+    groups: Vec<String>,
+    series: Vec<String>,
+    /// `values[group][series]`.
+    values: Vec<Vec<f64>>,
+    /// Shown in the middle when every value is zero.
+    empty_note: String,
+}
+
+/// Drop counters of one run: a group per node (and per link direction)
+/// with any drop, a bar per drop counter.
+fn drop_bars(run: &Run) -> Vec<Bars> {
+    let mut rows: Vec<(String, BTreeMap<String, u64>)> = Vec::new();
+    for n in &run.nodes {
+        let d: BTreeMap<String, u64> = n
+            .counters
+            .iter()
+            .filter(|(k, _)| k.contains("drop"))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        rows.push((n.name.clone(), d));
+    }
+    for l in &run.links {
+        let s = l.stats;
+        let d: BTreeMap<String, u64> = [
+            ("link queue_drops", s.queue_drops),
+            ("link lost", s.lost),
+            ("link down_drops", s.down_drops),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        rows.push((format!("{} {}→{}", l.link, l.from, l.to), d));
+    }
+    let series: Vec<String> = {
+        let mut s = BTreeSet::new();
+        for (_, d) in &rows {
+            s.extend(d.iter().filter(|(_, &v)| v > 0).map(|(k, _)| k.clone()));
+        }
+        s.into_iter().collect()
+    };
+    let busy: Vec<&(String, BTreeMap<String, u64>)> = rows
+        .iter()
+        .filter(|(_, d)| d.values().any(|&v| v > 0))
+        .collect();
+    let (groups, values) = if busy.is_empty() {
+        (
+            run.nodes.iter().map(|n| n.name.clone()).collect(),
+            vec![Vec::new(); run.nodes.len()],
+        )
+    } else {
+        (
+            busy.iter().map(|(g, _)| g.clone()).collect(),
+            busy.iter()
+                .map(|(_, d)| {
+                    series
+                        .iter()
+                        .map(|s| d.get(s).copied().unwrap_or(0) as f64)
+                        .collect()
+                })
+                .collect(),
+        )
+    };
+    vec![Bars {
+        title: format!("Drops — {}", run.summary.scenario),
+        ylabel: "frames dropped".into(),
+        groups,
+        series,
+        values,
+        empty_note: "no drops recorded".into(),
+    }]
+}
+
+/// p50 and p99 per run for every histogram present in all runs.
+fn latency_bars(runs: &[Run]) -> Vec<Bars> {
+    let names: Vec<String> = runs.iter().map(Run::name).collect();
+    common_latencies(runs)
+        .into_iter()
+        .map(|k| Bars {
+            title: format!("{k}: latency per run"),
+            ylabel: "latency (µs)".into(),
+            groups: names.clone(),
+            series: vec!["p50".into(), "p99".into()],
+            values: runs
+                .iter()
+                .map(|r| {
+                    let l = r.latencies()[&k];
+                    vec![l.p50 as f64 / 1e3, l.p99 as f64 / 1e3]
+                })
+                .collect(),
+            empty_note: String::new(),
+        })
+        .collect()
+}
+
+/// Most panels in one bar picture.
+const MAX_PANELS: usize = 8;
+
+fn plot_comparison(
+    runs: &[Run],
+    plots: &Path,
+    formats: &[Format],
+    text: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<PathBuf>> {
+    let mut panels = latency_bars(runs);
+    if panels.is_empty() {
+        notes.push("bars: no histogram has samples in every run: no bar plot".into());
+        return Ok(Vec::new());
+    }
+    if panels.len() > MAX_PANELS {
+        let rest: Vec<&str> = panels[MAX_PANELS..]
+            .iter()
+            .map(|b| b.title.as_str())
+            .collect();
+        notes.push(format!(
+            "bars: first {MAX_PANELS} histograms drawn; not drawn: {}",
+            rest.join("; ")
+        ));
+        panels.truncate(MAX_PANELS);
+    }
+    let h = 420 * panels.len() as u32;
+    Ok(render!(
+        &plots.join("bars"),
+        formats,
+        (W, h),
+        draw_bars(&panels, text)
+    ))
+}
+
+fn draw_bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    panels: &[Bars],
+    text: bool,
+) -> Result<()> {
+    let areas = root.split_evenly((panels.len().max(1), 1));
+    for (bars, panel) in panels.iter().zip(areas) {
+        draw_bar_panel(root, &panel, bars, text)?;
+    }
+    Ok(())
+}
+
+fn draw_bar_panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    panel: &DrawingArea<DB, Shift>,
+    bars: &Bars,
+    text: bool,
+) -> Result<()> {
+    let (area, legend) = with_legend(panel, &bars.series, text)?;
+    let n = bars.groups.len().max(1);
+    let ymax = bars.values.iter().flatten().copied().fold(0.0, f64::max);
+    let ytop = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
+    let mut b = ChartBuilder::on(&area);
+    b.margin(12);
+    // Group labels are drawn by hand below the axis: one row, or two
+    // staggered rows when they are crowded.
+    let plot_w = area.dim_in_pixel().0 as f64 - 100.0;
+    let slot = plot_w / n as f64;
+    let two_rows = text
+        && bars
+            .groups
+            .iter()
+            .any(|g| g.chars().count() as f64 * 7.5 > slot - 6.0);
+    if text {
+        b.caption(&bars.title, font(20.0))
+            .x_label_area_size(if two_rows { 52 } else { 34 })
+            .y_label_area_size(72);
+    } else {
+        b.x_label_area_size(8).y_label_area_size(8);
+    }
+    let mut chart = b
+        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..ytop)
+        .map_err(pe)?;
+    if text {
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc(bars.ylabel.as_str())
+            .y_label_formatter(&|v| tick(*v))
+            .label_style(font(14.0))
+            .axis_desc_style(font(16.0))
+            .light_line_style(GRID)
+            .max_light_lines(4)
+            .draw()
+            .map_err(pe)?;
+    } else {
+        frame(root, chart.plotting_area())?;
+    }
+    let k = bars.series.len().max(1);
+    let width = 0.8 / k as f64;
+    let bar_px = (slot * width) as i32;
+    for (g, vals) in bars.values.iter().enumerate() {
+        for (s, &v) in vals.iter().enumerate() {
+            let x0 = g as f64 - 0.4 + s as f64 * width;
+            let x1 = x0 + width * 0.92;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, 0.0), (x1, v)],
+                    color(s).filled(),
+                )))
+                .map_err(pe)?;
+            if text && v > 0.0 && bar_px >= 34 {
+                let (bx, by) = chart.backend_coord(&((x0 + x1) / 2.0, v));
+                root.draw_text(
+                    &tick(v),
+                    &font(11.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                    (bx, by - 2),
+                )
+                .map_err(pe)?;
+            }
+        }
+    }
+    let (_, py) = chart.plotting_area().get_pixel_range();
+    if text {
+        let max_chars = if two_rows {
+            (2.0 * slot / 7.5) as usize
+        } else {
+            (slot / 7.5) as usize
+        };
+        for (g, name) in bars.groups.iter().enumerate() {
+            let (bx, _) = chart.backend_coord(&(g as f64, 0.0));
+            let row = if two_rows { (g % 2) as i32 } else { 0 };
+            root.draw_text(
+                &clip(name, max_chars.max(4)),
+                &font(14.0).pos(Pos::new(HPos::Center, VPos::Top)),
+                (bx, py.end + 6 + row * 18),
+            )
+            .map_err(pe)?;
+        }
+        if ymax == 0.0 && !bars.empty_note.is_empty() {
+            let (bx, by) = chart.backend_coord(&((n as f64 - 1.0) / 2.0, ytop / 2.0));
+            root.draw_text(
+                &bars.empty_note,
+                &font(18.0)
+                    .color(&RGBColor(0x77, 0x77, 0x77))
+                    .pos(Pos::new(HPos::Center, VPos::Center)),
+                (bx, by),
+            )
+            .map_err(pe)?;
+        }
+    }
+    if let Some(l) = legend {
+        let entries: Vec<(String, RGBColor)> = bars
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.clone(), color(i)))
+            .collect();
+        draw_legend(&l, &entries, true, "")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order() {
+        let mut v = vec!["r10", "r2", "r1", "a"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, vec!["a", "r1", "r2", "r10"]);
+    }
+
+    #[test]
+    fn rates_are_gbps_and_padded() {
+        let l = Line {
+            label: String::new(),
+            bin: 1_000,
+            values: vec![125, 250],
+        };
+        let p = rate_points(&l, 4_000, 1.0);
+        assert_eq!(
+            p,
+            vec![(500.0, 1.0), (1500.0, 2.0), (2500.0, 0.0), (3500.0, 0.0)]
+        );
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(parse_formats(&[]).unwrap(), vec![Format::Png, Format::Svg]);
+        assert_eq!(parse_formats(&["svg".into()]).unwrap(), vec![Format::Svg]);
+        assert!(parse_formats(&["gif".into()]).is_err());
+    }
+}
