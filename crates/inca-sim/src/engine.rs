@@ -11,15 +11,14 @@
 //! another one draws.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::path::Path;
 
-use inca_switch::agenda::Agenda;
 use inca_switch::device::{
     device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId,
 };
 use inca_wire::PcapWriter;
 
+use crate::lanes::LaneAgenda;
 use crate::link::{Channel, ChannelConfig, Fate, LossModel};
 use crate::metrics::{NodeReport, Series};
 
@@ -102,6 +101,27 @@ pub struct EngineStats {
     pub paused_drops: u64,
 }
 
+/// Which agenda lane an event goes to: one per node's timers, one per link
+/// direction for deliveries and one for delayed transmissions (each mostly
+/// in time order on its own), and one for everything else.
+mod lane {
+    use super::{LinkId, NodeId};
+
+    pub const MISC: usize = 0;
+
+    pub fn timer(node: NodeId) -> usize {
+        4 * node.0 as usize + 1
+    }
+
+    pub fn deliver(link: LinkId, dir: usize) -> usize {
+        4 * (2 * link.0 as usize + dir) + 2
+    }
+
+    pub fn transmit(link: LinkId, dir: usize) -> usize {
+        4 * (2 * link.0 as usize + dir) + 3
+    }
+}
+
 /// Bound on inputs held for a paused node.
 pub const PAUSE_BACKLOG_LIMIT: usize = 1 << 20;
 
@@ -117,8 +137,9 @@ struct NodeSlot {
     node: Box<dyn Node>,
     rng: DeviceRng,
     ports: Vec<Option<(LinkId, usize)>>,
-    /// Pending timers: token → generation of the one that counts.
-    timers: HashMap<u64, u64>,
+    /// Pending timers: (token, generation of the one that counts). A node
+    /// uses a handful of tokens, so a short list beats a hash map.
+    timers: Vec<(u64, u64)>,
     next_generation: u64,
     state: NodeState,
     backlog: Vec<Input>,
@@ -164,7 +185,7 @@ pub struct Simulation {
     bin: Nanos,
     nodes: Vec<NodeSlot>,
     links: Vec<LinkSlot>,
-    agenda: Agenda<Event>,
+    agenda: LaneAgenda<Event>,
     out: Vec<Output>,
     started: bool,
     stats: EngineStats,
@@ -184,7 +205,7 @@ impl Simulation {
             bin: bin.max(1),
             nodes: Vec::new(),
             links: Vec::new(),
-            agenda: Agenda::new(),
+            agenda: LaneAgenda::default(),
             out: Vec::new(),
             started: false,
             stats: EngineStats::default(),
@@ -216,7 +237,7 @@ impl Simulation {
             node,
             rng: device_rng(self.seed, u64::from(id.0)),
             ports: Vec::new(),
-            timers: HashMap::new(),
+            timers: Vec::new(),
             next_generation: 0,
             state: NodeState::Up,
             backlog: Vec::new(),
@@ -289,7 +310,8 @@ impl Simulation {
 
     /// Schedules `fault` at time `at`.
     pub fn schedule(&mut self, at: Nanos, fault: Fault) {
-        self.agenda.push(at, Event::Fault(Box::new(fault)));
+        self.agenda
+            .push(lane::MISC, at, Event::Fault(Box::new(fault)));
     }
 
     /// The node named `name`.
@@ -383,8 +405,8 @@ impl Simulation {
                 let Some(slot) = self.nodes.get_mut(node.0 as usize) else {
                     return;
                 };
-                if slot.timers.get(&token) == Some(&generation) {
-                    slot.timers.remove(&token);
+                if let Some(i) = slot.timers.iter().position(|&t| t == (token, generation)) {
+                    slot.timers.swap_remove(i);
                     self.input(node, Input::Timer { token });
                 }
             }
@@ -439,15 +461,23 @@ impl Simulation {
                     if at <= self.now {
                         self.offer(link, dir, frame);
                     } else {
-                        self.agenda.push(at, Event::Transmit { link, dir, frame });
+                        self.agenda.push(
+                            lane::transmit(link, dir),
+                            at,
+                            Event::Transmit { link, dir, frame },
+                        );
                     }
                 }
                 Output::Timer { at, token } => {
                     let slot = &mut self.nodes[node.0 as usize];
                     slot.next_generation += 1;
                     let generation = slot.next_generation;
-                    slot.timers.insert(token, generation);
+                    match slot.timers.iter_mut().find(|(t, _)| *t == token) {
+                        Some(entry) => entry.1 = generation,
+                        None => slot.timers.push((token, generation)),
+                    }
                     self.agenda.push(
+                        lane::timer(node),
                         at.max(self.now),
                         Event::Timer {
                             node,
@@ -483,6 +513,7 @@ impl Simulation {
                         let _ = c.write(d, &frame);
                     }
                     self.agenda.push(
+                        lane::deliver(link, dir),
                         d,
                         Event::Deliver {
                             node,
@@ -491,8 +522,11 @@ impl Simulation {
                         },
                     );
                 }
-                self.agenda
-                    .push(first, Event::Deliver { node, port, frame });
+                self.agenda.push(
+                    lane::deliver(link, dir),
+                    first,
+                    Event::Deliver { node, port, frame },
+                );
             }
         }
     }
@@ -574,7 +608,7 @@ impl Simulation {
                     if slot.state == NodeState::Up {
                         let until = self.now + duration;
                         slot.state = NodeState::Paused { until };
-                        self.agenda.push(until, Event::Resume(node));
+                        self.agenda.push(lane::MISC, until, Event::Resume(node));
                     }
                 }
             }

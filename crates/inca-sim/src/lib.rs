@@ -4,6 +4,7 @@
 //! What lives where:
 //! - [`engine`] — the simulation: nodes, links, the event agenda, faults,
 //!   captures.
+//! - [`lanes`] — the event agenda (a FIFO lane per source).
 //! - [`link`] — the link model: rate, propagation, queue, loss
 //!   (Bernoulli, Gilbert–Elliott), duplication, reordering, jitter.
 //! - [`metrics`] — counters, HDR latency histograms, time series, reports and
@@ -13,6 +14,7 @@
 //!   [`run`] — running one and writing its results.
 //! - [`tcp`] — TCP endpoints (smoltcp) for hosts.
 pub mod engine;
+pub mod lanes;
 pub mod link;
 pub mod metrics;
 pub mod nodes;

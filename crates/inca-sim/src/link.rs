@@ -9,6 +9,7 @@
 //! down (everything sent is lost).
 
 use inca_switch::device::Nanos;
+use inca_switch::line::LineClock;
 use rand::Rng;
 
 use inca_switch::units::{format_bytes, format_rate};
@@ -134,8 +135,8 @@ pub struct Channel {
     pub config: ChannelConfig,
     /// Counters.
     pub stats: ChannelStats,
-    /// When the last frame accepted finishes serialising.
-    busy_until: Nanos,
+    /// The transmitter (when the last frame accepted finishes).
+    line: LineClock,
     /// (start of serialisation, bytes) of frames not yet on the wire, in
     /// order; those whose start has passed are pruned lazily.
     waiting: std::collections::VecDeque<(Nanos, u64)>,
@@ -152,7 +153,7 @@ impl Channel {
         Channel {
             config,
             stats: ChannelStats::default(),
-            busy_until: 0,
+            line: LineClock::new(config.rate_bps),
             waiting: std::collections::VecDeque::new(),
             waiting_bytes: 0,
             bad: false,
@@ -188,14 +189,13 @@ impl Channel {
             return Fate::Dropped;
         }
         let queued = self.queued_bytes(now);
-        let on_wire = self.busy_until > now;
+        let on_wire = self.line.free_at() > now;
         if on_wire && queued + len as u64 > self.config.queue_bytes {
             self.stats.queue_drops += 1;
             return Fate::Dropped;
         }
         // The frame occupies the wire whether or not it survives it.
-        let start = now.max(self.busy_until);
-        self.busy_until = start + self.serialisation(len);
+        let (start, end) = self.line.send(now, len as u64 + WIRE_OVERHEAD_BYTES);
         if start > now {
             self.waiting.push_back((start, len as u64));
             self.waiting_bytes += len as u64;
@@ -205,7 +205,7 @@ impl Channel {
             self.stats.lost += 1;
             return Fate::Dropped;
         }
-        let mut arrival = self.busy_until + self.config.delay;
+        let mut arrival = end + self.config.delay;
         if self.config.jitter > 0 {
             arrival += rng.gen_range(0..=self.config.jitter);
         }
@@ -255,7 +255,7 @@ impl Channel {
     pub fn flush(&mut self, now: Nanos) {
         self.waiting.clear();
         self.waiting_bytes = 0;
-        self.busy_until = self.busy_until.min(now);
+        self.line.reset(now);
     }
 }
 

@@ -51,11 +51,40 @@
 //! smoltcp retransmits (the stack watches the sequence numbers of its own
 //! outgoing segments), after three duplicate ACKs or the retransmission timeout.
 //!
+//! # Retransmission timer (a workaround for smoltcp)
+//! smoltcp 0.12 arms its retransmission timer when it has sent everything it
+//! can, leaves a running timer alone until it expires, and stops it on an ACK
+//! only when that ACK covers everything sent. On a continuously busy
+//! connection the deadline therefore stays where it was set near the start
+//! (about 830 ms after the handshake, from the initial RTT estimate): after an
+//! outage the sender waits until then, and in a long healthy transfer the
+//! stale deadline expires while ACKs flow and smoltcp resends the whole window
+//! (a spurious go-back-N). smoltcp offers no way to restart its timer, so each
+//! sender runs an RFC 6298 timer of its own in front of it:
+//! - the RTO is `SRTT + 4 RTTVAR` from the stack's own RTT samples (ns, not
+//!   ms), at least 10 ms (smoltcp's minimum) and at most 10 s; it starts when
+//!   new data goes out with none outstanding, restarts whenever an ACK
+//!   acknowledges new data (RFC 6298, 5.3), and doubles on each expiry without
+//!   progress (5.5);
+//! - when it expires, the stack makes smoltcp retransmit from the oldest
+//!   unacknowledged byte by handing it three copies of the peer's last ACK (a
+//!   duplicate ACK is exactly that), which starts smoltcp's fast retransmit;
+//! - when smoltcp's own stale timer expires first, its go-back-N burst is
+//!   dropped inside the stack, as if the wire had lost it: the original
+//!   segments are still on their way and will be acknowledged. smoltcp then
+//!   rearms its timer afresh. Retransmissions after three duplicate ACKs from
+//!   the peer (fast retransmit) always go out.
+//!
+//! The copies of the ACK would also tell smoltcp that the peer is alive, so for
+//! a sender that was handed any, the stack enforces [`TcpConfig::timeout`]
+//! itself, from the last packet really heard. Before the first RTT sample
+//! there is no RTO of the stack's own, and smoltcp's timer alone decides.
+//!
 //! Other properties of smoltcp's TCP that show in results:
 //! - Loss recovery is go-back-N: everything after the lost segment is sent
 //!   again. SACK blocks are sent but the sender does not use them.
-//! - The RTT estimator counts in milliseconds and the minimum RTO is 10 ms, so
-//!   a loss that fast retransmit does not repair costs at least 10 ms.
+//! - The minimum RTO is 10 ms, so a loss that fast retransmit does not repair
+//!   costs at least 10 ms.
 //! - ACKs go out for at least every second full segment, otherwise after the
 //!   delayed-ACK timeout ([`TcpConfig::ack_delay`]).
 //! - smoltcp answers a segment of data it already has only with a "challenge
@@ -242,6 +271,12 @@ const MAX_EGRESS_ROUNDS: usize = 1 << 20;
 /// How long a receiver must have been silent before it repeats its last ACK
 /// for old data: smoltcp's minimum retransmission timeout.
 const REPEAT_ACK_AFTER: Nanos = 10 * MILLIS;
+/// Smallest retransmission timeout of a sender's own timer: smoltcp's.
+const MIN_RTO: Nanos = 10 * MILLIS;
+/// Largest retransmission timeout, backoff included: smoltcp's.
+const MAX_RTO: Nanos = 10 * SECONDS;
+/// Duplicate ACKs that start smoltcp's fast retransmit.
+const DUP_ACK_THRESHOLD: u32 = 3;
 /// Period of the payload pattern (a prime, so it never lines up with segment
 /// boundaries).
 const PATTERN_PERIOD: usize = 251;
@@ -380,6 +415,41 @@ struct FlowState {
     /// Receiver: the last pure ACK it sent (its acknowledgement number, the
     /// packet and when), to repeat when old data arrives (see `receive`).
     last_ack: Option<(u32, Vec<u8>, Nanos)>,
+    /// Sender: the stack's own retransmission timer.
+    rtx: RetransmitTimer,
+}
+
+/// A sender's RFC 6298 retransmission timer, run in front of smoltcp's (see
+/// "Retransmission timer" in the module documentation).
+#[derive(Debug, Clone, Default)]
+struct RetransmitTimer {
+    /// When the timer expires; `None` while it is not running (nothing
+    /// outstanding, or no RTT sample yet).
+    deadline: Option<Nanos>,
+    /// Expiries since the last ACK of new data: the RTO is doubled this often.
+    backoff: u32,
+    /// Whether retransmissions may go out in the current `poll`.
+    allow: bool,
+    /// The last acknowledgement number heard and how many duplicate ACKs of it
+    /// followed.
+    last_ack_number: Option<u32>,
+    dup_acks: u32,
+    /// The last packet heard from the peer, if it was a pure ACK: what the
+    /// stack replays to make smoltcp retransmit.
+    peer_ack: Option<Vec<u8>>,
+    /// When the peer was last heard (or the connection attempt started).
+    last_heard: Nanos,
+    /// Replayed ACKs were handed to smoltcp since the peer was last heard, so
+    /// smoltcp's own idle timeout is no longer to be trusted.
+    replayed: bool,
+    /// The timer expired at the start of the current `poll`.
+    expired_now: bool,
+    /// A retransmission went out in the current `poll`.
+    retransmitted: bool,
+    /// The timer expired but smoltcp could not be made to retransmit: until new
+    /// data is acknowledged, let every retransmission of smoltcp's own go out
+    /// (as without this timer), so that the connection can never stall.
+    fallback: bool,
 }
 
 /// Why the flows are being looked at: after one received packet (and whether it
@@ -505,6 +575,10 @@ impl TcpStack {
             enqueued: 0,
             closing: false,
             last_ack: None,
+            rtx: RetransmitTimer {
+                last_heard: start,
+                ..RetransmitTimer::default()
+            },
             window: Some(Window::new(
                 self.config.congestion,
                 self.config.mss_mtu - 40,
@@ -552,6 +626,7 @@ impl TcpStack {
                 closing: false,
                 window: None,
                 last_ack: None,
+                rtx: RetransmitTimer::default(),
             });
             self.stats.push(FlowStats {
                 id,
@@ -588,7 +663,7 @@ impl TcpStack {
     pub fn receive(&mut self, now: Nanos, ipv4_packet: &[u8]) {
         let now = self.advance(now);
         self.settled_at = None;
-        let (rst, key, end, occupies) = match classify(self.ip, ipv4_packet) {
+        let (rst, key, end, occupies, ack, pure_ack) = match classify(self.ip, ipv4_packet) {
             Classified::Malformed => {
                 self.malformed += 1;
                 return;
@@ -602,8 +677,13 @@ impl TcpStack {
                 key,
                 end,
                 occupies,
-            } => (rst, key, end, occupies),
+                ack,
+                pure_ack,
+            } => (rst, key, end, occupies, ack, pure_ack),
         };
+        if let Some(&id) = self.senders.get(&key) {
+            self.heard_by_sender(id, now, ipv4_packet, ack, pure_ack);
+        }
         let queued = self.device.tx.len();
         self.device.rx.push_back(ipv4_packet.to_vec());
         let _ =
@@ -641,6 +721,7 @@ impl TcpStack {
     pub fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
         let now = self.advance(now);
         let instant = to_instant(now);
+        self.run_retransmit_timers(now);
         let mut rounds = 0;
         loop {
             self.update_flows(now, Cause::Poll);
@@ -663,10 +744,18 @@ impl TcpStack {
             }
         }
         let sent = std::mem::take(&mut self.device.tx);
-        for packet in &sent {
-            self.observe_sent(now, packet);
+        for packet in sent {
+            if self.observe_sent(now, &packet) {
+                out.push(packet);
+            }
         }
-        out.extend(sent);
+        for flow in &mut self.flows {
+            let rtx = &mut flow.rtx;
+            if rtx.expired_now && !rtx.retransmitted {
+                rtx.fallback = true;
+            }
+            rtx.expired_now = false;
+        }
         self.settled_at = Some(now);
     }
 
@@ -686,8 +775,24 @@ impl TcpStack {
             .poll_at(to_instant(now), &self.sockets)
             .map(from_instant);
         for (flow, stats) in self.flows.iter().zip(&self.stats) {
-            if flow.handle.is_none() && stats.outcome == Outcome::Open {
-                next = Some(next.map_or(stats.start, |t| t.min(stats.start)));
+            if stats.outcome != Outcome::Open {
+                continue;
+            }
+            let due = if flow.handle.is_none() {
+                Some(stats.start)
+            } else {
+                // The stack's own retransmission timer and, once smoltcp's
+                // idle timeout was fooled by replayed ACKs, the real one.
+                let timeout = flow
+                    .rtx
+                    .replayed
+                    .then_some(self.config.timeout)
+                    .flatten()
+                    .map(|t| flow.rtx.last_heard.saturating_add(t));
+                [flow.rtx.deadline, timeout].into_iter().flatten().min()
+            };
+            if let Some(due) = due {
+                next = Some(next.map_or(due, |t| t.min(due)));
             }
         }
         let next = next?.max(now);
@@ -718,13 +823,15 @@ impl TcpStack {
 
     /// Feeds one of our own outgoing segments to its sender's congestion window,
     /// which learns the initial sequence number from the SYN and sees losses as
-    /// retransmissions.
-    fn observe_sent(&mut self, now: Nanos, packet: &[u8]) {
+    /// retransmissions, and to its retransmission timer. Returns whether the
+    /// segment goes out: a retransmission by smoltcp's stale timer does not
+    /// (see "Retransmission timer" in the module documentation).
+    fn observe_sent(&mut self, now: Nanos, packet: &[u8]) -> bool {
         let Ok(ip) = Ipv4Packet::new_checked(packet) else {
-            return;
+            return true;
         };
         let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
-            return;
+            return true;
         };
         let key = (tcp.src_port(), ip.dst_addr(), tcp.dst_port());
         if let Some(&id) = self.receivers.get(&key) {
@@ -733,14 +840,150 @@ impl TcpStack {
             }
         }
         let Some(&id) = self.senders.get(&key) else {
-            return;
+            return true;
         };
         let seq_len = tcp.payload().len() + usize::from(tcp.syn()) + usize::from(tcp.fin());
-        let Some(window) = self.flows[id].window.as_mut() else {
-            return;
+        let seq = tcp.seq_number().0 as u32;
+        let open = self.stats[id].outcome == Outcome::Open;
+        let flow = &mut self.flows[id];
+        let Some(window) = flow.window.as_mut() else {
+            return true;
         };
-        if window.on_sent(now, tcp.seq_number().0 as u32, seq_len, tcp.syn()) {
+        if open && !flow.rtx.allow && window.is_stale_retransmission(seq, seq_len, tcp.syn()) {
+            return false;
+        }
+        if window.on_sent(now, seq, seq_len, tcp.syn()) {
             self.stats[id].segments_retransmitted += 1;
+            flow.rtx.retransmitted = true;
+        } else if open && seq_len > 0 && !tcp.syn() && flow.rtx.deadline.is_none() {
+            // New data with the timer stopped: start it (RFC 6298, 5.1).
+            flow.rtx.deadline = window.rto().map(|rto| now.saturating_add(rto));
+        }
+        true
+    }
+
+    /// A packet from the peer of sender `id` arrived: it is alive, and a pure
+    /// ACK may be a duplicate and is the one to replay.
+    fn heard_by_sender(
+        &mut self,
+        id: FlowId,
+        now: Nanos,
+        packet: &[u8],
+        ack: Option<u32>,
+        pure_ack: bool,
+    ) {
+        let flow = &mut self.flows[id];
+        let outstanding_below = |ack: u32| {
+            flow.window
+                .as_ref()
+                .and_then(|w| w.high)
+                .is_some_and(|high| seq_lt(ack, high))
+        };
+        let rtx = &mut flow.rtx;
+        rtx.last_heard = now;
+        rtx.replayed = false;
+        if let Some(ack) = ack {
+            if pure_ack && rtx.last_ack_number == Some(ack) && outstanding_below(ack) {
+                rtx.dup_acks = rtx.dup_acks.saturating_add(1);
+            } else if rtx.last_ack_number != Some(ack) {
+                rtx.last_ack_number = Some(ack);
+                rtx.dup_acks = 0;
+            }
+        }
+        if pure_ack {
+            let buf = rtx.peer_ack.get_or_insert_with(Vec::new);
+            buf.clear();
+            buf.extend_from_slice(packet);
+        } else {
+            rtx.peer_ack = None;
+        }
+    }
+
+    /// Runs the senders' own retransmission timers at the start of a poll:
+    /// decides whether smoltcp's retransmissions may go out in this poll, and
+    /// on expiry makes smoltcp retransmit (and enforces the idle timeout that
+    /// the replayed ACKs hide from smoltcp).
+    fn run_retransmit_timers(&mut self, now: Nanos) {
+        for id in 0..self.flows.len() {
+            if self.stats[id].role != Role::Sender {
+                continue;
+            }
+            let open = self.stats[id].outcome == Outcome::Open;
+            let flow = &mut self.flows[id];
+            let Some(handle) = flow.handle else {
+                continue;
+            };
+            let rtx = &mut flow.rtx;
+            if !open {
+                rtx.deadline = None;
+                rtx.allow = true;
+                continue;
+            }
+            rtx.expired_now = false;
+            rtx.retransmitted = false;
+            let socket = self.sockets.get_mut::<tcp::Socket>(handle);
+            if rtx.replayed {
+                if let Some(timeout) = self.config.timeout {
+                    if now >= rtx.last_heard.saturating_add(timeout) {
+                        // What smoltcp would have done had it not been fooled:
+                        // abort, with an RST; `update_sender` sees it closed.
+                        socket.abort();
+                        rtx.deadline = None;
+                        continue;
+                    }
+                }
+            }
+            let expired = rtx.deadline.is_some_and(|d| now >= d);
+            rtx.allow = rtx.deadline.is_none()
+                || expired
+                || rtx.fallback
+                || rtx.dup_acks >= DUP_ACK_THRESHOLD;
+            if !expired {
+                continue;
+            }
+            // Expired: back off (RFC 6298, 5.5 and 5.6) and make smoltcp go back
+            // to the oldest unacknowledged byte.
+            rtx.backoff = rtx.backoff.saturating_add(1);
+            let rto = flow
+                .window
+                .as_ref()
+                .and_then(Window::rto)
+                .unwrap_or(MIN_RTO);
+            rtx.deadline = Some(now.saturating_add(backed_off(rto, rtx.backoff)));
+            rtx.expired_now = true;
+            let eligible = matches!(
+                socket.state(),
+                tcp::State::Established | tcp::State::FinWait1
+            );
+            let replay = rtx
+                .peer_ack
+                .as_deref()
+                .filter(|_| eligible)
+                .and_then(|ack| {
+                    // First a copy with another window: smoltcp takes it for a
+                    // window update and resets its duplicate count (it may be past
+                    // three already, from the peer's own duplicates); then the ACK
+                    // itself, which puts the window back; then three duplicates.
+                    let variant = with_other_window(ack)?;
+                    let mut packets = vec![variant];
+                    packets.extend(std::iter::repeat_n(
+                        ack.to_vec(),
+                        1 + DUP_ACK_THRESHOLD as usize,
+                    ));
+                    Some(packets)
+                });
+            if let Some(packets) = replay {
+                for packet in packets {
+                    self.device.rx.push_back(packet);
+                    let _ = self.iface.poll_ingress_single(
+                        to_instant(now),
+                        &mut self.device,
+                        &mut self.sockets,
+                    );
+                }
+                self.device.rx.clear();
+                rtx.replayed = true;
+            }
         }
     }
 
@@ -856,6 +1099,16 @@ impl TcpStack {
             if let Some(window) = flow.window.as_mut() {
                 window.on_ack(now, acked_total, newly_acked);
                 stats.min_rtt = window.min_rtt;
+                // New data acknowledged: restart the retransmission timer, or
+                // stop it if nothing is outstanding (RFC 6298, 5.2 and 5.3).
+                let rtx = &mut flow.rtx;
+                rtx.backoff = 0;
+                rtx.fallback = false;
+                rtx.deadline = if window.outstanding(acked_total) {
+                    window.rto().map(|rto| now.saturating_add(rto))
+                } else {
+                    None
+                };
             }
         }
 
@@ -1037,6 +1290,9 @@ struct Window {
     min_rtt: Option<Nanos>,
     /// RTT samples so far.
     samples: u32,
+    /// Smoothed RTT and its variation (RFC 6298), in ns, once sampled.
+    srtt: Option<Nanos>,
+    rttvar: Nanos,
 }
 
 impl Window {
@@ -1058,7 +1314,38 @@ impl Window {
             probe: None,
             min_rtt: None,
             samples: 0,
+            srtt: None,
+            rttvar: 0,
         }
+    }
+
+    /// The retransmission timeout (RFC 6298, 2.3, with smoltcp's bounds), once
+    /// there is an RTT sample.
+    fn rto(&self) -> Option<Nanos> {
+        self.srtt.map(|srtt| {
+            srtt.saturating_add(self.rttvar.saturating_mul(4))
+                .clamp(MIN_RTO, MAX_RTO)
+        })
+    }
+
+    /// Whether bytes are outstanding beyond the first `acked_total` data bytes
+    /// (data or FIN sent and not acknowledged).
+    fn outstanding(&self, acked_total: u64) -> bool {
+        match (self.isn, self.high) {
+            (Some(isn), Some(high)) => {
+                seq_lt(isn.wrapping_add(1).wrapping_add(acked_total as u32), high)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a segment about to be sent lies wholly below the highest
+    /// sequence number sent: a retransmission that adds nothing new.
+    fn is_stale_retransmission(&self, seq: u32, len: usize, syn: bool) -> bool {
+        let Some(high) = self.high else {
+            return false;
+        };
+        !syn && len > 0 && seq_lt(seq, high) && !seq_lt(high, seq.wrapping_add(len as u32))
     }
 
     /// The most unacknowledged bytes the sender may have in its buffer.
@@ -1119,6 +1406,19 @@ impl Window {
     /// many holes without a retransmission timeout (hundreds of ms).
     fn on_rtt_sample(&mut self, now: Nanos, rtt: Nanos) {
         self.samples = self.samples.saturating_add(1);
+        match self.srtt {
+            None => {
+                self.srtt = Some(rtt);
+                self.rttvar = rtt / 2;
+            }
+            Some(srtt) => {
+                // Wide arithmetic: samples are differences of u64 times.
+                let var = (3 * u128::from(self.rttvar) + u128::from(srtt.abs_diff(rtt))) / 4;
+                let smooth = (7 * u128::from(srtt) + u128::from(rtt)) / 8;
+                self.rttvar = u64::try_from(var).unwrap_or(u64::MAX);
+                self.srtt = Some(u64::try_from(smooth).unwrap_or(u64::MAX));
+            }
+        }
         let min = self.min_rtt.map_or(rtt, |m| m.min(rtt));
         self.min_rtt = Some(min);
         let threshold = (min / 8).clamp(16 * MICROS, MILLIS);
@@ -1178,6 +1478,24 @@ impl Window {
     }
 }
 
+/// A copy of an IPv4/TCP packet with another TCP window (checksum fixed), or
+/// `None` if it does not parse.
+fn with_other_window(packet: &[u8]) -> Option<Vec<u8>> {
+    let mut copy = packet.to_vec();
+    let ip = Ipv4Packet::new_checked(&copy[..]).ok()?;
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let header = usize::from(ip.header_len());
+    let mut tcp = TcpPacket::new_checked(copy.get_mut(header..)?).ok()?;
+    tcp.set_window_len(tcp.window_len() ^ 1);
+    tcp.fill_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst));
+    Some(copy)
+}
+
+/// `rto` doubled `backoff` times, at most [`MAX_RTO`].
+fn backed_off(rto: Nanos, backoff: u32) -> Nanos {
+    rto.saturating_mul(1u64 << backoff.min(32)).min(MAX_RTO)
+}
+
 /// Adds `bytes` to the goodput bin containing `now`.
 fn add_to_bin(series: &mut Vec<u64>, now: Nanos, bin: Nanos, bytes: u64) {
     let index = usize::try_from(now / bin).unwrap_or(usize::MAX);
@@ -1203,6 +1521,10 @@ enum Classified {
         end: u32,
         /// Whether it carries data or a FIN.
         occupies: bool,
+        /// Its acknowledgement number, if it has one.
+        ack: Option<u32>,
+        /// Whether it is a pure ACK: no data, no SYN, FIN or RST.
+        pure_ack: bool,
     },
 }
 
@@ -1237,6 +1559,10 @@ fn classify(local: Ipv4Addr, packet: &[u8]) -> Classified {
                 key: (repr.dst_port, ip_repr.src_addr, repr.src_port),
                 end: (repr.seq_number + len).0 as u32,
                 occupies: len > 0 && repr.control != TcpControl::Syn,
+                ack: repr.ack_number.map(|a| a.0 as u32),
+                pure_ack: repr.ack_number.is_some()
+                    && repr.payload.is_empty()
+                    && matches!(repr.control, TcpControl::None | TcpControl::Psh),
             }
         }
         Err(_) => Classified::Malformed,

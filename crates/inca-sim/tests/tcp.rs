@@ -497,3 +497,40 @@ fn random_segment(rng: &mut impl rand::Rng) -> Vec<u8> {
     );
     buf
 }
+
+#[test]
+fn zz_debug_outage() {
+    let config = TcpConfig {
+        goodput_bin: MILLIS,
+        ..TcpConfig::default()
+    };
+    let mut net = Net::new(1_000_000_000, 10 * MICROS, 64 << 10, config);
+    net.ab.outages.push((50 * MILLIS, 100 * MILLIS));
+    net.ba.outages.push((50 * MILLIS, 100 * MILLIS));
+    net.b.sink(PORT, 1);
+    net.a.bulk_send(0, 40_000, (B, PORT), Some(20_000_000));
+    net.record = true;
+    net.run_until(10 * SECONDS, both_done);
+    let mut last = 0;
+    for (t, from_a, p) in &net.trace {
+        if *t < 49 * MILLIS {
+            continue;
+        }
+        let tcp = smoltcp::wire::TcpPacket::new_checked(&p[20..]).unwrap();
+        if (*t > 119 * MILLIS && *t < 132 * MILLIS) || *t - last > 100 * MICROS {
+            println!(
+                "{:>10} {} seq {} ack {} len {} flags syn{} fin{} rst{} win {}",
+                t / 1000,
+                if *from_a { "A" } else { "B" },
+                tcp.seq_number().0,
+                tcp.ack_number().0,
+                tcp.payload().len(),
+                tcp.syn() as u8,
+                tcp.fin() as u8,
+                tcp.rst() as u8,
+                tcp.window_len()
+            );
+        }
+        last = *t;
+    }
+}

@@ -10,6 +10,7 @@
 //! - Stateful objects: [`table`] (exact, ternary, LPM, range; idle timeout),
 //!   [`register`] (register arrays and actions), [`counter`], [`meter`]
 //!   (RFC 2698), [`hash`] (CRC16/32/64 units).
+//! - [`line`] — exact serialisation of frames onto a line.
 //! - [`tm`] — traffic manager: egress queues, shared buffer, multicast
 //!   groups, mirror sessions. [`pktgen`] — the packet generator.
 //! - [`control`] — the control-plane agent: latency and operation-rate model.
@@ -26,6 +27,7 @@ pub mod counter;
 pub mod device;
 pub mod harness;
 pub mod hash;
+pub mod line;
 pub mod meter;
 pub mod objects;
 pub mod pktgen;

@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 
 use crate::agenda::Agenda;
+use crate::line::LineClock;
 
 use crate::control::{
     serialisation, ControlPlane, ControlPlaneAgent, Op, PacketOutDest, Requests, CPU_QUEUE_LIMIT,
@@ -33,6 +34,9 @@ pub const CPU_PORT: PortId = 0xfffe;
 pub const PKTGEN_PORT: PortId = 0xfffd;
 /// Port number recirculated packets arrive on.
 pub const RECIRCULATION_PORT: PortId = 0xfffc;
+/// At most this many punted packets can be on the channel to the CPU at
+/// once (a CPU port's queue); more are dropped and counted.
+pub const PUNT_QUEUE_LIMIT: usize = 4096;
 /// A packet may make at most this many ingress passes; more is a program
 /// bug (a recirculation loop) and the packet is dropped.
 pub const MAX_PASSES: u8 = 16;
@@ -82,6 +86,8 @@ pub struct SwitchStats {
     pub input_drops: u64,
     /// Events dropped because the CPU queue was full.
     pub cpu_queue_drops: u64,
+    /// Punted packets dropped because the CPU channel was full.
+    pub punt_drops: u64,
     /// Packets punted to the CPU.
     pub punts: u64,
     /// Digests sent to the CPU.
@@ -156,11 +162,14 @@ pub struct Switch<P: Program> {
     /// ingress): enqueued exactly at their arrival.
     pipeline: VecDeque<(Nanos, PortId, Cell)>,
     timer_at: Option<Nanos>,
-    recirculation_free: Nanos,
+    /// The recirculation port's transmitter.
+    recirculation: LineClock,
     /// When a run-to-completion device's core is free for the next packet.
     core_free: Nanos,
     /// Bytes waiting for a run-to-completion core.
     input_backlog: u64,
+    /// Punted packets on their way to the CPU.
+    punts_in_flight: usize,
     next_request: u64,
     requests: Requests,
     ports_up: Vec<bool>,
@@ -196,9 +205,10 @@ impl<P: Program> Switch<P> {
             agenda: Agenda::new(),
             pipeline: VecDeque::new(),
             timer_at: None,
-            recirculation_free: 0,
+            recirculation: LineClock::new(dp.port_rate_bps),
             core_free: 0,
             input_backlog: 0,
+            punts_in_flight: 0,
             next_request: 0,
             requests: Requests::default(),
         })
@@ -539,10 +549,9 @@ impl<P: Program> Switch<P> {
                     self.stats.pass_limit_drops += 1;
                 } else {
                     // The recirculation port serialises like any port.
-                    let start = at_tm.max(self.recirculation_free);
-                    let rate = self.profile.data_path.port_rate_bps;
-                    self.recirculation_free =
-                        start + serialisation(frame.len() + WIRE_OVERHEAD_BYTES, rate);
+                    let (start, _) = self
+                        .recirculation
+                        .send(at_tm, (frame.len() + WIRE_OVERHEAD_BYTES) as u64);
                     self.stats.recirculations += 1;
                     let arrival = Arrival {
                         frame,
@@ -631,6 +640,11 @@ impl<P: Program> Switch<P> {
     /// Sends a frame up the CPU channel: serialised at the channel rate, then
     /// the punt latency.
     fn punt(&mut self, at: Nanos, port: PortId, reason: u16, frame: Vec<u8>) {
+        if self.punts_in_flight >= PUNT_QUEUE_LIMIT {
+            self.stats.punt_drops += 1;
+            return;
+        }
+        self.punts_in_flight += 1;
         let timing = self.profile.control_plane;
         let start = at.max(self.cp.punt_free);
         self.cp.punt_free = start + serialisation(frame.len(), timing.punt_bps);
@@ -705,6 +719,9 @@ impl<P: Program> Switch<P> {
     }
 
     fn cpu_arrive(&mut self, now: Nanos, ev: ControlEvent<P::Digest>) {
+        if matches!(ev, ControlEvent::PacketIn { .. }) {
+            self.punts_in_flight -= 1;
+        }
         if self.cpu_queue.len() >= CPU_QUEUE_LIMIT {
             self.stats.cpu_queue_drops += 1;
             return;
@@ -905,9 +922,10 @@ impl<P: Program> Device for Switch<P> {
         self.agenda.clear();
         self.pipeline.clear();
         self.timer_at = None;
-        self.recirculation_free = 0;
+        self.recirculation.reset(0);
         self.core_free = 0;
         self.input_backlog = 0;
+        self.punts_in_flight = 0;
         self.requests = Requests::default();
         self.start(now, out);
     }

@@ -18,8 +18,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::control::serialisation;
 use crate::device::{Nanos, PortId};
+use crate::line::LineClock;
 use crate::program::PacketKind;
 
 /// Bytes a frame occupies on the wire beyond its own length: FCS (4) and
@@ -91,8 +91,8 @@ struct Descriptor {
 struct PortQueue {
     queue: VecDeque<Descriptor>,
     bytes: u64,
-    /// When the port finishes serialising the last packet queued for it.
-    free_at: Nanos,
+    /// The port's transmitter (when it finishes the last packet queued).
+    line: LineClock,
 }
 
 /// The traffic manager. See the module documentation.
@@ -105,7 +105,6 @@ pub(crate) struct TrafficManager<M> {
     pub counters: Vec<PortCounters>,
     buffer_used: u64,
     buffer_bytes: u64,
-    port_rate_bps: u64,
     pub multicast: BTreeMap<u16, Vec<(PortId, u16)>>,
     pub mirror: BTreeMap<u16, MirrorSession>,
 }
@@ -117,7 +116,7 @@ impl<M> TrafficManager<M> {
                 .map(|_| PortQueue {
                     queue: VecDeque::new(),
                     bytes: 0,
-                    free_at: 0,
+                    line: LineClock::new(port_rate_bps),
                 })
                 .collect(),
             counters: vec![PortCounters::default(); usize::from(ports)],
@@ -125,7 +124,6 @@ impl<M> TrafficManager<M> {
             free_cells: Vec::new(),
             buffer_used: 0,
             buffer_bytes,
-            port_rate_bps,
             multicast: BTreeMap::new(),
             mirror: BTreeMap::new(),
         }
@@ -176,9 +174,9 @@ impl<M> TrafficManager<M> {
             return Err(Drop::BufferFull);
         }
         pkt.queue_bytes_ahead = q.bytes;
-        let start = pkt.arrival.max(q.free_at);
-        q.free_at =
-            start + serialisation(pkt.frame.len() + WIRE_OVERHEAD_BYTES, self.port_rate_bps);
+        let (start, _) = q
+            .line
+            .send(pkt.arrival, (pkt.frame.len() + WIRE_OVERHEAD_BYTES) as u64);
         q.bytes += len;
         self.buffer_used += len;
         q.queue.push_back(Descriptor {
@@ -214,7 +212,7 @@ impl<M> TrafficManager<M> {
         for q in &mut self.ports {
             q.queue.clear();
             q.bytes = 0;
-            q.free_at = 0;
+            q.line.reset(0);
         }
         self.cells.clear();
         self.free_cells.clear();

@@ -651,10 +651,11 @@ fn color(i: usize) -> RGBColor {
 }
 
 /// Most curves one plot draws (the rest are named in a note).
-const MAX_CURVES: usize = 12;
+/// (The palette's size: more curves would repeat colours.)
+const MAX_CURVES: usize = PALETTE.len();
 
 /// Most points a throughput line has (bins are merged beyond that).
-const MAX_POINTS: usize = 2000;
+const MAX_POINTS: usize = 1000;
 
 fn pe<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow!("drawing failed: {e}")
@@ -662,6 +663,33 @@ fn pe<E: std::fmt::Display>(e: E) -> anyhow::Error {
 
 fn font(size: f64) -> TextStyle<'static> {
     TextStyle::from((FAMILY, size).into_font()).color(&BLACK)
+}
+
+/// Up to six names, then how many more.
+fn some<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.into_iter().collect();
+    let mut s = names.iter().take(6).copied().collect::<Vec<_>>().join(", ");
+    if names.len() > 6 {
+        s.push_str(&format!(" and {} more", names.len() - 6));
+    }
+    s
+}
+
+/// Drops points that land on the same pixel as the one before (plotters'
+/// bitmap backend draws wide lines through repeated points as spikes).
+fn distinct_pixels(
+    pts: Vec<(f64, f64)>,
+    at: impl Fn(&(f64, f64)) -> (i32, i32),
+) -> Vec<(f64, f64)> {
+    let mut last = None;
+    pts.into_iter()
+        .filter(|p| {
+            let c = Some(at(p));
+            let keep = last != c;
+            last = c;
+            keep
+        })
+        .collect()
 }
 
 /// Cuts `s` to `max` characters, with an ellipsis.
@@ -749,13 +777,16 @@ fn draw_legend<DB: DrawingBackend>(
     Ok(())
 }
 
+/// A drawing area in pixels.
+type Area<DB> = DrawingArea<DB, Shift>;
+
 /// Splits `root` into a plot area and a legend area wide enough for
 /// `labels` (no legend without text).
 fn with_legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     labels: &[String],
     text: bool,
-) -> Result<(DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>)> {
+) -> Result<(Area<DB>, Option<Area<DB>>)> {
     if !text || labels.is_empty() {
         return Ok((root.clone(), None));
     }
@@ -833,13 +864,9 @@ fn plot_run(
     } else {
         let mut cdfs: Vec<&Cdf> = run.cdfs.iter().collect();
         if cdfs.len() > MAX_CURVES {
-            let rest: Vec<&str> = cdfs[MAX_CURVES..]
-                .iter()
-                .map(|c| c.label.as_str())
-                .collect();
             notes.push(format!(
                 "latency CDF shows the first {MAX_CURVES} histograms; not drawn: {}",
-                rest.join(", ")
+                some(cdfs[MAX_CURVES..].iter().map(|c| c.label.as_str()))
             ));
             cdfs.truncate(MAX_CURVES);
         }
@@ -851,8 +878,8 @@ fn plot_run(
         ));
     }
 
-    let lines = throughput_lines(run, notes);
-    if lines.is_empty() {
+    let panels = throughput_panels(run, notes);
+    if panels.is_empty() {
         notes.push(format!(
             "{}: no traffic series: no throughput plot",
             run.dir.display()
@@ -861,8 +888,8 @@ fn plot_run(
         written.extend(render!(
             &plots.join("throughput"),
             formats,
-            (W, H),
-            draw_throughput(&lines, &run.summary, text)
+            (W, if panels.len() > 1 { 2 * H - 100 } else { H }),
+            draw_throughput(&panels, &run.summary, text)
         ));
     }
 
@@ -878,7 +905,6 @@ fn plot_run(
     Ok(written)
 }
 
-#[allow(clippy::type_complexity)]
 fn draw_cdf<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     cdfs: &[&Cdf],
@@ -943,6 +969,7 @@ fn draw_cdf<DB: DrawingBackend>(
                     .iter()
                     .map(|&(v, p)| ((v / 1e3).max(if log { pos_lo } else { 0.0 }), p))
                     .collect();
+                let pts = distinct_pixels(pts, |q| $chart.backend_coord(q));
                 $chart
                     .draw_series(LineSeries::new(pts, color(i).stroke_width(2)))
                     .map_err(pe)?;
@@ -977,36 +1004,12 @@ struct Line {
     values: Vec<u64>,
 }
 
-/// Link directions that carried traffic and node series named `*goodput*`
-/// or `*rx_bytes`, largest total first, at most [`MAX_CURVES`].
-fn throughput_lines(run: &Run, notes: &mut Vec<String>) -> Vec<Line> {
-    let mut lines = Vec::new();
-    let mut idle = Vec::new();
-    for l in &run.links {
-        let s = &l.throughput_bytes;
-        if s.values.iter().any(|&v| v > 0) {
-            lines.push(Line {
-                label: link_label(l),
-                bin: s.bin.max(1),
-                values: s.values.clone(),
-            });
-        } else {
-            idle.push(link_label(l));
-        }
-    }
-    if !idle.is_empty() {
-        let shown: Vec<&str> = idle.iter().take(6).map(String::as_str).collect();
-        let more = if idle.len() > 6 {
-            format!(" and {} more", idle.len() - 6)
-        } else {
-            String::new()
-        };
-        notes.push(format!(
-            "throughput: skipped {} link direction(s) with no traffic: {}{more}",
-            idle.len(),
-            shown.join(", ")
-        ));
-    }
+/// Throughput panels: node series named `*goodput*` or `*rx_bytes`
+/// (what the endpoints saw), then link directions that carried traffic;
+/// each largest total first, at most [`MAX_CURVES`]. Empty ones are left
+/// out.
+fn throughput_panels(run: &Run, notes: &mut Vec<String>) -> Vec<(String, Vec<Line>)> {
+    let mut nodes = Vec::new();
     for n in &run.nodes {
         for (name, s) in &n.series {
             if !(name.contains("goodput") || name.ends_with("rx_bytes")) {
@@ -1017,27 +1020,51 @@ fn throughput_lines(run: &Run, notes: &mut Vec<String>) -> Vec<Line> {
                 notes.push(format!("throughput: series {label} is empty, skipped"));
                 continue;
             }
-            lines.push(Line {
+            nodes.push(Line {
                 label,
                 bin: s.bin.max(1),
                 values: s.values.clone(),
             });
         }
     }
-    // Largest first (stable, so ties keep file order).
-    lines.sort_by_key(|l| std::cmp::Reverse(l.values.iter().sum::<u64>()));
-    if lines.len() > MAX_CURVES {
-        let rest: Vec<&str> = lines[MAX_CURVES..]
-            .iter()
-            .map(|l| l.label.as_str())
-            .collect();
-        notes.push(format!(
-            "throughput shows the {MAX_CURVES} busiest series; not drawn: {}",
-            rest.join(", ")
-        ));
-        lines.truncate(MAX_CURVES);
+    let mut links = Vec::new();
+    let mut idle = Vec::new();
+    for l in &run.links {
+        let s = &l.throughput_bytes;
+        if s.values.iter().any(|&v| v > 0) {
+            links.push(Line {
+                label: link_label(l),
+                bin: s.bin.max(1),
+                values: s.values.clone(),
+            });
+        } else {
+            idle.push(link_label(l));
+        }
     }
-    lines
+    if !idle.is_empty() {
+        notes.push(format!(
+            "throughput: skipped {} link direction(s) with no traffic: {}",
+            idle.len(),
+            some(idle.iter().map(String::as_str))
+        ));
+    }
+    let mut panels = Vec::new();
+    for (title, mut lines) in [("nodes", nodes), ("links", links)] {
+        if lines.is_empty() {
+            continue;
+        }
+        // Largest first (stable, so ties keep file order).
+        lines.sort_by_key(|l| std::cmp::Reverse(l.values.iter().sum::<u64>()));
+        if lines.len() > MAX_CURVES {
+            notes.push(format!(
+                "throughput ({title}) shows the {MAX_CURVES} busiest series; not drawn: {}",
+                some(lines[MAX_CURVES..].iter().map(|l| l.label.as_str()))
+            ));
+            lines.truncate(MAX_CURVES);
+        }
+        panels.push((title.to_string(), lines));
+    }
+    panels
 }
 
 /// A time unit for an axis spanning `ns`: (name, ns per unit).
@@ -1077,28 +1104,60 @@ fn rate_points(l: &Line, duration: u64, unit: f64) -> Vec<(f64, f64)> {
 
 fn draw_throughput<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    lines: &[Line],
+    panels: &[(String, Vec<Line>)],
     summary: &Summary,
     text: bool,
 ) -> Result<()> {
-    let labels: Vec<String> = lines.iter().map(|l| clip(&l.label, 44)).collect();
-    let (area, legend) = with_legend(root, &labels, text)?;
-    let end = lines
+    // One time axis for all panels.
+    let end = panels
         .iter()
-        .map(|l| l.values.len() as u64 * l.bin)
+        .flat_map(|(_, lines)| lines.iter().map(|l| l.values.len() as u64 * l.bin))
         .max()
         .unwrap_or(0)
         .max(summary.duration_ns)
         .max(1);
+    // One legend width for all panels, so their time axes line up.
+    let all: Vec<String> = panels
+        .iter()
+        .flat_map(|(_, lines)| lines.iter().map(|l| clip(&l.label, 44)))
+        .collect();
+    let (plots, legends) = with_legend(root, &all, text)?;
+    let rows = panels.len().max(1);
+    let areas = plots.split_evenly((rows, 1));
+    let mut legends = legends.map(|l| l.split_evenly((rows, 1)).into_iter());
+    for ((title, lines), area) in panels.iter().zip(areas) {
+        let legend = legends.as_mut().and_then(|l| l.next());
+        let caption = if panels.len() > 1 {
+            format!("Throughput, {title} — {}", summary.scenario)
+        } else {
+            format!("Throughput — {}", summary.scenario)
+        };
+        draw_throughput_panel(root, &area, legend, lines, end, &caption, summary, text)?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw_throughput_panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    area: &DrawingArea<DB, Shift>,
+    legend: Option<DrawingArea<DB, Shift>>,
+    lines: &[Line],
+    end: u64,
+    caption: &str,
+    summary: &Summary,
+    text: bool,
+) -> Result<()> {
+    let labels: Vec<String> = lines.iter().map(|l| clip(&l.label, 44)).collect();
     let (uname, unit) = time_unit(end);
     let pts: Vec<Vec<(f64, f64)>> = lines.iter().map(|l| rate_points(l, end, unit)).collect();
     let ymax = pts.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
     let ytop = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
     let xmax = end as f64 / unit;
-    let mut b = ChartBuilder::on(&area);
+    let mut b = ChartBuilder::on(area);
     b.margin(12);
     if text {
-        b.caption(format!("Throughput — {}", summary.scenario), font(22.0))
+        b.caption(caption, font(22.0))
             .x_label_area_size(48)
             .y_label_area_size(64);
     } else {
@@ -1122,6 +1181,7 @@ fn draw_throughput<DB: DrawingBackend>(
         frame(root, chart.plotting_area())?;
     }
     for (i, p) in pts.into_iter().enumerate() {
+        let p = distinct_pixels(p, |q| chart.backend_coord(q));
         chart
             .draw_series(LineSeries::new(p, color(i).stroke_width(2)))
             .map_err(pe)?;

@@ -36,6 +36,7 @@ impl<P: Program> Node for Switch<P> {
         c("cp_op_failures", s.cp_op_failures);
         c("cpu_events", s.cpu_events);
         c("cpu_queue_drops", s.cpu_queue_drops);
+        c("punt_drops", s.punt_drops);
         c("violations", self.violations().len() as u64);
         r.notes.push(format!(
             "program {} on profile {}",

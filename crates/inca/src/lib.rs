@@ -1,0 +1,6 @@
+//! The `inca` command's shared pieces (the binary is `src/main.rs`).
+//!
+//! - [`factory`] — builds the apps of `inca-apps` as simulator switches, so
+//!   `inca run` and the benchmarks load scenarios the same way.
+
+pub mod factory;
