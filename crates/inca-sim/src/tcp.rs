@@ -1648,6 +1648,85 @@ mod tests {
     }
 
     #[test]
+    fn rto_follows_rfc_6298_within_smoltcp_bounds() {
+        let mut w = Window::new(Congestion::Cubic, 1000, 1 << 20);
+        assert_eq!(w.rto(), None);
+        w.on_rtt_sample(0, 40 * MILLIS);
+        // SRTT 40 ms, RTTVAR 20 ms: 40 + 4 * 20.
+        assert_eq!(w.rto(), Some(120 * MILLIS));
+        for _ in 0..100 {
+            w.on_rtt_sample(0, 50 * MICROS);
+        }
+        assert_eq!(w.rto(), Some(MIN_RTO));
+        w.on_rtt_sample(0, u64::MAX);
+        assert_eq!(w.rto(), Some(MAX_RTO));
+        assert_eq!(backed_off(MIN_RTO, 0), MIN_RTO);
+        assert_eq!(backed_off(MIN_RTO, 2), 4 * MIN_RTO);
+        assert_eq!(backed_off(MIN_RTO, u32::MAX), MAX_RTO);
+    }
+
+    #[test]
+    fn stale_retransmissions_are_recognised() {
+        let mut w = Window::new(Congestion::Cubic, 1000, 1 << 20);
+        assert!(!w.is_stale_retransmission(5, 1000, false));
+        w.on_sent(0, u32::MAX - 500, 1, true);
+        w.on_sent(0, u32::MAX - 499, 1000, false); // wraps
+        assert!(w.outstanding(0));
+        assert!(!w.outstanding(1000));
+        assert!(w.is_stale_retransmission(u32::MAX - 499, 1000, false));
+        assert!(!w.is_stale_retransmission(u32::MAX - 499, 1001, false));
+        assert!(!w.is_stale_retransmission(500, 1000, false));
+        assert!(!w.is_stale_retransmission(u32::MAX - 499, 0, false));
+    }
+
+    #[test]
+    fn window_variant_differs_only_in_window_and_checksum() {
+        let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let tcp = TcpRepr {
+            src_port: 1,
+            dst_port: 2,
+            control: TcpControl::None,
+            seq_number: smoltcp::wire::TcpSeqNumber(7),
+            ack_number: Some(smoltcp::wire::TcpSeqNumber(9)),
+            window_len: 100,
+            window_scale: None,
+            max_seg_size: None,
+            sack_permitted: false,
+            sack_ranges: [None, None, None],
+            timestamp: None,
+            payload: &[],
+        };
+        let ip = Ipv4Repr {
+            src_addr: b,
+            dst_addr: a,
+            next_header: IpProtocol::Tcp,
+            payload_len: tcp.buffer_len(),
+            hop_limit: 64,
+        };
+        let mut packet = vec![0u8; ip.buffer_len() + tcp.buffer_len()];
+        let caps = ChecksumCapabilities::default();
+        ip.emit(&mut Ipv4Packet::new_unchecked(&mut packet[..]), &caps);
+        tcp.emit(
+            &mut TcpPacket::new_unchecked(&mut packet[20..]),
+            &IpAddress::Ipv4(b),
+            &IpAddress::Ipv4(a),
+            &caps,
+        );
+        let variant = with_other_window(&packet).unwrap();
+        assert!(matches!(
+            classify(a, &variant),
+            Classified::Tcp {
+                pure_ack: true,
+                ack: Some(9),
+                ..
+            }
+        ));
+        let parsed = TcpPacket::new_checked(&variant[20..]).unwrap();
+        assert_eq!(parsed.window_len(), 101);
+        assert_eq!(with_other_window(&packet[..10]), None);
+    }
+
+    #[test]
     fn unanswered_connect_times_out_and_refused_connect_is_reset() {
         let a = Ipv4Addr::new(10, 0, 0, 1);
         let b = Ipv4Addr::new(10, 0, 0, 2);
