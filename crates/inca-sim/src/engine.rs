@@ -159,9 +159,10 @@ struct LinkSlot {
 }
 
 enum Event {
+    /// A frame reaches the far end of `link`'s channel `dir`.
     Deliver {
-        node: NodeId,
-        port: PortId,
+        link: LinkId,
+        dir: usize,
         frame: Vec<u8>,
     },
     Transmit {
@@ -392,7 +393,18 @@ impl Simulation {
 
     fn dispatch(&mut self, event: Event) {
         match event {
-            Event::Deliver { node, port, frame } => {
+            Event::Deliver { link, dir, frame } => {
+                let now = self.now;
+                let Some(l) = self.links.get_mut(link.0 as usize) else {
+                    return;
+                };
+                // Counted and captured as it leaves the link, so neither
+                // holds frames still in flight when the run ends.
+                l.throughput[dir].add_at(now, frame.len() as u64);
+                if let Some(c) = &mut l.capture {
+                    let _ = c.write(now, &frame);
+                }
+                let (node, port) = l.ends[1 - dir];
                 self.stats.frames_delivered += 1;
                 self.input(node, Input::Frame { port, frame });
             }
@@ -502,30 +514,18 @@ impl Simulation {
         match l.channels[dir].offer(now, frame.len(), &mut l.rng) {
             Fate::Dropped => {}
             Fate::Deliver { first, duplicate } => {
-                let (node, port) = l.ends[1 - dir];
-                l.throughput[dir].add_at(first, frame.len() as u64);
-                if let Some(c) = &mut l.capture {
-                    let _ = c.write(first, &frame);
-                }
                 if let Some(d) = duplicate {
-                    l.throughput[dir].add_at(d, frame.len() as u64);
-                    if let Some(c) = &mut l.capture {
-                        let _ = c.write(d, &frame);
-                    }
-                    self.agenda.push(
-                        lane::deliver(link, dir),
-                        d,
-                        Event::Deliver {
-                            node,
-                            port,
-                            frame: frame.clone(),
-                        },
-                    );
+                    let copy = Event::Deliver {
+                        link,
+                        dir,
+                        frame: frame.clone(),
+                    };
+                    self.agenda.push(lane::deliver(link, dir), d, copy);
                 }
                 self.agenda.push(
                     lane::deliver(link, dir),
                     first,
-                    Event::Deliver { node, port, frame },
+                    Event::Deliver { link, dir, frame },
                 );
             }
         }
