@@ -18,7 +18,13 @@ fn tmp(name: &str) -> PathBuf {
 
 /// Runs `inca run` with `args`; returns (success, stdout, stderr).
 fn inca_run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::cargo_bin("inca").unwrap().arg("run").arg("-q").args(args).output().unwrap();
+    let out = Command::cargo_bin("inca")
+        .unwrap()
+        .arg("run")
+        .arg("-q")
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -82,12 +88,24 @@ fn same_scenario_and_seed_give_identical_results() {
     assert!(quick("7", &a).0);
     assert!(quick("7", &b).0);
     let (ra, rb) = (results(&a), results(&b));
-    assert!(ra.contains_key("nodes.json") && ra.contains_key("links.json"), "{:?}", ra.keys());
+    assert!(
+        ra.contains_key("nodes.json") && ra.contains_key("links.json"),
+        "{:?}",
+        ra.keys()
+    );
     assert!(ra.keys().any(|k| k.starts_with("series/")));
-    assert_eq!(fingerprint(&ra), fingerprint(&rb), "two runs with seed 7 differ");
+    assert_eq!(
+        fingerprint(&ra),
+        fingerprint(&rb),
+        "two runs with seed 7 differ"
+    );
     println!("seed 8");
     assert!(quick("8", &c).0);
-    assert_ne!(fingerprint(&ra), fingerprint(&results(&c)), "another seed should change the run (ECMP hashing)");
+    assert_ne!(
+        fingerprint(&ra),
+        fingerprint(&results(&c)),
+        "another seed should change the run (ECMP hashing)"
+    );
     for d in [a, b, c] {
         let _ = std::fs::remove_dir_all(d);
     }
@@ -101,12 +119,24 @@ fn quickstart_shows_connections_breaking_when_the_nat_fails() {
     assert!(stdout.contains("agg1 crashed"), "{stdout}");
     // With seed 1, ECMP puts c3 and c4 on agg1 and c1 and c2 on agg2.
     for c in ["c3", "c4"] {
-        let line = stdout.lines().find(|l| l.trim_start().starts_with(&format!("{c}:"))).unwrap_or_default();
-        assert!(line.contains("reset"), "{c} should be reset after agg1 fails: {line}\n{stdout}");
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{c}:")))
+            .unwrap_or_default();
+        assert!(
+            line.contains("reset"),
+            "{c} should be reset after agg1 fails: {line}\n{stdout}"
+        );
     }
     for c in ["c1", "c2"] {
-        let line = stdout.lines().find(|l| l.trim_start().starts_with(&format!("{c}:"))).unwrap_or_default();
-        assert!(line.contains("open"), "{c} goes through agg2 and survives: {line}\n{stdout}");
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{c}:")))
+            .unwrap_or_default();
+        assert!(
+            line.contains("open"),
+            "{c} goes through agg2 and survives: {line}\n{stdout}"
+        );
     }
     let _ = std::fs::remove_dir_all(out);
 }
@@ -140,20 +170,39 @@ b = "b:0"
 #[test]
 fn scenario_errors_name_the_field_and_the_line() {
     let cases = [
-        (GOOD.replace("duration = \"1ms\"", "duration = \"1 fortnight\""), "duration", 2),
+        (
+            GOOD.replace("duration = \"1ms\"", "duration = \"1 fortnight\""),
+            "duration",
+            2,
+        ),
         (GOOD.replace("b = \"b:0\"", "b = \"bb:0\""), "b", 18),
         (GOOD.replace("a = \"a:0\"", "a = \"a:zero\""), "a", 17),
         // Workloads are told apart by `kind`, and serde reads such a table
         // whole, so the error points at the workload's table (line 7), not
         // at the field's own line.
-        (GOOD.replace("pps = 1000", "pps = 1000\nbogus = 1"), "bogus", 7),
-        (GOOD.replace("name = \"pair\"", "name = \"pair\"\nsede = 3"), "sede", 2),
+        (
+            GOOD.replace("pps = 1000", "pps = 1000\nbogus = 1"),
+            "bogus",
+            7,
+        ),
+        (
+            GOOD.replace("name = \"pair\"", "name = \"pair\"\nsede = 3"),
+            "sede",
+            2,
+        ),
     ];
     for (i, (text, field, line)) in cases.iter().enumerate() {
         let path = write_scenario(&format!("bad{i}"), text);
-        let (ok, _, err) = inca_run(&[path.to_str().unwrap(), "--out", tmp("bad").to_str().unwrap()]);
+        let (ok, _, err) = inca_run(&[
+            path.to_str().unwrap(),
+            "--out",
+            tmp("bad").to_str().unwrap(),
+        ]);
         assert!(!ok, "case {i} should fail");
-        assert!(err.contains(field), "case {i}: error does not name {field:?}: {err}");
+        assert!(
+            err.contains(field),
+            "case {i}: error does not name {field:?}: {err}"
+        );
         assert!(
             err.contains(&format!("line {line}")) || err.contains(&format!(":{line}:")),
             "case {i}: error does not give line {line}: {err}"
@@ -166,10 +215,17 @@ fn scenario_errors_name_the_field_and_the_line() {
 fn a_small_scenario_runs_and_set_overrides_apply() {
     let path = write_scenario("good", GOOD);
     let out = tmp("good");
-    let (ok, stdout, err) = inca_run(&[path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--set", "a-b.delay=5us"]);
+    let (ok, stdout, err) = inca_run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "a-b.delay=5us",
+    ]);
     assert!(ok, "{err}");
     assert!(stdout.contains("pair"), "{stdout}");
-    let links: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("links.json")).unwrap()).unwrap();
+    let links: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("links.json")).unwrap()).unwrap();
     assert_eq!(links[0]["config"]["delay"], 5000, "{links}");
     let (ok, _, err) = inca_run(&[path.to_str().unwrap(), "--set", "nosuch.delay=5us"]);
     assert!(!ok && err.contains("nosuch"), "{err}");
