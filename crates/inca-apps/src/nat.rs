@@ -90,6 +90,51 @@ impl Nat {
         (ip, (1024 + n % PORTS_PER_ADDRESS) as u16)
     }
 
+    /// Allocates a public endpoint for the inside flow `p` arriving on
+    /// `port`, remembering it: the two entries to install (the flow's key
+    /// and its translation out, the reply's key and its translation back),
+    /// or None if the pool or the table is full. A flow already allocated
+    /// gets the same entries again.
+    fn allocate(
+        &mut self,
+        p: &Parsed,
+        port: PortId,
+    ) -> Option<([u8; 13], Translate, [u8; 13], Translate)> {
+        let key = p.five_tuple();
+        let (ip, public_port) = match self.allocated.get(&key) {
+            Some(&e) => e,
+            None => {
+                let n = self.allocated.len();
+                if n >= self.flows || n as u64 >= u64::from(u32::MAX) {
+                    self.refused += 1;
+                    return None;
+                }
+                let e = self.public_endpoint(n as u32);
+                self.allocated.insert(key, e);
+                e
+            }
+        };
+        let out = Translate {
+            ip,
+            port: public_port,
+            egress: self.outside_port,
+        };
+        // The reply comes from the remote end to the public endpoint.
+        let reply = Parsed {
+            src: p.dst,
+            dst: ip,
+            sport: p.dport,
+            dport: public_port,
+            ..*p
+        };
+        let back = Translate {
+            ip: p.src,
+            port: p.sport,
+            egress: port,
+        };
+        Some((key, out, reply.five_tuple(), back))
+    }
+
     /// Number of flows the control plane has allocated.
     pub fn allocated(&self) -> usize {
         self.allocated.len()
@@ -165,30 +210,47 @@ impl Program for Nat {
             return Ok(()); // not TCP/UDP over IPv4: dropped
         }
         let key = p.five_tuple();
-        if pkt.ingress_port() != self.outside_port {
-            match dp.lookup(nat_out, &key)? {
-                Some(t) => {
-                    rewrite(
-                        pkt.header_mut(),
-                        &p,
-                        usize::from(p.l3) + 12,
-                        usize::from(p.l4),
-                        &t,
-                    );
-                    pkt.forward(t.egress);
-                }
-                None => pkt.to_cpu(REASON_NEW_FLOW),
+        if pkt.ingress_port() == self.outside_port {
+            if let Some(t) = dp.lookup(nat_in, &key)? {
+                rewrite(
+                    pkt.header_mut(),
+                    &p,
+                    usize::from(p.l3) + 16,
+                    usize::from(p.l4) + 2,
+                    &t,
+                );
+                pkt.forward(t.egress);
             }
-        } else if let Some(t) = dp.lookup(nat_in, &key)? {
-            rewrite(
-                pkt.header_mut(),
-                &p,
-                usize::from(p.l3) + 16,
-                usize::from(p.l4) + 2,
-                &t,
-            );
-            pkt.forward(t.egress);
+            return Ok(());
         }
+        let t = match dp.lookup(nat_out, &key)? {
+            Some(t) => t,
+            None if dp.can_write_tables() => {
+                // A software NAT: allocate and install inline.
+                let Some((k, out, reply, back)) = self.allocate(&p, pkt.ingress_port()) else {
+                    return Ok(());
+                };
+                let a = dp.table_insert(nat_out, MatchSpec::Exact(k.to_vec().into()), out)?;
+                let b = dp.table_insert(nat_in, MatchSpec::Exact(reply.to_vec().into()), back)?;
+                if a.is_err() || b.is_err() {
+                    self.refused += 1;
+                    return Ok(());
+                }
+                out
+            }
+            None => {
+                pkt.to_cpu(REASON_NEW_FLOW);
+                return Ok(());
+            }
+        };
+        rewrite(
+            pkt.header_mut(),
+            &p,
+            usize::from(p.l3) + 12,
+            usize::from(p.l4),
+            &t,
+        );
+        pkt.forward(t.egress);
         Ok(())
     }
 
@@ -210,39 +272,13 @@ impl Program for Nat {
         let Ok(p) = parse(&frame) else {
             return;
         };
-        let key = p.five_tuple();
-        if !self.allocated.contains_key(&key) {
-            let n = self.allocated.len();
-            if n >= self.flows || n as u64 >= u64::from(u32::MAX) {
-                self.refused += 1;
-                return;
-            }
-            let (ip, public_port) = self.public_endpoint(n as u32);
-            self.allocated.insert(key, (ip, public_port));
-            let out = Translate {
-                ip,
-                port: public_port,
-                egress: self.outside_port,
-            };
+        let fresh = !self.allocated.contains_key(&p.five_tuple());
+        let Some((key, out, reply, back)) = self.allocate(&p, port) else {
+            return;
+        };
+        if fresh {
             cp.table_add(nat_out, MatchSpec::Exact(key.to_vec().into()), out);
-            // The reply comes from the remote end to the public endpoint.
-            let reply = Parsed {
-                src: p.dst,
-                dst: ip,
-                sport: p.dport,
-                dport: public_port,
-                ..p
-            };
-            let back = Translate {
-                ip: p.src,
-                port: p.sport,
-                egress: port,
-            };
-            cp.table_add(
-                nat_in,
-                MatchSpec::Exact(reply.five_tuple().to_vec().into()),
-                back,
-            );
+            cp.table_add(nat_in, MatchSpec::Exact(reply.to_vec().into()), back);
         }
         // After the writes (the channel is FIFO), so the data plane
         // translates it.

@@ -235,3 +235,26 @@ fn frames_longer_than_the_parse_depth_are_translated_whole() {
     assert_eq!(endpoints_of(&out[0].frame).1, 1024);
     assert!(out[0].frame.ends_with(&payload));
 }
+
+#[test]
+fn on_a_server_the_nat_installs_new_flows_inline() {
+    let server = Profile::server();
+    let dp = server.data_path;
+    let nat = Nat::new(1024, OUTSIDE, [198, 51, 100, 1]);
+    // A server has two ports: the outside (0) and one inside (1).
+    let mut h = Harness::new(Switch::new(server, nat).unwrap(), SEED);
+    h.send(0, 1, tcp(&client(), 40_000, 80, b"hi"));
+    h.advance_to(10_000_000);
+    let out = h.take();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].at, dp.ingress_latency + dp.egress_latency, "no control-plane round trip");
+    assert_eq!(endpoints_of(&out[0].frame).1, 1024);
+    assert_eq!(h.device.stats().punts, 0);
+    assert!(h.device.violations().is_empty());
+    // The reply finds the mapping the data path installed.
+    let mut ep = client().reversed();
+    ep.dst_ip = Ipv4Addr::new(198, 51, 100, 1);
+    h.send(20_000, OUTSIDE, tcp(&ep, 80, 1024, b""));
+    h.advance_to(30_000);
+    assert_eq!(h.take().len(), 1);
+}

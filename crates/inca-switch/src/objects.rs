@@ -10,8 +10,13 @@
 //!   one read-modify-write per packet; a table is applied once per pass);
 //! - an object declared for one pipeline (ingress or egress) cannot be reached
 //!   from the other;
-//! - tables are only read: there is no way to write a table from here, only
-//!   through the control plane ([`crate::control::ControlPlane`]).
+//! - tables are only read: a table is written through the control plane
+//!   ([`crate::control::ControlPlane`]), after its latency.
+//!
+//! On a CPU data path (a profile with `features.cpu_data_path`, the
+//! `server` profile) none of this holds — software can touch a structure as
+//! often as it likes and write its own tables — so the rules are lifted and
+//! [`DataPlane::table_insert`] works; elsewhere it is a violation.
 //!
 //! A broken rule is an [`AccessError`]: the access fails, the switch drops
 //! the packet and records the violation where tests can see it.
@@ -25,7 +30,7 @@ use crate::hash::{HashAlgorithm, HashUnit};
 use crate::meter::{Color, MeterArray, MeterConfig};
 use crate::placement::{Gress, ObjectDecl, ObjectKind};
 use crate::register::{RegisterArray, RegisterValue};
-use crate::table::{MatchKind, MatchSpec, MatchTable, TableConfig};
+use crate::table::{MatchKind, MatchSpec, MatchTable, TableConfig, TableError};
 
 /// Index of an object in its program's declaration list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -439,12 +444,13 @@ impl Declare {
     }
 
     /// Turns the declarations into the store the switch runs with.
-    pub(crate) fn into_objects(self) -> Objects {
+    pub(crate) fn into_objects(self, cpu: bool) -> Objects {
         Objects {
             slots: self.slots,
             pass: 0,
             gress: Gress::Ingress,
             violations: Vec::new(),
+            cpu,
         }
     }
 }
@@ -480,6 +486,12 @@ pub enum AccessError {
     /// another program).
     #[error("handle does not name an object of this kind in this program")]
     WrongHandle,
+    /// A table written from the data plane of a device that cannot.
+    #[error("table {object:?} written from the data plane; only the control plane writes tables on this device")]
+    ReadOnlyTable {
+        /// The table's name.
+        object: String,
+    },
 }
 
 /// A data-plane rule violation as the switch records it.
@@ -501,6 +513,8 @@ pub struct Objects {
     pass: u64,
     gress: Gress,
     violations: Vec<Violation>,
+    /// A software data path: the rules are lifted.
+    cpu: bool,
 }
 
 impl Objects {
@@ -562,7 +576,9 @@ impl Objects {
             .slots
             .get_mut(id.index())
             .ok_or(AccessError::WrongHandle)?;
-        let err = if slot.decl.gress != gress {
+        let err = if self.cpu {
+            None
+        } else if slot.decl.gress != gress {
             Some(AccessError::WrongGress {
                 object: slot.decl.name.clone(),
                 declared: slot.decl.gress,
@@ -835,6 +851,55 @@ impl DataPlane<'_> {
             Some(Storage::Hash(u)) => Ok(u.hash(data)),
             _ => Err(AccessError::WrongHandle),
         }
+    }
+
+    /// Whether this data path may write its own tables (a CPU data path).
+    pub fn can_write_tables(&self) -> bool {
+        self.objects.cpu
+    }
+
+    fn refuse_write(&mut self, id: ObjectId) -> AccessError {
+        let e = AccessError::ReadOnlyTable {
+            object: self.objects.name(id).to_string(),
+        };
+        if self.objects.violations.len() < MAX_RECORDED_VIOLATIONS {
+            self.objects.violations.push(Violation {
+                at: self.now,
+                error: e.clone(),
+            });
+        }
+        e
+    }
+
+    /// Adds a table entry from the data plane: only on a CPU data path
+    /// ([`DataPlane::can_write_tables`]); elsewhere it is a recorded
+    /// violation. `Ok(Err(_))` is the table refusing (full, duplicate).
+    pub fn table_insert<A: Clone + 'static>(
+        &mut self,
+        h: TableHandle<A>,
+        spec: MatchSpec,
+        action: A,
+    ) -> Result<Result<(), TableError>, AccessError> {
+        if !self.objects.cpu {
+            return Err(self.refuse_write(h.id));
+        }
+        let now = self.now;
+        let t = self.objects.table_mut(h).ok_or(AccessError::WrongHandle)?;
+        Ok(t.insert(spec, action, now))
+    }
+
+    /// Deletes a table entry from the data plane (CPU data path only, as
+    /// [`DataPlane::table_insert`]).
+    pub fn table_delete<A: Clone + 'static>(
+        &mut self,
+        h: TableHandle<A>,
+        spec: &MatchSpec,
+    ) -> Result<Result<(), TableError>, AccessError> {
+        if !self.objects.cpu {
+            return Err(self.refuse_write(h.id));
+        }
+        let t = self.objects.table_mut(h).ok_or(AccessError::WrongHandle)?;
+        Ok(t.delete(spec).map(|_| ()))
     }
 
     /// A random number, as the `Random` extern gives (from the device's

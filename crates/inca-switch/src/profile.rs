@@ -27,6 +27,11 @@ pub struct Features {
     pub multicast: bool,
     /// Ternary, LPM and range tables (TCAM or an emulation of it).
     pub ternary_match: bool,
+    /// The data path is software on a CPU (the `server` profile): a program
+    /// may reach an object more than once per packet and may write its own
+    /// tables (a software NAT installs a new flow inline instead of asking a
+    /// control plane). Switch ASICs and P4 smart NICs have neither.
+    pub cpu_data_path: bool,
     /// Number of packet-generator streams (0 = no generator).
     pub pktgen_streams: u8,
 }
@@ -175,6 +180,7 @@ impl Profile {
                 mirroring: true,
                 multicast: true,
                 ternary_match: true,
+                cpu_data_path: false,
                 pktgen_streams: 8,
             },
             data_path: DataPathTiming {
@@ -245,6 +251,7 @@ impl Profile {
                 mirroring: false,
                 multicast: false,
                 ternary_match: true,
+                cpu_data_path: false,
                 pktgen_streams: 0,
             },
             data_path: DataPathTiming {
@@ -300,6 +307,7 @@ impl Profile {
                 mirroring: true,
                 multicast: true,
                 ternary_match: true,
+                cpu_data_path: true,
                 pktgen_streams: 8,
             },
             data_path: DataPathTiming {
@@ -410,6 +418,7 @@ impl Profile {
             "features.mirroring" => &mut f.mirroring,
             "features.multicast" => &mut f.multicast,
             "features.ternary_match" => &mut f.ternary_match,
+            "features.cpu_data_path" => &mut f.cpu_data_path,
             _ => return None,
         })
     }
@@ -494,6 +503,7 @@ fn params() -> Vec<(String, ParamKind)> {
         ("features.mirroring", Flag),
         ("features.multicast", Flag),
         ("features.ternary_match", Flag),
+        ("features.cpu_data_path", Flag),
         ("features.pktgen_streams", Count),
         ("data_path.ports", Count),
         ("data_path.port_rate_bps", Rate),

@@ -184,7 +184,7 @@ impl<P: Program> Switch<P> {
         let mut decl = Declare::default();
         program.declare(&mut decl)?;
         let placement = place(&profile, &decl.decls())?;
-        let objects = decl.into_objects();
+        let objects = decl.into_objects(profile.features.cpu_data_path);
         let dp = profile.data_path;
         Ok(Switch {
             tm: TrafficManager::new(dp.ports, dp.port_rate_bps, dp.buffer_bytes),
