@@ -254,7 +254,7 @@ fn on_a_server_the_nat_installs_new_flows_inline() {
     // The reply finds the mapping the data path installed.
     let mut ep = client().reversed();
     ep.dst_ip = Ipv4Addr::new(198, 51, 100, 1);
-    h.send(20_000, OUTSIDE, tcp(&ep, 80, 1024, b""));
-    h.advance_to(30_000);
+    h.send(20_000_000, OUTSIDE, tcp(&ep, 80, 1024, b""));
+    h.advance_to(30_000_000);
     assert_eq!(h.take().len(), 1);
 }
