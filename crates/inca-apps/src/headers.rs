@@ -19,6 +19,8 @@ pub struct Parsed {
     pub ipv4: bool,
     /// Destination MAC.
     pub dst_mac: [u8; 6],
+    /// 802.1Q VLAN id (0 when untagged).
+    pub vlan: u16,
     /// Offset of the IPv4 header (u16 keeps the metadata small: it travels
     /// with the packet through the traffic manager).
     pub l3: u16,
@@ -38,6 +40,8 @@ pub struct Parsed {
     pub dport: u16,
     /// The TCP or UDP header is within the window.
     pub has_ports: bool,
+    /// TCP flags (0 for UDP).
+    pub tcp_flags: u8,
 }
 
 impl Parsed {
@@ -61,6 +65,7 @@ pub fn parse(header: &[u8]) -> Result<Parsed, ParseError> {
     let eth = EthernetFrame::new_checked(header).map_err(|_| ParseError("short Ethernet frame"))?;
     let mut p = Parsed {
         dst_mac: eth.dst(),
+        vlan: eth.vlan().map_or(0, |v| v.vid),
         ..Parsed::default()
     };
     if eth.ethertype() != inca_wire::ethernet::ethertype::IPV4 {
@@ -83,6 +88,9 @@ pub fn parse(header: &[u8]) -> Result<Parsed, ParseError> {
             p.sport = u16::from_be_bytes([ports[0], ports[1]]);
             p.dport = u16::from_be_bytes([ports[2], ports[3]]);
             p.has_ports = true;
+            if p.proto == PROTO_TCP {
+                p.tcp_flags = ports[13];
+            }
         }
     }
     Ok(p)

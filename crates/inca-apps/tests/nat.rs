@@ -247,7 +247,11 @@ fn on_a_server_the_nat_installs_new_flows_inline() {
     h.advance_to(10_000_000);
     let out = h.take();
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0].at, dp.ingress_latency + dp.egress_latency, "no control-plane round trip");
+    assert_eq!(
+        out[0].at,
+        dp.ingress_latency + dp.egress_latency,
+        "no control-plane round trip"
+    );
     assert_eq!(endpoints_of(&out[0].frame).1, 1024);
     assert_eq!(h.device.stats().punts, 0);
     assert!(h.device.violations().is_empty());
