@@ -51,6 +51,10 @@ enum Command {
         /// List the programs and their parameters.
         #[arg(long)]
         list: bool,
+        /// Find the largest value of this parameter (e.g. flows) that fits,
+        /// and say what runs out first beyond it.
+        #[arg(long, value_name = "PARAM")]
+        largest: Option<String>,
     },
     /// Simulate a scenario: print a summary, write results (JSON, CSV).
     Run {
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
             profile_set,
             json,
             list,
+            largest,
         } => {
             if list {
                 for (name, about, params) in APPS {
@@ -112,7 +117,11 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let program = program.unwrap_or_default();
-            match check(&profile, &program, &set, &profile_set, json) {
+            let result = match &largest {
+                Some(param) => find_largest(&profile, &program, &set, &profile_set, param),
+                None => check(&profile, &program, &set, &profile_set, json),
+            };
+            match result {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("inca check: {e:#}");
@@ -130,13 +139,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn check(
-    profile: &str,
-    program: &str,
-    set: &[String],
-    profile_set: &[String],
-    json: bool,
-) -> anyhow::Result<()> {
+fn load_profile(profile: &str, profile_set: &[String]) -> anyhow::Result<Profile> {
     let mut prof = Profile::by_name(profile)?;
     for item in profile_set {
         let (k, v) = item
@@ -144,6 +147,17 @@ fn check(
             .ok_or_else(|| anyhow::anyhow!("--profile-set expects NAME=VALUE, got {item:?}"))?;
         prof.set(k.trim(), v.trim())?;
     }
+    Ok(prof)
+}
+
+fn check(
+    profile: &str,
+    program: &str,
+    set: &[String],
+    profile_set: &[String],
+    json: bool,
+) -> anyhow::Result<()> {
+    let prof = load_profile(profile, profile_set)?;
     let params = Params::parse(set.iter().map(String::as_str))?;
     match check_app(program, &params, &prof) {
         Ok(report) => {
@@ -159,4 +173,62 @@ fn check(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The largest value of `param` for which `program` fits `profile`, by
+/// doubling then bisection (fitting is monotone in a size), and what runs out
+/// just beyond it.
+fn find_largest(
+    profile: &str,
+    program: &str,
+    set: &[String],
+    profile_set: &[String],
+    param: &str,
+) -> anyhow::Result<()> {
+    let prof = load_profile(profile, profile_set)?;
+    let fits = |v: u64| -> anyhow::Result<Result<(), String>> {
+        let mut params = Params::parse(set.iter().map(String::as_str))?;
+        params.set(param, v);
+        match check_app(program, &params, &prof) {
+            Ok(_) => Ok(Ok(())),
+            Err(CatalogError::Load(e)) => Ok(Err(e.to_string())),
+            // A value beyond the parameter's range ends the search too.
+            Err(CatalogError::Param(e)) if v > 1 => Ok(Err(e.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    };
+    if let Err(why) = fits(1)? {
+        anyhow::bail!("{program} does not fit on {profile} even with {param}=1: {why}");
+    }
+    let (mut lo, mut hi) = (1u64, 2u64);
+    let mut why = None;
+    while hi <= 1 << 40 {
+        match fits(hi)? {
+            Ok(()) => {
+                lo = hi;
+                hi *= 2;
+            }
+            Err(w) => {
+                why = Some(w);
+                break;
+            }
+        }
+    }
+    let Some(mut why) = why else {
+        println!("{program} on {profile}: fits with {param} up to at least {lo}");
+        return Ok(());
+    };
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match fits(mid)? {
+            Ok(()) => lo = mid,
+            Err(w) => {
+                hi = mid;
+                why = w;
+            }
+        }
+    }
+    println!("{program} on {profile}: largest {param} that fits: {lo}");
+    println!("at {param}={hi}: {why}");
+    Ok(())
 }
