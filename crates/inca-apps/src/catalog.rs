@@ -3,9 +3,21 @@
 use inca_switch::placement::Placement;
 use inca_switch::{check, LoadError, Profile, Program};
 
+use crate::counters::{FlowCounter, TenantCounters};
+use crate::epc::ServingGateway;
+use crate::firewall::Firewall;
+use crate::heavy_hitter::HeavyHitter;
+use crate::kvstore::KvStore;
 use crate::l2l3::L2L3;
+use crate::lb::LoadBalancer;
 use crate::nat::Nat;
+use crate::netcache::NetCache;
 use crate::params::{ParamError, Params};
+use crate::ratelimit::RateLimiter;
+use crate::superspreader::SuperSpreader;
+use crate::synproxy::SynProxy;
+use crate::univmon::UnivMon;
+use crate::vpn::VpnGateway;
 
 /// An app that could not be checked.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +67,19 @@ pub fn with_app<V: AppVisitor>(
     match name {
         "l2l3" => Ok(visitor.visit(L2L3::from_params(params)?)),
         "nat" => Ok(visitor.visit(Nat::from_params(params)?)),
+        "firewall" => Ok(visitor.visit(Firewall::from_params(params)?)),
+        "lb" => Ok(visitor.visit(LoadBalancer::from_params(params)?)),
+        "vpn" => Ok(visitor.visit(VpnGateway::from_params(params)?)),
+        "epc" => Ok(visitor.visit(ServingGateway::from_params(params)?)),
+        "synproxy" => Ok(visitor.visit(SynProxy::from_params(params)?)),
+        "heavy_hitter" => Ok(visitor.visit(HeavyHitter::from_params(params)?)),
+        "univmon" => Ok(visitor.visit(UnivMon::from_params(params)?)),
+        "superspreader" => Ok(visitor.visit(SuperSpreader::from_params(params)?)),
+        "flow_counter" => Ok(visitor.visit(FlowCounter::from_params(params)?)),
+        "tenant_counters" => Ok(visitor.visit(TenantCounters::from_params(params)?)),
+        "kvstore" => Ok(visitor.visit(KvStore::from_params(params)?)),
+        "netcache" => Ok(visitor.visit(NetCache::from_params(params)?)),
+        "ratelimit" => Ok(visitor.visit(RateLimiter::from_params(params)?)),
         _ => Err(CatalogError::Unknown {
             name: name.to_string(),
             known: APPS.iter().map(|a| a.0).collect::<Vec<_>>().join(", "),

@@ -11,7 +11,19 @@
 //! - [`catalog`] — the apps by name, for `inca check`.
 
 pub mod catalog;
+pub mod counters;
+pub mod epc;
+pub mod firewall;
 pub mod headers;
+pub mod heavy_hitter;
+pub mod kvstore;
 pub mod l2l3;
+pub mod lb;
 pub mod nat;
+pub mod netcache;
 pub mod params;
+pub mod ratelimit;
+pub mod superspreader;
+pub mod synproxy;
+pub mod univmon;
+pub mod vpn;

@@ -1,0 +1,566 @@
+//! A NetCache-style in-network cache (Jin et al., SOSP 2017): the switch
+//! serves reads of hot keys from a value store in register arrays; misses
+//! and writes go to the storage server; the control plane caches the keys
+//! the data plane reports as hot.
+//!
+//! The header is the KV header of [`crate::kvstore`] (UDP port 7777, op,
+//! status, id, u64 key, 16-byte value). The storage server sits on
+//! `server_port`; clients are reached through `client_port` (the uplink of
+//! a top-of-rack switch). The server answers a READ with a REPLY carrying
+//! the value and an UPDATE with an ACK carrying the value written, both
+//! from UDP port 7777.
+//!
+//! # Data plane
+//!
+//! Objects: `nc_cache` (exact table, key → slot, `flows` entries, written by
+//! the control plane); per slot a 16-bit `nc_state` register (bit 15 =
+//! valid, bits 0–14 = writes sent to the server and not yet acknowledged),
+//! the value split over four 32-bit register arrays `nc_value0..3`, and a
+//! 32-bit hit counter `nc_hits`; for uncached keys a count-min sketch of
+//! three rows `nc_cms0..2` (32-bit entries, `sketch_width` each, indexed
+//! by three hash units: CRC-32 of the key, CRC-64 of the key and CRC-32 of
+//! the key's bytes reversed, so that two keys colliding in one row rarely
+//! collide in another) and a
+//! three-array Bloom filter `nc_bloom0..2` (8-bit entries, same indexes)
+//! that reports each hot key once.
+//!
+//! Statistics live in epochs of `epoch_us`: a sketch entry holds an 8-bit
+//! epoch tag in its top byte and a 24-bit count below; an entry whose tag
+//! is not the current epoch's counts as zero (the register action resets
+//! it). The Bloom filter's entries hold the tag of the epoch they were set
+//! in. So the statistics reset themselves every epoch in the data plane,
+//! without a slow bulk clear from the control plane.
+//!
+//! From a client (any port but `server_port`):
+//!
+//! - READ of a cached key whose slot is valid: the value words are read,
+//!   the hit counter incremented, and the switch replies (REPLY, OK) out of
+//!   the arrival port: no server round trip. A cached but invalid slot: the
+//!   READ goes to the server.
+//! - UPDATE of a cached key: the slot is invalidated and its pending-write
+//!   count incremented (one register action), and the UPDATE goes to the
+//!   server.
+//! - READ of an uncached key: the three sketch rows are incremented; if the
+//!   smallest count reaches `threshold` and the Bloom filter had not all
+//!   three bits of the key set this epoch, a [`HotKey`] digest reports it.
+//!   The READ goes to the server. UPDATE of an uncached key: to the server.
+//!
+//! From the server (`server_port`), to `client_port`:
+//!
+//! - ACK of a cached key: the pending count is decremented; when it reaches
+//!   zero the slot becomes valid and the value in the ACK is written (the
+//!   server's reply refreshes the cache).
+//! - REPLY (status OK) of a cached key whose slot is invalid with no writes
+//!   pending (a key just inserted by the control plane): the value is
+//!   written and the slot becomes valid.
+//!
+//! Writes already past the switch when a key is inserted are not counted
+//! as pending; the protocol is exact for writes issued after the insertion
+//! (a lost UPDATE or ACK leaves the slot invalid, so its reads go to the
+//! server: slower, never stale).
+//!
+//! Other traffic is forwarded (to the server from clients, to the clients
+//! from the server). A KV datagram cut by the parse window, or with an
+//! unknown op, is a parse error (counted, dropped); a REPLY or ACK sent by a
+//! client is dropped.
+//!
+//! # Control plane
+//!
+//! On a [`HotKey`] digest for a key not cached it takes a free slot or,
+//! when the cache is full, evicts the slot with the fewest hits in the
+//! last measured epoch (slots inserted since then are not evicted; when
+//! every slot is that new the key is refused). Eviction deletes the old
+//! entry; then the slot's state is reset (invalid, nothing pending) and
+//! the new entry added — in that order, through the FIFO operation
+//! channel. The first READ of the key then goes to the server, whose REPLY
+//! fills the slot. Every epoch the control plane reads the hit counters of
+//! the used slots (`register_read`, paid per entry) and keeps the hits per
+//! slot since the previous read.
+//!
+//! Parameters: `flows` (cache slots, default 65,536), `server_port`
+//! (default 1), `client_port` (default 0), `sketch_width` (entries per
+//! sketch row, rounded up to a power of two, at most 2³², default 65,536), `threshold` (default 128),
+//! `epoch_us` (default 1,000,000).
+
+use std::collections::BTreeMap;
+
+use inca_switch::hash::HashAlgorithm;
+use inca_switch::{
+    AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
+    Handle, MatchKind, MatchSpec, Nanos, PacketCtx, ParseError, PortId, Program, RegisterHandle,
+    TableDecl, TableHandle,
+};
+
+use crate::kvstore::{
+    index_bits, parse_kv, turn_around, KvMeta, OP_ACK, OP_READ, OP_REPLY, OP_UPDATE, STATUS_OK,
+    VALUE_WORDS,
+};
+use crate::params::{ParamError, Params};
+
+/// Rows of the count-min sketch (and hashes of the Bloom filter).
+pub const SKETCH_ROWS: usize = 3;
+/// Bit 15 of a slot's state: the cached value is valid.
+pub const VALID: u16 = 0x8000;
+/// Largest count a sketch entry holds (24 bits).
+pub const COUNT_MAX: u32 = 0x00ff_ffff;
+/// Timer token of the per-epoch statistics read.
+const STATS_TIMER: u64 = 1;
+
+/// A digest: an uncached key whose estimated reads this epoch reached the
+/// threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HotKey {
+    /// The key.
+    pub key: u64,
+    /// Its count-min estimate.
+    pub count: u32,
+}
+
+/// The cache. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct NetCache {
+    flows: usize,
+    server_port: PortId,
+    client_port: PortId,
+    sketch_width: usize,
+    threshold: u32,
+    epoch: Nanos,
+    cache: Option<TableHandle<u32>>,
+    state: Option<RegisterHandle<u16>>,
+    values: Vec<RegisterHandle<u32>>,
+    hits: Option<RegisterHandle<u32>>,
+    hashes: Vec<Handle>,
+    cms: Vec<RegisterHandle<u32>>,
+    bloom: Vec<RegisterHandle<u8>>,
+    /// Control plane: the slot of every cached key.
+    cached: BTreeMap<u64, u32>,
+    /// Control plane: the key in each used slot.
+    slot_keys: Vec<u64>,
+    /// Hit counters at the last read.
+    last_hits: Vec<u32>,
+    /// Hits per slot in the last measured epoch (`None`: inserted since).
+    recent: Vec<Option<u32>>,
+    /// Slots inserted since the last statistics read was issued.
+    fresh: Vec<bool>,
+    /// Request id of the statistics read in flight.
+    stats_request: Option<u64>,
+    /// Hot-key reports received.
+    pub reports: u64,
+    /// Keys inserted into the cache.
+    pub insertions: u64,
+    /// Keys evicted.
+    pub evictions: u64,
+    /// Hot keys refused (every slot too new to evict).
+    pub refused: u64,
+}
+
+impl NetCache {
+    /// Parameter names.
+    pub const PARAMS: &'static [&'static str] = &[
+        "flows",
+        "server_port",
+        "client_port",
+        "sketch_width",
+        "threshold",
+        "epoch_us",
+    ];
+
+    /// A cache of `flows` slots, the server on `server_port`, clients on
+    /// `client_port`, with default statistics (65,536-wide sketch, threshold
+    /// 128, 1 s epochs).
+    pub fn new(flows: usize, server_port: PortId, client_port: PortId) -> Self {
+        NetCache {
+            flows,
+            server_port,
+            client_port,
+            sketch_width: 65_536,
+            threshold: 128,
+            epoch: 1_000_000_000,
+            cache: None,
+            state: None,
+            values: Vec::new(),
+            hits: None,
+            hashes: Vec::new(),
+            cms: Vec::new(),
+            bloom: Vec::new(),
+            cached: BTreeMap::new(),
+            slot_keys: Vec::new(),
+            last_hits: Vec::new(),
+            recent: Vec::new(),
+            fresh: Vec::new(),
+            stats_request: None,
+            reports: 0,
+            insertions: 0,
+            evictions: 0,
+            refused: 0,
+        }
+    }
+
+    /// Sets the sketch width (rounded up to a power of two), the hot-key
+    /// threshold and the statistics epoch.
+    pub fn with_stats(mut self, sketch_width: usize, threshold: u32, epoch: Nanos) -> Self {
+        self.sketch_width = sketch_width.max(2).next_power_of_two();
+        self.threshold = threshold.clamp(1, COUNT_MAX);
+        self.epoch = epoch.max(1);
+        self
+    }
+
+    /// A cache sized from parameters.
+    pub fn from_params(p: &Params) -> Result<Self, ParamError> {
+        p.check_known("netcache", Self::PARAMS)?;
+        let flows = p.count("flows", 65_536, 1 << 32)? as usize;
+        let server = p.number("server_port", 1, 0, 511)? as PortId;
+        let client = p.number("client_port", 0, 0, 511)? as PortId;
+        if client == server {
+            return Err(ParamError::Value {
+                name: "client_port".into(),
+                reason: format!("{client} is also the server port"),
+            });
+        }
+        let width = p.count("sketch_width", 65_536, 1 << 32)? as usize;
+        let threshold = p.count("threshold", 128, u64::from(COUNT_MAX))? as u32;
+        let epoch_us = p.count("epoch_us", 1_000_000, 1 << 40)?;
+        Ok(NetCache::new(flows, server, client).with_stats(width, threshold, epoch_us * 1_000))
+    }
+
+    /// The slot of a cached key (control-plane view).
+    pub fn slot_of(&self, key: u64) -> Option<u32> {
+        self.cached.get(&key).copied()
+    }
+
+    /// Number of cached keys.
+    pub fn cached(&self) -> usize {
+        self.cached.len()
+    }
+
+    /// Hits of `key`'s slot in the last measured epoch.
+    pub fn recent_hits(&self, key: u64) -> Option<u32> {
+        let s = self.slot_of(key)? as usize;
+        self.recent.get(s).copied().flatten()
+    }
+
+    /// The per-slot hit counter array, for inspection.
+    pub fn hits_register(&self) -> Option<RegisterHandle<u32>> {
+        self.hits
+    }
+
+    /// The per-slot state array (bit 15 valid, low bits pending writes).
+    pub fn state_register(&self) -> Option<RegisterHandle<u16>> {
+        self.state
+    }
+
+    /// The epoch tag (1..=255) of time `now`.
+    fn tag(&self, now: Nanos) -> u32 {
+        ((now / self.epoch) % 255) as u32 + 1
+    }
+
+    /// Caches `key`: a free slot, or the coldest measured one.
+    fn insert(&mut self, cp: &mut ControlPlane<'_>, key: u64) {
+        let (Some(cache), Some(state)) = (self.cache, self.state) else {
+            return;
+        };
+        if self.cached.contains_key(&key) {
+            return;
+        }
+        let slot = if self.slot_keys.len() < self.flows {
+            let s = self.slot_keys.len();
+            self.slot_keys.push(key);
+            self.last_hits.push(0);
+            self.recent.push(None);
+            self.fresh.push(true);
+            s
+        } else {
+            let victim = self
+                .recent
+                .iter()
+                .enumerate()
+                .filter(|(i, r)| r.is_some() && !self.fresh[*i])
+                .min_by_key(|(i, r)| (r.unwrap_or(u32::MAX), *i))
+                .map(|(i, _)| i);
+            let Some(s) = victim else {
+                self.refused += 1;
+                return;
+            };
+            let old = self.slot_keys[s];
+            self.cached.remove(&old);
+            cp.table_delete(cache, MatchSpec::Exact(old.to_be_bytes().to_vec().into()));
+            self.evictions += 1;
+            self.slot_keys[s] = key;
+            self.recent[s] = None;
+            self.fresh[s] = true;
+            s
+        };
+        self.cached.insert(key, slot as u32);
+        self.insertions += 1;
+        cp.register_write(state, slot as u64, 0u16);
+        cp.table_add(
+            cache,
+            MatchSpec::Exact(key.to_be_bytes().to_vec().into()),
+            slot as u32,
+        );
+    }
+
+    /// Ingress for a packet from a client.
+    fn client_request(
+        &mut self,
+        pkt: &mut PacketCtx<KvMeta, HotKey>,
+        dp: &mut DataPlane<'_>,
+        cache: TableHandle<u32>,
+        state: RegisterHandle<u16>,
+        hits: RegisterHandle<u32>,
+    ) -> Result<(), AccessError> {
+        let m = pkt.meta;
+        if !m.is_kv() {
+            pkt.forward(self.server_port);
+            return Ok(());
+        }
+        if m.op != OP_READ && m.op != OP_UPDATE {
+            return Ok(()); // a reply from a client: dropped
+        }
+        let key = m.key.to_be_bytes();
+        match dp.lookup(cache, &key)? {
+            Some(slot) => {
+                let slot = u64::from(slot);
+                if m.op == OP_UPDATE {
+                    dp.register(state, slot, |s| {
+                        let pending = (*s & !VALID).saturating_add(1).min(!VALID);
+                        *s = pending;
+                    })?;
+                    pkt.forward(self.server_port);
+                    return Ok(());
+                }
+                let valid = dp.register(state, slot, |s| *s & VALID != 0)?;
+                if !valid {
+                    pkt.forward(self.server_port);
+                    return Ok(());
+                }
+                let mut v = [0u32; VALUE_WORDS];
+                for (w, reg) in v.iter_mut().zip(&self.values) {
+                    *w = dp.register(*reg, slot, |x| *x)?;
+                }
+                dp.register(hits, slot, |h| *h = h.wrapping_add(1))?;
+                turn_around(pkt.header_mut(), &m, OP_REPLY, STATUS_OK, &v);
+                pkt.forward(pkt.ingress_port());
+            }
+            None => {
+                if m.op == OP_READ {
+                    self.count(pkt, dp, &key)?;
+                }
+                pkt.forward(self.server_port);
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a read of an uncached key; reports it once per epoch when hot.
+    fn count(
+        &mut self,
+        pkt: &mut PacketCtx<KvMeta, HotKey>,
+        dp: &mut DataPlane<'_>,
+        key: &[u8; 8],
+    ) -> Result<(), AccessError> {
+        let tag = self.tag(dp.now());
+        let mut idx = [0u64; SKETCH_ROWS];
+        let mut est = COUNT_MAX;
+        let mut reversed = *key;
+        reversed.reverse();
+        for (row, (&h, &reg)) in self.hashes.iter().zip(&self.cms).enumerate() {
+            // Row 2 hashes the key's bytes reversed: a different function of
+            // the key than row 0's, though both are CRC-32.
+            let input = if row == 2 { &reversed } else { key };
+            let i = dp.hash(h, input)?;
+            idx[row] = i;
+            let c = dp.register(reg, i, |e| {
+                let count = if *e >> 24 == tag {
+                    ((*e & COUNT_MAX) + 1).min(COUNT_MAX)
+                } else {
+                    1
+                };
+                *e = (tag << 24) | count;
+                count
+            })?;
+            est = est.min(c);
+        }
+        if est < self.threshold {
+            return Ok(());
+        }
+        let tag8 = tag as u8;
+        let mut all_set = true;
+        for (&reg, &i) in self.bloom.iter().zip(&idx) {
+            let was = dp.register(reg, i, |b| {
+                let was = *b == tag8;
+                *b = tag8;
+                was
+            })?;
+            all_set &= was;
+        }
+        if !all_set {
+            pkt.digest(HotKey {
+                key: u64::from_be_bytes(*key),
+                count: est,
+            });
+        }
+        Ok(())
+    }
+
+    /// Ingress for a packet from the server.
+    fn server_reply(
+        &mut self,
+        pkt: &mut PacketCtx<KvMeta, HotKey>,
+        dp: &mut DataPlane<'_>,
+        cache: TableHandle<u32>,
+        state: RegisterHandle<u16>,
+    ) -> Result<(), AccessError> {
+        let m = pkt.meta;
+        pkt.forward(self.client_port);
+        let refreshing = m.is_kv()
+            && m.status == STATUS_OK
+            && (m.op == OP_ACK || m.op == OP_REPLY)
+            && m.p.sport == crate::kvstore::KV_PORT;
+        if !refreshing {
+            return Ok(());
+        }
+        let Some(slot) = dp.lookup(cache, &m.key.to_be_bytes())? else {
+            return Ok(());
+        };
+        let slot = u64::from(slot);
+        let write = dp.register(state, slot, |s| {
+            let pending = *s & !VALID;
+            if m.op == OP_ACK {
+                let left = pending.saturating_sub(1);
+                *s = if left == 0 { VALID } else { left };
+                left == 0
+            } else if *s == 0 {
+                *s = VALID;
+                true
+            } else {
+                false
+            }
+        })?;
+        if write {
+            for (&w, reg) in m.value.iter().zip(&self.values) {
+                dp.register(*reg, slot, |x| *x = w)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Program for NetCache {
+    type Meta = KvMeta;
+    type Digest = HotKey;
+
+    fn name(&self) -> &str {
+        "netcache"
+    }
+
+    fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
+        let slot_bits = index_bits(self.flows);
+        let direction = d.gateway("nc_direction", Gress::Ingress, &[])?;
+        let cache = d.table::<u32>(
+            TableDecl::new("nc_cache", MatchKind::Exact, 8, slot_bits, self.flows)
+                .after(&[direction.id()])
+                .vliw(2),
+        )?;
+        let state =
+            d.register::<u16>(ArrayDecl::new("nc_state", self.flows).after(&[cache.id()]))?;
+        self.values = (0..VALUE_WORDS)
+            .map(|i| {
+                d.register::<u32>(
+                    ArrayDecl::new(&format!("nc_value{i}"), self.flows).after(&[state.id()]),
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        let hits = d.register::<u32>(ArrayDecl::new("nc_hits", self.flows).after(&[state.id()]))?;
+        let width_bits = index_bits(self.sketch_width) as u8;
+        let algos = [
+            HashAlgorithm::Crc32,
+            HashAlgorithm::Crc64,
+            HashAlgorithm::Crc32,
+        ];
+        self.hashes = algos
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| d.hash(&format!("nc_hash{i}"), a, width_bits, Gress::Ingress, &[]))
+            .collect::<Result<_, _>>()?;
+        self.cms = (0..SKETCH_ROWS)
+            .map(|i| {
+                d.register::<u32>(
+                    ArrayDecl::new(&format!("nc_cms{i}"), self.sketch_width)
+                        .after(&[cache.id(), self.hashes[i].id()]),
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        let cms_ids: Vec<_> = self.cms.iter().map(|r| r.id()).collect();
+        self.bloom = (0..SKETCH_ROWS)
+            .map(|i| {
+                d.register::<u8>(
+                    ArrayDecl::new(&format!("nc_bloom{i}"), self.sketch_width).after(&cms_ids),
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        self.cache = Some(cache);
+        self.state = Some(state);
+        self.hits = Some(hits);
+        Ok(())
+    }
+
+    fn parse(&self, gress: Gress, header: &[u8], meta: &mut KvMeta) -> Result<(), ParseError> {
+        if gress == Gress::Ingress {
+            *meta = parse_kv(header, true)?;
+        }
+        Ok(())
+    }
+
+    fn ingress(
+        &mut self,
+        pkt: &mut PacketCtx<KvMeta, HotKey>,
+        dp: &mut DataPlane<'_>,
+    ) -> Result<(), AccessError> {
+        let (Some(cache), Some(state), Some(hits)) = (self.cache, self.state, self.hits) else {
+            return Ok(());
+        };
+        if pkt.ingress_port() == self.server_port {
+            self.server_reply(pkt, dp, cache, state)
+        } else {
+            self.client_request(pkt, dp, cache, state, hits)
+        }
+    }
+
+    fn control(&mut self, event: ControlEvent<HotKey>, cp: &mut ControlPlane<'_>) {
+        match event {
+            ControlEvent::Start => cp.set_timer(cp.now() + self.epoch, STATS_TIMER),
+            ControlEvent::Digest(hot) => {
+                self.reports += 1;
+                self.insert(cp, hot.key);
+            }
+            ControlEvent::Timer { token: STATS_TIMER } => {
+                if let (Some(hits), None) = (self.hits, self.stats_request) {
+                    if !self.slot_keys.is_empty() {
+                        let n = self.slot_keys.len() as u64;
+                        self.stats_request = Some(cp.register_read(hits, 0, n));
+                        self.fresh.iter_mut().for_each(|f| *f = false);
+                    }
+                }
+                cp.set_timer(cp.now() + self.epoch, STATS_TIMER);
+            }
+            ControlEvent::RegisterValues { request, values } => {
+                if self.stats_request != Some(request) {
+                    return;
+                }
+                self.stats_request = None;
+                for (s, &v) in values.iter().enumerate().take(self.last_hits.len()) {
+                    let v = v as u32;
+                    if !self.fresh[s] {
+                        self.recent[s] = Some(v.wrapping_sub(self.last_hits[s]));
+                    }
+                    self.last_hits[s] = v;
+                }
+            }
+            ControlEvent::OpFailed { request, .. } if self.stats_request == Some(request) => {
+                self.stats_request = None;
+            }
+            _ => {}
+        }
+    }
+}
