@@ -286,17 +286,28 @@ struct Slot {
     idle_timeout: Option<Nanos>,
 }
 
+/// Makes an object's storage when the switch is built.
+type MakeStorage = Box<dyn FnOnce() -> Storage>;
+
+/// One declaration, its storage not made yet: checking whether a program
+/// fits (`inca check`, with sizes in the billions) must not allocate it.
+struct Declared {
+    decl: ObjectDecl,
+    make: MakeStorage,
+    idle_timeout: Option<Nanos>,
+}
+
 /// Collects a program's declarations. See the module documentation.
 #[derive(Default)]
 pub struct Declare {
-    slots: Vec<Slot>,
+    slots: Vec<Declared>,
 }
 
 impl Declare {
     fn push(
         &mut self,
         decl: ObjectDecl,
-        storage: Storage,
+        make: impl FnOnce() -> Storage + 'static,
         idle_timeout: Option<Nanos>,
     ) -> Result<ObjectId, DeclareError> {
         if self.slots.iter().any(|s| s.decl.name == decl.name) {
@@ -306,10 +317,9 @@ impl Declare {
             return Err(DeclareError::UnknownDependency { name: decl.name });
         }
         let id = ObjectId(self.slots.len() as u32);
-        self.slots.push(Slot {
+        self.slots.push(Declared {
             decl,
-            storage,
-            last_pass: 0,
+            make: Box::new(make),
             idle_timeout,
         });
         Ok(id)
@@ -350,14 +360,15 @@ impl Declare {
             idle_timeout: t.idle_timeout.is_some(),
         };
         let decl = Self::decl(&t.name, kind, t.gress, &t.after, t.vliw_slots);
-        let table = MatchTable::<A>::new(TableConfig {
+        let config = TableConfig {
             name: t.name.clone(),
             kind: t.kind,
             key_bytes: t.key_bytes,
             size: t.size,
             idle_timeout: t.idle_timeout,
-        });
-        let id = self.push(decl, Storage::Table(Box::new(table)), t.idle_timeout)?;
+        };
+        let make = move || Storage::Table(Box::new(MatchTable::<A>::new(config)));
+        let id = self.push(decl, make, t.idle_timeout)?;
         Ok(TableHandle {
             id,
             _type: PhantomData,
@@ -376,7 +387,7 @@ impl Declare {
         let decl = Self::decl(&a.name, kind, a.gress, &a.after, 1);
         let id = self.push(
             decl,
-            Storage::Register(Box::new(RegisterArray::<T>::new(a.size))),
+            move || Storage::Register(Box::new(RegisterArray::<T>::new(a.size))),
             None,
         )?;
         Ok(RegisterHandle {
@@ -391,8 +402,12 @@ impl Declare {
             entries: a.size as u64,
         };
         let decl = Self::decl(&a.name, kind, a.gress, &a.after, 0);
-        self.push(decl, Storage::Counter(CounterArray::new(a.size)), None)
-            .map(Handle)
+        self.push(
+            decl,
+            move || Storage::Counter(CounterArray::new(a.size)),
+            None,
+        )
+        .map(Handle)
     }
 
     /// Declares an RFC 2698 meter array. Meters start unconfigured (they
@@ -403,7 +418,7 @@ impl Declare {
             entries: a.size as u64,
         };
         let decl = Self::decl(&a.name, kind, a.gress, &a.after, 1);
-        self.push(decl, Storage::Meter(MeterArray::new(a.size)), None)
+        self.push(decl, move || Storage::Meter(MeterArray::new(a.size)), None)
             .map(Handle)
     }
 
@@ -424,7 +439,8 @@ impl Declare {
             output_bits: u32::from(output_bits),
         };
         let decl = Self::decl(name, kind, gress, after, 0);
-        self.push(decl, Storage::Hash(unit), None).map(Handle)
+        self.push(decl, move || Storage::Hash(unit), None)
+            .map(Handle)
     }
 
     /// Declares a gateway (a condition in the control flow).
@@ -435,7 +451,7 @@ impl Declare {
         after: &[ObjectId],
     ) -> Result<Handle, DeclareError> {
         let decl = Self::decl(name, ObjectKind::Gateway, gress, after, 0);
-        self.push(decl, Storage::Gateway, None).map(Handle)
+        self.push(decl, || Storage::Gateway, None).map(Handle)
     }
 
     /// The declarations so far, for the resource model.
@@ -445,8 +461,18 @@ impl Declare {
 
     /// Turns the declarations into the store the switch runs with.
     pub(crate) fn into_objects(self, cpu: bool) -> Objects {
+        let slots = self
+            .slots
+            .into_iter()
+            .map(|d| Slot {
+                decl: d.decl,
+                storage: (d.make)(),
+                last_pass: 0,
+                idle_timeout: d.idle_timeout,
+            })
+            .collect();
         Objects {
-            slots: self.slots,
+            slots,
             pass: 0,
             gress: Gress::Ingress,
             violations: Vec::new(),

@@ -177,7 +177,9 @@ fn check(
 
 /// The largest value of `param` for which `program` fits `profile`, by
 /// doubling then bisection (fitting is monotone in a size), and what runs out
-/// just beyond it.
+/// just beyond it. Values the parameter refuses (a size that must be a power
+/// of two, say) narrow the search but are not what "runs out": the report
+/// names the smallest value that failed for lack of resources.
 fn find_largest(
     profile: &str,
     program: &str,
@@ -185,50 +187,64 @@ fn find_largest(
     profile_set: &[String],
     param: &str,
 ) -> anyhow::Result<()> {
+    enum Fit {
+        Yes,
+        NoRoom(String),
+        BadValue,
+    }
     let prof = load_profile(profile, profile_set)?;
-    let fits = |v: u64| -> anyhow::Result<Result<(), String>> {
+    let fits = |v: u64| -> anyhow::Result<Fit> {
         let mut params = Params::parse(set.iter().map(String::as_str))?;
         params.set(param, v);
         match check_app(program, &params, &prof) {
-            Ok(_) => Ok(Ok(())),
-            Err(CatalogError::Load(e)) => Ok(Err(e.to_string())),
-            // A value beyond the parameter's range ends the search too.
-            Err(CatalogError::Param(e)) if v > 1 => Ok(Err(e.to_string())),
+            Ok(_) => Ok(Fit::Yes),
+            Err(CatalogError::Load(e)) => Ok(Fit::NoRoom(e.to_string())),
+            Err(CatalogError::Param(_)) if v > 1 => Ok(Fit::BadValue),
             Err(e) => Err(e.into()),
         }
     };
-    if let Err(why) = fits(1)? {
-        anyhow::bail!("{program} does not fit on {profile} even with {param}=1: {why}");
+    match fits(1)? {
+        Fit::Yes => {}
+        Fit::NoRoom(why) => {
+            anyhow::bail!("{program} does not fit on {profile} even with {param}=1: {why}")
+        }
+        Fit::BadValue => unreachable!("fits(1) reports parameter errors as errors"),
     }
     let (mut lo, mut hi) = (1u64, 2u64);
-    let mut why = None;
+    // The smallest value known not to fit for lack of room, and why.
+    let mut no_room: Option<(u64, String)> = None;
     while hi <= 1 << 40 {
         match fits(hi)? {
-            Ok(()) => {
+            Fit::Yes => {
                 lo = hi;
                 hi *= 2;
             }
-            Err(w) => {
-                why = Some(w);
+            Fit::NoRoom(w) => {
+                no_room = Some((hi, w));
                 break;
             }
+            Fit::BadValue => break,
         }
     }
-    let Some(mut why) = why else {
+    if hi > 1 << 40 {
         println!("{program} on {profile}: fits with {param} up to at least {lo}");
         return Ok(());
-    };
+    }
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         match fits(mid)? {
-            Ok(()) => lo = mid,
-            Err(w) => {
+            Fit::Yes => lo = mid,
+            Fit::NoRoom(w) => {
                 hi = mid;
-                why = w;
+                no_room = Some((mid, w));
             }
+            Fit::BadValue => hi = mid,
         }
     }
     println!("{program} on {profile}: largest {param} that fits: {lo}");
-    println!("at {param}={hi}: {why}");
+    match no_room {
+        Some((v, why)) => println!("at {param}={v}: {why}"),
+        None => println!("(beyond it the parameter takes no larger value)"),
+    }
     Ok(())
 }

@@ -114,3 +114,22 @@ fn list_names_the_programs() {
         "{out}"
     );
 }
+
+#[test]
+fn largest_finds_the_limit_and_names_what_runs_out() {
+    let (ok, out, err) = run(&["check", "--profile", "tofino", "nat", "--largest", "flows"]);
+    assert!(ok, "{err}");
+    let n: u64 = out
+        .lines()
+        .next()
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(out.contains("SRAM"), "{out}");
+    // The limit is exact: n fits, n + 1 does not.
+    assert!(run(&["check", "nat", "--set", &format!("flows={n}")]).0);
+    assert!(!run(&["check", "nat", "--set", &format!("flows={}", n + 1)]).0);
+    // A parameter that must be a power of two still reports a resource.
+    let (ok, out, _) = run(&["check", "flow_counter", "--largest", "flows"]);
+    assert!(ok && out.contains("map-RAM"), "{out}");
+}
