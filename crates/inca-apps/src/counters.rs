@@ -108,6 +108,27 @@ pub(crate) fn index_bits(n: usize) -> u8 {
     (n.max(2).next_power_of_two().trailing_zeros() as u8).max(1)
 }
 
+/// The parameters that attach a [`CounterBlock`] to another app:
+/// `counters` (by-source entries, a power of two; 0 or absent = no block)
+/// and `tenants` (by-tenant entries, default 256). Returns (sources,
+/// tenants) when a block is wanted.
+pub fn attach_params(
+    p: &crate::params::Params,
+) -> Result<Option<(usize, usize)>, crate::params::ParamError> {
+    let sources = p.number("counters", 0, 0, 1 << 24)? as usize;
+    if sources == 0 {
+        return Ok(None);
+    }
+    if !sources.is_power_of_two() {
+        return Err(crate::params::ParamError::Value {
+            name: "counters".into(),
+            reason: format!("{sources} is not a power of two (indices are hash bits)"),
+        });
+    }
+    let tenants = p.count("tenants", 256, 1 << 20)? as usize;
+    Ok(Some((sources, tenants)))
+}
+
 /// Packet and byte counters per source address and per tenant. See the
 /// module documentation.
 #[derive(Debug, Clone, Copy)]
@@ -177,10 +198,23 @@ impl CounterBlock {
         pkt: &PacketCtx<Parsed, D>,
     ) -> Result<(), AccessError> {
         let p = &pkt.meta;
-        let bytes = pkt.len() as u64;
-        dp.count(self.by_tenant, self.tenant_index(p.vlan), bytes)?;
-        if p.ipv4 {
-            let i = dp.hash(self.src_hash, &p.src)? & (self.sources as u64 - 1);
+        let src = p.ipv4.then_some(p.src);
+        self.count_fields(dp, u64::from(p.vlan), src, pkt.len() as u64)
+    }
+
+    /// Counts a packet of `bytes` for tenant `tenant` (reduced modulo the
+    /// table), and for source `src` if given: for apps whose metadata is not
+    /// [`Parsed`] (a VPN counts by inner source and VNI, say).
+    pub fn count_fields(
+        &self,
+        dp: &mut DataPlane<'_>,
+        tenant: u64,
+        src: Option<[u8; 4]>,
+        bytes: u64,
+    ) -> Result<(), AccessError> {
+        dp.count(self.by_tenant, tenant % self.tenants as u64, bytes)?;
+        if let Some(src) = src {
+            let i = dp.hash(self.src_hash, &src)? & (self.sources as u64 - 1);
             dp.count(self.by_source, i, bytes)?;
         }
         Ok(())

@@ -48,6 +48,7 @@ use inca_switch::{
     Program, TableDecl, TableHandle,
 };
 
+use crate::counters::{attach_params, CounterBlock};
 use crate::headers::{parse, parse_ingress_only, Parsed};
 use crate::params::{ParamError, Params};
 
@@ -99,6 +100,10 @@ pub struct Firewall {
     idle_timeout: Nanos,
     conn: Option<TableHandle<PortId>>,
     stats: Option<Handle>,
+    /// Per-source and per-tenant counters, if attached: (sources, tenants)
+    /// to declare, and the block once declared.
+    counters: Option<(usize, usize)>,
+    block: Option<CounterBlock>,
     /// Control-plane state: the inside port of every connection installed
     /// (or being installed). Lost on restart, with the table.
     conns: BTreeMap<[u8; 13], PortId>,
@@ -113,8 +118,21 @@ pub struct Firewall {
 }
 
 impl Firewall {
+    /// The attached per-source and per-tenant counters (`counters` > 0),
+    /// once the program is loaded; read them with [`CounterBlock::source`]
+    /// and [`CounterBlock::tenant`].
+    pub fn counters(&self) -> Option<&CounterBlock> {
+        self.block.as_ref()
+    }
+
     /// Parameter names.
-    pub const PARAMS: &'static [&'static str] = &["flows", "outside_port", "idle_timeout"];
+    pub const PARAMS: &'static [&'static str] = &[
+        "flows",
+        "outside_port",
+        "idle_timeout",
+        "counters",
+        "tenants",
+    ];
 
     /// A firewall for `flows` connections with the outside on
     /// `outside_port`, aging connections idle for `idle_timeout`.
@@ -125,6 +143,8 @@ impl Firewall {
             idle_timeout: idle_timeout.max(1),
             conn: None,
             stats: None,
+            counters: None,
+            block: None,
             conns: BTreeMap::new(),
             refused: 0,
             expired: 0,
@@ -139,7 +159,9 @@ impl Firewall {
         let flows = p.count("flows", 65_536, 1 << 32)? as usize;
         let outside = p.number("outside_port", 0, 0, 511)? as PortId;
         let idle = p.count("idle_timeout", 60, 86_400)?;
-        Ok(Firewall::new(flows, outside, idle * SECONDS))
+        let mut fw = Firewall::new(flows, outside, idle * SECONDS);
+        fw.counters = attach_params(p)?;
+        Ok(fw)
     }
 
     /// Number of connections the control plane knows.
@@ -201,6 +223,15 @@ impl Program for Firewall {
                 .vliw(2),
         )?;
         let stats = d.counter(ArrayDecl::new("fw_stats", STATS).after(&[conn.id()]))?;
+        if let Some((sources, tenants)) = self.counters {
+            self.block = Some(CounterBlock::declare(
+                d,
+                "fw",
+                sources,
+                tenants,
+                &[direction.id()],
+            )?);
+        }
         self.conn = Some(conn);
         self.stats = Some(stats);
         Ok(())
@@ -218,6 +249,9 @@ impl Program for Firewall {
         let (Some(conn), Some(stats)) = (self.conn, self.stats) else {
             return Ok(());
         };
+        if let Some(block) = self.block {
+            block.count(dp, pkt)?;
+        }
         let p = pkt.meta;
         let len = pkt.len();
         if !p.has_ports {

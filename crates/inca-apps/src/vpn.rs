@@ -71,6 +71,7 @@ use inca_switch::{
 use inca_wire::ethernet::ethertype;
 use inca_wire::{checksum, Ipv4Packet};
 
+use crate::counters::{attach_params, CounterBlock};
 use crate::headers::{parse, Parsed, PROTO_UDP};
 use crate::params::{ParamError, Params};
 
@@ -232,6 +233,10 @@ pub struct VpnGateway {
     pub mappings: Vec<Mapping>,
     vpn_in: Option<TableHandle<Tunnel>>,
     vpn_out: Option<TableHandle<Tunnel>>,
+    /// Per-source (inner source address) and per-tenant (VNI) counters, if
+    /// attached: (sources, tenants) to declare, then the block.
+    counters: Option<(usize, usize)>,
+    block: Option<CounterBlock>,
     /// Control-plane state: the mappings installed, by inbound key.
     installed: BTreeMap<[u8; 7], Mapping>,
     /// Control-plane state: the inbound key of each outbound key in use.
@@ -242,8 +247,22 @@ pub struct VpnGateway {
 }
 
 impl VpnGateway {
+    /// The attached per-source and per-tenant counters (`counters` > 0),
+    /// once the program is loaded; read them with [`CounterBlock::source`]
+    /// and [`CounterBlock::tenant`].
+    pub fn counters(&self) -> Option<&CounterBlock> {
+        self.block.as_ref()
+    }
+
     /// Parameter names.
-    pub const PARAMS: &'static [&'static str] = &["flows", "outside_port", "local", "demo"];
+    pub const PARAMS: &'static [&'static str] = &[
+        "flows",
+        "outside_port",
+        "local",
+        "demo",
+        "counters",
+        "tenants",
+    ];
 
     /// A gateway with `flows` mappings per table, the outside on
     /// `outside_port`, tunnel address `local`, and no mappings.
@@ -255,6 +274,8 @@ impl VpnGateway {
             mappings: Vec::new(),
             vpn_in: None,
             vpn_out: None,
+            counters: None,
+            block: None,
             installed: BTreeMap::new(),
             out_keys: BTreeMap::new(),
             refused: 0,
@@ -291,6 +312,7 @@ impl VpnGateway {
         let demo = p.number("demo", 0, 0, 1 << 24)? as u32;
         let mut g = VpnGateway::new(flows, outside, local);
         g.mappings = (0..demo).map(Self::demo_mapping).collect();
+        g.counters = attach_params(p)?;
         Ok(g)
     }
 
@@ -400,6 +422,15 @@ impl Program for VpnGateway {
             .vliw(5);
         self.vpn_in = Some(d.table(inbound)?);
         self.vpn_out = Some(d.table(outbound)?);
+        if let Some((sources, tenants)) = self.counters {
+            self.block = Some(CounterBlock::declare(
+                d,
+                "vpn",
+                sources,
+                tenants,
+                &[direction.id()],
+            )?);
+        }
         Ok(())
     }
 
@@ -421,6 +452,9 @@ impl Program for VpnGateway {
         let m = pkt.meta;
         if !m.vxlan {
             return Ok(()); // not a tunnel packet: dropped
+        }
+        if let Some(block) = self.block {
+            block.count_fields(dp, u64::from(m.vni), Some(m.inner_src), pkt.len() as u64)?;
         }
         let hit = if pkt.ingress_port() == self.outside_port {
             dp.lookup(vin, &key(m.vni, m.inner_dst))?
