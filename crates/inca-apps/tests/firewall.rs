@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use inca_apps::firewall::{Firewall, STAT_IN, STAT_NEW, STAT_NOT_L4, STAT_OUT, STAT_UNSOLICITED};
 use inca_switch::device::{MILLIS, SECONDS};
 use inca_switch::harness::{Harness, Transmitted};
-use inca_switch::{check, PortId, Profile, Switch, SwitchStats};
+use inca_switch::{check, PortId, Profile, Switch};
 use inca_wire::{
     build_tcp_frame, build_udp_frame, Endpoints, EthernetFrame, Ipv4Packet, TcpFlags, TcpRepr,
     TcpSegment, UdpDatagram,
@@ -423,23 +423,6 @@ fn params_and_resource_check() {
     }
 }
 
-/// Sum of every place a frame can end up.
-fn fates(s: &SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
-}
-
 fn frames() -> impl Strategy<Value = Vec<(u64, PortId, Vec<u8>)>> {
     let valid = tcp(&host(5), 1000, 80, TcpFlags::SYN, b"payload");
     let frame = prop_oneof![
@@ -480,7 +463,7 @@ proptest! {
             h.advance_to(t + 100 * MILLIS);
             let s = h.device.stats();
             let n = frames.len() as u64 + h.device.program().reinjected;
-            prop_assert_eq!(fates(&s), n, "stats {:?}", s);
+            prop_assert_eq!(s.fates(), n, "stats {:?}", s);
             prop_assert!(h.device.violations().is_empty(), "{:?}", h.device.violations());
             let tx: u64 = s.ports.iter().map(|p| p.tx_packets).sum();
             prop_assert_eq!(h.transmit_count, tx);

@@ -11,7 +11,7 @@ use inca_apps::heavy_hitter::HeavyHitter;
 use inca_apps::params::Params;
 use inca_switch::device::MILLIS;
 use inca_switch::harness::Harness;
-use inca_switch::{check, Profile, Switch, SwitchStats};
+use inca_switch::{check, Profile, Switch};
 use inca_wire::ethernet::VlanTag;
 use inca_wire::{build_udp_frame, Endpoints};
 use proptest::prelude::*;
@@ -89,22 +89,6 @@ fn send_all(h: &mut Harness<Switch<HeavyHitter>>, t0: u64, flows: &[Flow]) -> BT
         *exact.entry(*f).or_insert(0) += 1;
     }
     exact
-}
-
-fn fates(s: &SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
 }
 
 #[test]
@@ -344,7 +328,7 @@ proptest! {
         }
         h.advance_to(100 * MILLIS);
         let s = h.device.stats();
-        prop_assert_eq!(fates(&s), frames.len() as u64, "{:?}", s);
+        prop_assert_eq!(s.fates(), frames.len() as u64, "{:?}", s);
         prop_assert_eq!(s.violation_drops, 0);
         let tx: u64 = s.ports.iter().map(|p| p.tx_packets).sum();
         prop_assert_eq!(h.transmit_count, tx);

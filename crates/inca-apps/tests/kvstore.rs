@@ -11,7 +11,7 @@ use inca_apps::kvstore::{
 };
 use inca_switch::device::{ControlMessage, MILLIS};
 use inca_switch::harness::{Harness, Transmitted};
-use inca_switch::{check, Profile, Switch, SwitchStats};
+use inca_switch::{check, Profile, Switch};
 use inca_wire::{build_udp_frame, Endpoints, EthernetFrame, Ipv4Packet, UdpDatagram};
 
 const SEED: u64 = 7;
@@ -390,22 +390,6 @@ fn resource_check_fits_65536_keys_and_names_what_runs_out() {
     );
 }
 
-fn fates(s: &SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
-}
-
 mod fuzz {
     use super::*;
     use proptest::prelude::*;
@@ -450,7 +434,7 @@ mod fuzz {
             h.advance_to(t + 100 * MILLIS);
             let s = h.device.stats();
             let outs = h.device.program().packet_outs;
-            prop_assert_eq!(fates(&s), frames.len() as u64 + outs, "stats {:?}", s);
+            prop_assert_eq!(s.fates(), frames.len() as u64 + outs, "stats {:?}", s);
             prop_assert!(h.device.violations().is_empty());
         }
     }

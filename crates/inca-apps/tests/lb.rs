@@ -14,7 +14,7 @@ use inca_apps::lb::{
 use inca_apps::params::Params;
 use inca_switch::device::{ControlMessage, MILLIS, SECONDS};
 use inca_switch::harness::{Harness, Transmitted};
-use inca_switch::{check, PortId, Profile, Switch, SwitchStats};
+use inca_switch::{check, PortId, Profile, Switch};
 use inca_wire::{
     build_tcp_frame, build_udp_frame, Endpoints, EthernetFrame, Ipv4Packet, TcpFlags, TcpRepr,
     TcpSegment, UdpDatagram,
@@ -735,23 +735,6 @@ fn params_and_resource_check() {
     }
 }
 
-/// Sum of every place a frame can end up.
-fn fates(s: &SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
-}
-
 #[derive(Debug, Clone)]
 enum Input {
     Frame(PortId, Vec<u8>),
@@ -821,7 +804,7 @@ proptest! {
             h.advance_to(t + 200 * MILLIS);
             let s = h.device.stats();
             let lb = h.device.program();
-            prop_assert_eq!(fates(&s), frames + lb.packet_outs, "stats {:?}", s);
+            prop_assert_eq!(s.fates(), frames + lb.packet_outs, "stats {:?}", s);
             prop_assert!(h.device.violations().is_empty(), "{:?}", h.device.violations());
             prop_assert!(!lb.changing(), "every pool change finished");
             let tx: u64 = s.ports.iter().map(|p| p.tx_packets).sum();

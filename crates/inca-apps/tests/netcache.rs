@@ -11,7 +11,7 @@ use inca_apps::kvstore::{
 use inca_apps::netcache::NetCache;
 use inca_switch::device::{Nanos, MICROS, MILLIS};
 use inca_switch::harness::{Harness, Transmitted};
-use inca_switch::{check, Profile, Switch, SwitchStats};
+use inca_switch::{check, Profile, Switch};
 use inca_wire::{build_udp_frame, Endpoints, EthernetFrame, Ipv4Packet, UdpDatagram};
 
 const SEED: u64 = 11;
@@ -395,22 +395,6 @@ fn resource_check_fits_the_paper_sizes() {
     );
 }
 
-fn fates(s: &SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
-}
-
 mod fuzz {
     use super::*;
     use proptest::prelude::*;
@@ -458,7 +442,7 @@ mod fuzz {
             }
             h.advance_to(t + 100 * MILLIS);
             let s = h.device.stats();
-            prop_assert_eq!(fates(&s), frames.len() as u64, "stats {:?}", s);
+            prop_assert_eq!(s.fates(), frames.len() as u64, "stats {:?}", s);
             prop_assert_eq!(s.punts, 0);
             prop_assert!(h.device.violations().is_empty());
         }

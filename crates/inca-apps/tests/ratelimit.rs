@@ -10,7 +10,7 @@ use inca_apps::ratelimit::{Rate, RateLimiter, MSG_SET_USER};
 use inca_switch::device::{ControlMessage, Nanos, MICROS, MILLIS};
 use inca_switch::harness::{Harness, Transmitted};
 use inca_switch::meter::{Color, Meter};
-use inca_switch::{check, Profile, Switch, SwitchStats};
+use inca_switch::{check, Profile, Switch};
 use inca_wire::{build_udp_frame, Endpoints, EthernetFrame, Ipv4Packet};
 
 const SEED: u64 = 3;
@@ -379,22 +379,6 @@ fn resource_check_fits_65536_users_and_names_what_runs_out() {
     );
 }
 
-fn fates(s: &SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
-}
-
 mod fuzz {
     use super::*;
     use proptest::prelude::*;
@@ -433,7 +417,7 @@ mod fuzz {
             }
             h.advance_to(t + 100 * MILLIS);
             let s = h.device.stats();
-            prop_assert_eq!(fates(&s), frames.len() as u64, "stats {:?}", s);
+            prop_assert_eq!(s.fates(), frames.len() as u64, "stats {:?}", s);
             prop_assert!(h.device.violations().is_empty());
         }
     }

@@ -10,7 +10,7 @@ use inca_apps::params::Params;
 use inca_apps::superspreader::{destinations_of, popcount_threshold, SuperSpreader};
 use inca_switch::device::MILLIS;
 use inca_switch::harness::Harness;
-use inca_switch::{check, Profile, Switch, SwitchStats};
+use inca_switch::{check, Profile, Switch};
 use inca_wire::{build_udp_frame, Endpoints};
 use proptest::prelude::*;
 
@@ -33,22 +33,6 @@ fn switch(s: SuperSpreader) -> Harness<Switch<SuperSpreader>> {
 
 fn detector() -> SuperSpreader {
     SuperSpreader::new(4096, 3, 20, 1024, 0, MonitorPath::default())
-}
-
-fn fates(s: &SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
 }
 
 const SCANNER: [u8; 4] = [10, 0, 0, 66];
@@ -269,7 +253,7 @@ proptest! {
         }
         h.advance_to(100 * MILLIS);
         let s = h.device.stats();
-        prop_assert_eq!(fates(&s), frames.len() as u64, "{:?}", s);
+        prop_assert_eq!(s.fates(), frames.len() as u64, "{:?}", s);
         prop_assert_eq!(s.violation_drops, 0);
         let tx: u64 = s.ports.iter().map(|p| p.tx_packets).sum();
         prop_assert_eq!(h.transmit_count, tx);

@@ -10,7 +10,7 @@ use inca_apps::synproxy::{
 };
 use inca_switch::device::MILLIS;
 use inca_switch::harness::{Harness, Transmitted};
-use inca_switch::{check, PortId, Profile, Switch, SwitchStats};
+use inca_switch::{check, PortId, Profile, Switch};
 use inca_wire::{
     build_tcp_frame, build_udp_frame, Endpoints, EthernetFrame, Ipv4Packet, TcpFlags, TcpRepr,
     TcpSegment,
@@ -125,22 +125,6 @@ fn used_slots(h: &H) -> usize {
     (0..h.device.program().flows() as u64)
         .filter(|&i| h.device.objects().register_peek(r, i).unwrap() != 0)
         .count()
-}
-
-fn fates(s: &SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
 }
 
 const SYN: TcpFlags = TcpFlags::SYN;
@@ -481,7 +465,7 @@ fn non_tcp_passes_across_and_malformed_tcp_is_dropped() {
     h.advance_to(t + MILLIS);
     let sent = h.take().len();
     let st = h.device.stats();
-    assert_eq!(fates(&st) - fates(&base), good.len() as u64 + 1);
+    assert_eq!(st.fates() - base.fates(), good.len() as u64 + 1);
     assert_eq!(sent, 1, "only the whole SYN is answered");
     assert!(h.device.violations().is_empty());
 }
@@ -558,7 +542,7 @@ mod fuzz {
             }
             h.advance_to(10 * MILLIS);
             let s = h.device.stats();
-            prop_assert_eq!(fates(&s), frames.len() as u64, "{:?}", s);
+            prop_assert_eq!(s.fates(), frames.len() as u64, "{:?}", s);
             prop_assert!(h.device.violations().is_empty());
         }
     }

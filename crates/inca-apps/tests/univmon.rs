@@ -12,7 +12,7 @@ use inca_apps::params::Params;
 use inca_apps::univmon::{UnivMon, MSG_READ};
 use inca_switch::device::{ControlMessage, MILLIS};
 use inca_switch::harness::Harness;
-use inca_switch::{check, Profile, Switch, SwitchStats};
+use inca_switch::{check, Profile, Switch};
 use inca_wire::{build_udp_frame, Endpoints};
 use proptest::prelude::*;
 
@@ -55,22 +55,6 @@ fn read() -> ControlMessage {
         kind: MSG_READ,
         body: Vec::new(),
     }
-}
-
-fn fates(s: &SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
 }
 
 /// 4,000 light flows (1–3 packets) and 5 heavy ones (1,500 packets each),
@@ -276,7 +260,7 @@ proptest! {
         h.control(frames.len() as u64 * 100 + 1000, read());
         h.advance_to(500 * MILLIS);
         let s = h.device.stats();
-        prop_assert_eq!(fates(&s), frames.len() as u64, "{:?}", s);
+        prop_assert_eq!(s.fates(), frames.len() as u64, "{:?}", s);
         prop_assert_eq!(s.violation_drops, 0);
         let tx: u64 = s.ports.iter().map(|p| p.tx_packets).sum();
         prop_assert_eq!(h.transmit_count, tx);

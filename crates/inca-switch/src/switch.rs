@@ -106,6 +106,30 @@ pub struct SwitchStats {
     pub cpu_events: u64,
 }
 
+impl SwitchStats {
+    /// Every frame's fate, summed: dropped (for any reason), punted to the
+    /// CPU, or transmitted. Each frame the switch received ends in exactly
+    /// one of them; frames the switch makes (multicast and mirror copies,
+    /// packet-outs, generated packets) add to it.
+    pub fn fates(&self) -> u64 {
+        self.bad_port_drops
+            + self.parse_drops
+            + self.violation_drops
+            + self.program_drops
+            + self.no_group_drops
+            + self.feature_drops
+            + self.pass_limit_drops
+            + self.input_drops
+            + self.punts
+            + self.punt_drops
+            + self
+                .ports
+                .iter()
+                .map(|p| p.tx_packets + p.tm_drops)
+                .sum::<u64>()
+    }
+}
+
 /// A packet on its way into ingress later (recirculation, resubmit,
 /// generator, packet-out, or a frame waiting for a run-to-completion core).
 struct Arrival<M> {

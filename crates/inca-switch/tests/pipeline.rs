@@ -1404,23 +1404,6 @@ fn restart_loses_tables_registers_and_queues() {
 // 12. Malformed input never panics, every frame is counted
 // ---------------------------------------------------------------------------
 
-/// Sum of every place a frame can end up.
-fn fates(s: &inca_switch::SwitchStats) -> u64 {
-    s.bad_port_drops
-        + s.parse_drops
-        + s.violation_drops
-        + s.program_drops
-        + s.no_group_drops
-        + s.feature_drops
-        + s.pass_limit_drops
-        + s.input_drops
-        + s.punts
-        + s.ports
-            .iter()
-            .map(|p| p.tx_packets + p.tm_drops)
-            .sum::<u64>()
-}
-
 /// Every mirror session and multicast group a random frame can name, each
 /// with a single member (so a multicast packet has one fate), some on ports
 /// the device does not have.
@@ -1492,7 +1475,7 @@ mod fuzz {
             let (h, n) = fuzz_run(Profile::tofino(), seed, &frames);
             let s = h.device.stats();
             // A mirror copy is one more packet with its own fate.
-            prop_assert_eq!(fates(&s), n + s.mirrored, "stats {:?}", s);
+            prop_assert_eq!(s.fates(), n + s.mirrored, "stats {:?}", s);
             let tx: u64 = s.ports.iter().map(|p| p.tx_packets).sum();
             prop_assert_eq!(h.transmit_count, tx);
             prop_assert_eq!(h.device.buffer_used(), 0);
@@ -1505,7 +1488,7 @@ mod fuzz {
             let s = h.device.stats();
             // A refused mirror is counted as a feature drop and the packet
             // itself goes on, so each frame is counted at least once.
-            prop_assert!(fates(&s) >= n, "stats {:?}", s);
+            prop_assert!(s.fates() >= n, "stats {:?}", s);
             let tx: u64 = s.ports.iter().map(|p| p.tx_packets).sum();
             prop_assert_eq!(h.transmit_count, tx);
         }
@@ -1530,7 +1513,7 @@ fn short_frames_and_bad_ports_are_counted() {
     assert_eq!(s.bad_port_drops, 4);
     assert_eq!(s.program_drops, 1);
     assert_eq!(s.ports[0].rx_packets, 3);
-    assert_eq!(fates(&s), 8);
+    assert_eq!(s.fates(), 8);
 }
 
 // ---------------------------------------------------------------------------
