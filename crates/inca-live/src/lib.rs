@@ -1,0 +1,14 @@
+//! inca-live: the same sans-IO devices the simulator drives, run as ordinary
+//! processes exchanging real Ethernet frames.
+//!
+//! What lives where:
+//! - [`port`] — the `Port` trait: a device port bound to something real.
+//!   [`udp`] carries one frame per UDP datagram (unprivileged, loopback or
+//!   across machines); [`packet`] attaches to a Linux interface with
+//!   AF_PACKET (root), so a switch process can sit between namespaces.
+//! - [`runner`] — the live driver: wall-clock time, timers, batched frame
+//!   I/O, one device per thread.
+
+pub mod port;
+pub mod runner;
+pub mod udp;

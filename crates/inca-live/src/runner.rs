@@ -1,0 +1,304 @@
+//! The live driver: one sans-IO device, its ports bound to real transports,
+//! wall-clock time.
+//!
+//! Time is nanoseconds since the runner started (a monotonic clock). Each
+//! step fires the timers that are due, hands the device every frame its
+//! ports have received (in batches), and sends what the device transmitted.
+//! A transmission the device schedules for later is held until its time —
+//! unless it is due within `slack` (100 µs by default): the model's
+//! sub-microsecond pipeline latencies are below what a process can time, so
+//! those frames go at once. When nothing is due, the runner sleeps in
+//! `poll(2)` on the ports until a frame arrives or the next timer is near.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use inca_switch::device::{
+    device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId,
+};
+
+use crate::port::{Port, BATCH};
+
+/// Bound on frames held for a later transmission; more are dropped (counted).
+pub const DELAYED_LIMIT: usize = 1 << 16;
+/// Bound on control messages kept from the device.
+pub const MESSAGE_LIMIT: usize = 1 << 12;
+
+/// How the runner behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunnerConfig {
+    /// Transmissions due within this much are sent at once.
+    pub slack: Nanos,
+    /// Longest sleep in `poll(2)` when idle (so a stop request is seen).
+    pub max_sleep_ms: i32,
+    /// Never sleep: spin on the ports (lowest latency, one core at 100%).
+    pub busy_poll: bool,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            slack: 100_000,
+            max_sleep_ms: 10,
+            busy_poll: false,
+        }
+    }
+}
+
+/// Counters of the runner itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunnerStats {
+    /// Frames handed to the device.
+    pub frames_in: u64,
+    /// Frames the device transmitted.
+    pub frames_out: u64,
+    /// Frames sent on a port the device does not have here.
+    pub no_port_drops: u64,
+    /// Frames dropped because too many were held for later.
+    pub delayed_drops: u64,
+    /// Timers fired.
+    pub timers: u64,
+}
+
+/// The live driver of one device. See the module documentation.
+pub struct Runner<D: Device> {
+    device: D,
+    ports: Vec<Box<dyn Port>>,
+    config: RunnerConfig,
+    rng: DeviceRng,
+    start: Instant,
+    started: bool,
+    /// Pending timers: token → time.
+    timers: BTreeMap<u64, Nanos>,
+    /// Transmissions held for later: (time, order, port, frame).
+    delayed: BinaryHeap<Reverse<(Nanos, u64, PortId, Vec<u8>)>>,
+    seq: u64,
+    /// Frames to send, per port.
+    outbox: Vec<Vec<Vec<u8>>>,
+    out: Vec<Output>,
+    rx: Vec<Vec<u8>>,
+    control: mpsc::Receiver<ControlMessage>,
+    control_tx: mpsc::Sender<ControlMessage>,
+    /// Control messages the device sent out (most recent last; bounded).
+    pub messages: Vec<(Nanos, ControlMessage)>,
+    stats: RunnerStats,
+}
+
+impl<D: Device> Runner<D> {
+    /// A runner for `device` with `ports` (port i of the device is
+    /// `ports[i]`) and an RNG from `seed`.
+    pub fn new(device: D, ports: Vec<Box<dyn Port>>, seed: u64, config: RunnerConfig) -> Self {
+        let (control_tx, control) = mpsc::channel();
+        Runner {
+            device,
+            outbox: (0..ports.len())
+                .map(|_| Vec::with_capacity(BATCH))
+                .collect(),
+            ports,
+            config,
+            rng: device_rng(seed, 0),
+            start: Instant::now(),
+            started: false,
+            timers: BTreeMap::new(),
+            delayed: BinaryHeap::new(),
+            seq: 0,
+            out: Vec::new(),
+            rx: Vec::with_capacity(BATCH),
+            control,
+            control_tx,
+            messages: Vec::new(),
+            stats: RunnerStats::default(),
+        }
+    }
+
+    /// A sender for control messages to the device (from another thread).
+    pub fn control_sender(&self) -> mpsc::Sender<ControlMessage> {
+        self.control_tx.clone()
+    }
+
+    /// The device.
+    pub fn device(&self) -> &D {
+        &self.device
+    }
+
+    /// The ports.
+    pub fn ports(&self) -> &[Box<dyn Port>] {
+        &self.ports
+    }
+
+    /// Runner counters.
+    pub fn stats(&self) -> RunnerStats {
+        self.stats
+    }
+
+    /// Nanoseconds since the runner started.
+    pub fn now(&self) -> Nanos {
+        self.start.elapsed().as_nanos() as Nanos
+    }
+
+    fn apply(&mut self, now: Nanos) {
+        let mut out = std::mem::take(&mut self.out);
+        for o in out.drain(..) {
+            match o {
+                Output::Transmit { at, port, frame } => {
+                    self.stats.frames_out += 1;
+                    if usize::from(port) >= self.outbox.len() {
+                        self.stats.no_port_drops += 1;
+                    } else if at <= now + self.config.slack {
+                        self.outbox[usize::from(port)].push(frame);
+                    } else if self.delayed.len() < DELAYED_LIMIT {
+                        self.seq += 1;
+                        self.delayed.push(Reverse((at, self.seq, port, frame)));
+                    } else {
+                        self.stats.delayed_drops += 1;
+                    }
+                }
+                Output::Timer { at, token } => {
+                    self.timers.insert(token, at);
+                }
+                Output::Control(m) => {
+                    if self.messages.len() >= MESSAGE_LIMIT {
+                        self.messages.remove(0);
+                    }
+                    self.messages.push((now, m));
+                }
+            }
+        }
+        self.out = out;
+    }
+
+    fn input(&mut self, now: Nanos, input: Input) {
+        let mut out = std::mem::take(&mut self.out);
+        self.device.handle(now, input, &mut self.rng, &mut out);
+        self.out = out;
+        self.apply(now);
+    }
+
+    /// One round: due timers, received frames, control messages, sends.
+    /// Returns whether anything happened.
+    pub fn step(&mut self) -> io::Result<bool> {
+        let now = self.now();
+        if !self.started {
+            self.started = true;
+            let mut out = std::mem::take(&mut self.out);
+            self.device.start(now, &mut out);
+            self.out = out;
+            self.apply(now);
+        }
+        let mut worked = false;
+        // Timers due, earliest first.
+        while let Some((&token, &at)) = self.timers.iter().min_by_key(|(_, &at)| at) {
+            if at > now {
+                break;
+            }
+            self.timers.remove(&token);
+            self.stats.timers += 1;
+            self.input(now, Input::Timer { token });
+            worked = true;
+        }
+        while let Ok(m) = self.control.try_recv() {
+            self.input(now, Input::Control(m));
+            worked = true;
+        }
+        for p in 0..self.ports.len() {
+            self.rx.clear();
+            let n = self.ports[p].recv_batch(&mut self.rx, BATCH)?;
+            if n > 0 {
+                worked = true;
+            }
+            let frames = std::mem::take(&mut self.rx);
+            for frame in frames {
+                self.stats.frames_in += 1;
+                self.input(
+                    now,
+                    Input::Frame {
+                        port: p as PortId,
+                        frame,
+                    },
+                );
+            }
+        }
+        let now = self.now();
+        while let Some(Reverse((at, _, _, _))) = self.delayed.peek() {
+            if *at > now + self.config.slack {
+                break;
+            }
+            let Some(Reverse((_, _, port, frame))) = self.delayed.pop() else {
+                break;
+            };
+            self.outbox[usize::from(port)].push(frame);
+        }
+        for (port, batch) in self.ports.iter_mut().zip(self.outbox.iter_mut()) {
+            if !batch.is_empty() {
+                worked = true;
+                port.send_batch(batch)?;
+            }
+        }
+        Ok(worked)
+    }
+
+    /// When the runner next has something to do on its own (a timer or a
+    /// held transmission), if anything.
+    fn next_due(&self) -> Option<Nanos> {
+        let t = self.timers.values().copied().min();
+        let d = self
+            .delayed
+            .peek()
+            .map(|Reverse((at, ..))| at.saturating_sub(self.config.slack));
+        match (t, d) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Sleeps until a port is readable or the next due time is near.
+    fn wait(&self) -> io::Result<()> {
+        if self.config.busy_poll {
+            return Ok(());
+        }
+        let now = self.now();
+        let timeout_ms = match self.next_due() {
+            Some(due) if due <= now => return Ok(()),
+            Some(due) => (((due - now) / 1_000_000) as i32).min(self.config.max_sleep_ms),
+            None => self.config.max_sleep_ms,
+        };
+        if timeout_ms == 0 {
+            // Due within a millisecond: poll(2) cannot sleep that finely.
+            std::thread::yield_now();
+            return Ok(());
+        }
+        let mut fds: Vec<libc::pollfd> = self
+            .ports
+            .iter()
+            .map(|p| libc::pollfd {
+                fd: p.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd of
+        // the length passed; poll only writes the revents fields.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs until `stop` is set.
+    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+        while !stop.load(Ordering::Relaxed) {
+            if !self.step()? {
+                self.wait()?;
+            }
+        }
+        Ok(())
+    }
+}
