@@ -9,6 +9,8 @@ use inca_wire::{EthernetFrame, Ipv4Packet};
 pub const PROTO_TCP: u8 = 6;
 /// UDP's protocol number.
 pub const PROTO_UDP: u8 = 17;
+/// ICMP's protocol number.
+pub const PROTO_ICMP: u8 = 1;
 
 /// What the parser found, as offsets into the frame and the fields the apps
 /// match on. Offsets are `u16`: the parse window is at most a few hundred
@@ -42,9 +44,27 @@ pub struct Parsed {
     pub has_ports: bool,
     /// TCP flags (0 for UDP).
     pub tcp_flags: u8,
+    /// An ICMP echo request (`Some((true, id))`) or reply (`Some((false,
+    /// id))`) with its identifier; see [`Parsed::icmp_echo_as_ports`].
+    pub icmp_echo: Option<(bool, u16)>,
 }
 
 impl Parsed {
+    /// An ICMP echo seen as a flow with ports, as NATs treat it: a request
+    /// is (identifier, 0), a reply (0, identifier), so a reply's key is its
+    /// request's key reversed, as with UDP. Anything else is returned as is.
+    pub fn icmp_echo_as_ports(&self) -> Parsed {
+        match self.icmp_echo {
+            Some((request, id)) => Parsed {
+                sport: if request { id } else { 0 },
+                dport: if request { 0 } else { id },
+                has_ports: true,
+                ..*self
+            },
+            None => *self,
+        }
+    }
+
     /// The 13-byte 5-tuple key: src, dst, proto, sport, dport.
     pub fn five_tuple(&self) -> [u8; 13] {
         let mut k = [0u8; 13];
@@ -80,6 +100,16 @@ pub fn parse(header: &[u8]) -> Result<Parsed, ParseError> {
     p.src = ip.src_addr().octets();
     p.dst = ip.dst_addr().octets();
     p.ttl = ip.ttl();
+    if p.proto == PROTO_ICMP && ip.frag_offset() == 0 {
+        let l4 = l3 + ip.header_len();
+        if let Some(icmp) = header.get(l4..l4 + 8) {
+            // Echo request (8) or reply (0), code 0.
+            if icmp[1] == 0 && (icmp[0] == 8 || icmp[0] == 0) {
+                p.l4 = l4 as u16;
+                p.icmp_echo = Some((icmp[0] == 8, u16::from_be_bytes([icmp[4], icmp[5]])));
+            }
+        }
+    }
     if (p.proto == PROTO_TCP || p.proto == PROTO_UDP) && ip.frag_offset() == 0 {
         let l4 = l3 + ip.header_len();
         let need = if p.proto == PROTO_TCP { 20 } else { 8 };

@@ -1,4 +1,6 @@
-//! Source NAT with an exact-match translation table per direction.
+//! Source NAT with an exact-match translation table per direction, for
+//! TCP, UDP and ICMP echo (whose identifier plays the port, as in every
+//! NAT, so ping works through it).
 //!
 //! Packets from inside (any port but `outside_port`) look up their 5-tuple in
 //! `nat_out`; a hit rewrites the source address and port to the public ones
@@ -22,7 +24,7 @@ use inca_switch::{
 };
 use inca_wire::checksum;
 
-use crate::headers::{parse, parse_ingress_only, Parsed, PROTO_TCP, PROTO_UDP};
+use crate::headers::{parse, parse_ingress_only, Parsed, PROTO_ICMP, PROTO_TCP, PROTO_UDP};
 use crate::params::{ParamError, Params};
 
 /// Reason code of a punted new flow.
@@ -145,6 +147,12 @@ impl Nat {
 /// IPv4 header checksum and the TCP/UDP checksum incrementally.
 fn rewrite(h: &mut [u8], p: &Parsed, ip_off: usize, port_off: usize, t: &Translate) {
     let rd16 = |h: &[u8], o: usize| u16::from_be_bytes([h[o], h[o + 1]]);
+    // An ICMP echo's "port" is its identifier, in both directions.
+    let port_off = if p.proto == PROTO_ICMP {
+        usize::from(p.l4) + 4
+    } else {
+        port_off
+    };
     let old_ip = u32::from_be_bytes([h[ip_off], h[ip_off + 1], h[ip_off + 2], h[ip_off + 3]]);
     let new_ip = u32::from_be_bytes(t.ip);
     let old_port = rd16(h, port_off);
@@ -157,6 +165,13 @@ fn rewrite(h: &mut [u8], p: &Parsed, ip_off: usize, port_off: usize, t: &Transla
     let l4_sum = match p.proto {
         PROTO_TCP => l4 + 16,
         PROTO_UDP => l4 + 6,
+        PROTO_ICMP => {
+            // No pseudo-header: only the identifier changed.
+            let sum = l4 + 2;
+            let s = checksum::update_u16(rd16(h, sum), old_port, t.port);
+            h[sum..sum + 2].copy_from_slice(&s.to_be_bytes());
+            return;
+        }
         _ => return,
     };
     let Some(bytes) = h.get(l4_sum..l4_sum + 2) else {
@@ -205,9 +220,10 @@ impl Program for Nat {
         let (Some(nat_out), Some(nat_in)) = (self.nat_out, self.nat_in) else {
             return Ok(());
         };
-        let p = pkt.meta;
+        // TCP, UDP, and ICMP echo (its identifier as the port).
+        let p = pkt.meta.icmp_echo_as_ports();
         if !p.has_ports {
-            return Ok(()); // not TCP/UDP over IPv4: dropped
+            return Ok(()); // anything else: dropped
         }
         let key = p.five_tuple();
         if pkt.ingress_port() == self.outside_port {
@@ -272,6 +288,7 @@ impl Program for Nat {
         let Ok(p) = parse(&frame) else {
             return;
         };
+        let p = p.icmp_echo_as_ports();
         let fresh = !self.allocated.contains_key(&p.five_tuple());
         let Some((key, out, reply, back)) = self.allocate(&p, port) else {
             return;

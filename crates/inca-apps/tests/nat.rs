@@ -262,3 +262,70 @@ fn on_a_server_the_nat_installs_new_flows_inline() {
     h.advance_to(30_000_000);
     assert_eq!(h.take().len(), 1);
 }
+
+/// An Ethernet/IPv4/ICMP echo frame (request `true`, or reply) with valid
+/// checksums.
+fn icmp_echo(src: Ipv4Addr, dst: Ipv4Addr, request: bool, id: u16, seq: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 20 + 8 + 16];
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip = &mut f[14..34];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&(20u16 + 8 + 16).to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 1;
+    ip[12..16].copy_from_slice(&src.octets());
+    ip[16..20].copy_from_slice(&dst.octets());
+    let s = inca_wire::checksum::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&s.to_be_bytes());
+    f[34] = if request { 8 } else { 0 };
+    f[38..40].copy_from_slice(&id.to_be_bytes());
+    f[40..42].copy_from_slice(&seq.to_be_bytes());
+    let s = inca_wire::checksum::checksum(&f[34..]);
+    f[36..38].copy_from_slice(&s.to_be_bytes());
+    f
+}
+
+#[test]
+fn ping_goes_through_the_nat() {
+    let mut h = nat_switch(16);
+    let (inside, remote, public) = (
+        Ipv4Addr::new(10, 0, 0, 5),
+        Ipv4Addr::new(203, 0, 113, 9),
+        Ipv4Addr::new(198, 51, 100, 1),
+    );
+    h.send(0, INSIDE, icmp_echo(inside, remote, true, 0x1234, 1));
+    h.advance_to(10_000_000);
+    let out = h.take();
+    assert_eq!(out.len(), 1);
+    let f = &out[0].frame;
+    let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!(ip.src_addr(), public);
+    assert_eq!(
+        inca_wire::checksum::checksum(&f[34..]),
+        0,
+        "ICMP checksum still valid"
+    );
+    let public_id = u16::from_be_bytes([f[38], f[39]]);
+    assert_eq!(public_id, 1024, "the identifier is translated like a port");
+    // The reply comes back to the client with its own identifier.
+    let t = h.now();
+    h.send(t, OUTSIDE, icmp_echo(remote, public, false, public_id, 1));
+    h.advance_to(t + 10_000);
+    let back = h.take();
+    assert_eq!(back.len(), 1);
+    let f = &back[0].frame;
+    assert_eq!(back[0].port, INSIDE);
+    assert_eq!(
+        Ipv4Packet::new_checked(&f[14..]).unwrap().dst_addr(),
+        inside
+    );
+    assert_eq!(u16::from_be_bytes([f[38], f[39]]), 0x1234);
+    assert_eq!(inca_wire::checksum::checksum(&f[34..]), 0);
+    // Other ICMP (a destination-unreachable) is still dropped.
+    let mut other = icmp_echo(inside, remote, true, 7, 1);
+    other[34] = 3;
+    h.send(h.now(), INSIDE, other);
+    h.advance_to(h.now() + 10_000_000);
+    assert!(h.take().is_empty());
+}

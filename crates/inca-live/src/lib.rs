@@ -6,9 +6,14 @@
 //!   [`udp`] carries one frame per UDP datagram (unprivileged, loopback or
 //!   across machines); [`packet`] attaches to a Linux interface with
 //!   AF_PACKET (root), so a switch process can sit between namespaces.
+//! - [`capture`] — a pcap of every frame a port carries.
+//! - [`config`] — what `inca node --config FILE` reads.
 //! - [`runner`] — the live driver: wall-clock time, timers, batched frame
 //!   I/O, one device per thread.
 
+pub mod capture;
+pub mod config;
+pub mod packet;
 pub mod port;
 pub mod runner;
 pub mod udp;

@@ -28,6 +28,9 @@ pub const DELAYED_LIMIT: usize = 1 << 16;
 /// Bound on control messages kept from the device.
 pub const MESSAGE_LIMIT: usize = 1 << 12;
 
+/// A transmission held for later: (time, order, port, frame).
+type Held = Reverse<(Nanos, u64, PortId, Vec<u8>)>;
+
 /// How the runner behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunnerConfig {
@@ -75,7 +78,7 @@ pub struct Runner<D: Device> {
     /// Pending timers: token → time.
     timers: BTreeMap<u64, Nanos>,
     /// Transmissions held for later: (time, order, port, frame).
-    delayed: BinaryHeap<Reverse<(Nanos, u64, PortId, Vec<u8>)>>,
+    delayed: BinaryHeap<Held>,
     seq: u64,
     /// Frames to send, per port.
     outbox: Vec<Vec<Vec<u8>>>,
@@ -210,8 +213,10 @@ impl<D: Device> Runner<D> {
             if n > 0 {
                 worked = true;
             }
-            let frames = std::mem::take(&mut self.rx);
-            for frame in frames {
+            // Take the batch out (the device needs `self`), then put the
+            // empty vector back so its capacity is kept.
+            let mut frames = std::mem::take(&mut self.rx);
+            for frame in frames.drain(..) {
                 self.stats.frames_in += 1;
                 self.input(
                     now,
@@ -221,6 +226,7 @@ impl<D: Device> Runner<D> {
                     },
                 );
             }
+            self.rx = frames;
         }
         let now = self.now();
         while let Some(Reverse((at, _, _, _))) = self.delayed.peek() {
@@ -255,8 +261,9 @@ impl<D: Device> Runner<D> {
         }
     }
 
-    /// Sleeps until a port is readable or the next due time is near.
-    fn wait(&self) -> io::Result<()> {
+    /// Sleeps until a port is readable or the next due time is near (at
+    /// most `max_sleep_ms`). For drivers that interleave their own work.
+    pub fn wait(&self) -> io::Result<()> {
         if self.config.busy_poll {
             return Ok(());
         }

@@ -103,6 +103,22 @@ pub trait Device {
     fn restart(&mut self, now: Nanos, out: &mut Vec<Output>);
 }
 
+/// A boxed device is a device (drivers hold devices chosen at run time as
+/// `Box<dyn ...>`).
+impl<D: Device + ?Sized> Device for Box<D> {
+    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+        (**self).start(now, out)
+    }
+
+    fn handle(&mut self, now: Nanos, input: Input, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        (**self).handle(now, input, rng, out)
+    }
+
+    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
+        (**self).restart(now, out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,6 +96,27 @@ impl<W: Write> PcapWriter<W> {
         Ok(())
     }
 
+    /// Appends the first `snaplen` bytes of a frame, recording its full
+    /// length (as capture tools do with a snap length: the headers, not the
+    /// payload).
+    pub fn write_truncated(
+        &mut self,
+        ts_ns: u64,
+        frame: &[u8],
+        snaplen: usize,
+    ) -> Result<(), PcapError> {
+        if frame.len() > SNAPLEN as usize {
+            return Err(PcapError::FrameTooLong(frame.len()));
+        }
+        if ts_ns / 1_000_000_000 > u64::from(u32::MAX) {
+            return Err(PcapError::TimestampOutOfRange(ts_ns));
+        }
+        let kept = &frame[..frame.len().min(snaplen)];
+        let pkt = PcapPacket::new(Duration::from_nanos(ts_ns), frame.len() as u32, kept);
+        self.inner.write_packet(&pkt)?;
+        Ok(())
+    }
+
     /// Flushes and returns the underlying writer; dropping a buffered writer
     /// would swallow a late I/O error.
     pub fn finish(self) -> Result<W, PcapError> {

@@ -128,3 +128,17 @@ fn corrupt_pcap_is_an_error() {
         Err(PcapError::Io(_))
     ));
 }
+
+#[test]
+fn truncated_frames_keep_the_headers() {
+    let path = std::env::temp_dir().join(format!("inca-trunc-{}.pcap", std::process::id()));
+    let frame: Vec<u8> = (0..1500u32).map(|i| i as u8).collect();
+    let mut w = inca_wire::PcapWriter::create(&path).unwrap();
+    w.write_truncated(5, &frame, 64).unwrap();
+    w.write_truncated(6, &frame[..40], 64).unwrap();
+    w.finish().unwrap();
+    let got = inca_wire::read_capture(&path).unwrap();
+    assert_eq!(got[0], (5, frame[..64].to_vec()));
+    assert_eq!(got[1], (6, frame[..40].to_vec()));
+    let _ = std::fs::remove_file(path);
+}

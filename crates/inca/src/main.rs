@@ -4,11 +4,16 @@
 //!   resource report, or why the program does not fit (exit status 1).
 //! - `inca run` simulates a scenario and writes its results folder.
 //! - `inca report` renders plots and a summary from results.
+//! - `inca node` runs one device as a live process.
+//! - `inca testbed` builds a scenario's topology live (namespaces, veth,
+//!   node processes).
 //!
-//! Later issues add `node` and `testbed` (live mode), `plan` and `bench`.
+//! Later issues add `plan` and `bench`.
 
+mod node;
 mod report;
 mod run;
+mod testbed;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -74,6 +79,19 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Run one device as a live process (switch or router), its ports bound
+    /// to UDP links or Linux interfaces, until SIGTERM.
+    Node {
+        /// The node's configuration (TOML; see inca_live::config).
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Build a scenario's topology live (root): a network namespace per
+    /// host, an `inca node` process per switch and router, veth pairs.
+    Testbed {
+        #[command(subcommand)]
+        action: testbed::TestbedAction,
+    },
     /// Plots (PNG/SVG, into DIR/plots) and a text summary from a results
     /// folder, or from a folder of results folders (one per configuration).
     Report {
@@ -129,6 +147,20 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Node { config } => match node::run(&config) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("inca node: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Testbed { action } => match testbed::run(action) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("inca testbed: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Report { dir, format } => match report::run(&dir, &format) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -1,0 +1,210 @@
+//! What `inca node --config FILE` reads: one device and its ports, in the
+//! same vocabulary as scenario files.
+//!
+//! ```toml
+//! name = "sw1"
+//! seed = 1
+//! metrics = "127.0.0.1:9100"      # Prometheus text on this address (optional)
+//! capture_dir = "captures"        # a pcap per port (optional)
+//!
+//! [device]
+//! kind = "switch"                 # or "router"
+//! profile = "tofino"
+//! program = "nat"
+//! params = { flows = 65536, outside_port = 0 }
+//!
+//! [[port]]
+//! id = 0
+//! interface = "veth-sw1-0"        # AF_PACKET on a Linux interface (root)
+//!
+//! [[port]]
+//! id = 1
+//! udp = { local = "127.0.0.1:40001", peer = "127.0.0.1:40002" }
+//! ```
+//!
+//! A router's routes are listed with its device:
+//! `routes = [{ prefix = "10.0.0.0/8", ports = [1] }]`, and its neighbours'
+//! MAC addresses (what it writes as destination) with
+//! `neighbours = [{ port = 1, mac = "02:00:00:00:00:01" }]`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// One live node. See the module documentation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// The node's name (logs, metrics).
+    pub name: String,
+    /// Seed of the device's RNG.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Serve counters in Prometheus text format on this address.
+    #[serde(default)]
+    pub metrics: Option<SocketAddr>,
+    /// Write a pcap per port into this folder.
+    #[serde(default)]
+    pub capture_dir: Option<PathBuf>,
+    /// The device.
+    pub device: DeviceSpec,
+    /// Its ports.
+    #[serde(default, rename = "port")]
+    pub ports: Vec<PortSpec>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Which device a node runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DeviceSpec {
+    /// A programmable switch running a program from the app catalog.
+    Switch {
+        /// Device profile.
+        #[serde(default = "tofino")]
+        profile: String,
+        /// Program name.
+        program: String,
+        /// Program parameters.
+        #[serde(default)]
+        params: BTreeMap<String, toml::Value>,
+        /// Profile model inputs to override.
+        #[serde(default)]
+        profile_set: BTreeMap<String, toml::Value>,
+    },
+    /// An ECMP router.
+    Router {
+        /// Routes.
+        #[serde(default)]
+        routes: Vec<RouteSpec>,
+        /// MAC of the device at the other end of each port.
+        #[serde(default)]
+        neighbours: Vec<NeighbourSpec>,
+        /// Failure-detection delay, ns.
+        #[serde(default)]
+        detect_delay: Option<u64>,
+    },
+}
+
+fn tofino() -> String {
+    "tofino".into()
+}
+
+/// A router's route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    /// `a.b.c.d/len`.
+    pub prefix: String,
+    /// The equal-cost ports.
+    pub ports: Vec<u16>,
+}
+
+/// The MAC at the other end of a router port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NeighbourSpec {
+    /// The port.
+    pub port: u16,
+    /// `aa:bb:cc:dd:ee:ff`.
+    pub mac: String,
+}
+
+/// One port and what it is bound to: exactly one of `udp` and `interface`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSpec {
+    /// The device's port number.
+    pub id: u16,
+    /// A UDP point-to-point link.
+    #[serde(default)]
+    pub udp: Option<UdpSpec>,
+    /// A Linux interface (AF_PACKET).
+    #[serde(default)]
+    pub interface: Option<String>,
+}
+
+/// The two ends of a UDP link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpSpec {
+    /// Our address.
+    pub local: SocketAddr,
+    /// The peer's address.
+    pub peer: SocketAddr,
+}
+
+impl NodeConfig {
+    /// Parses a node configuration; errors name the field and line.
+    pub fn from_toml(text: &str) -> Result<NodeConfig, String> {
+        let c: NodeConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        for p in &c.ports {
+            if p.udp.is_some() == p.interface.is_some() {
+                return Err(format!(
+                    "port {}: give exactly one of `udp` and `interface`",
+                    p.id
+                ));
+            }
+        }
+        let mut ids: Vec<u16> = c.ports.iter().map(|p| p.id).collect();
+        ids.sort_unstable();
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            return Err("two ports have the same id".into());
+        }
+        Ok(c)
+    }
+
+    /// As TOML (what `inca testbed` writes).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return None;
+    }
+    let mut mac = [0u8; 6];
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16).ok()?;
+    }
+    Some(mac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_example_and_round_trips() {
+        let text = r#"
+name = "sw1"
+metrics = "127.0.0.1:9100"
+[device]
+kind = "switch"
+program = "nat"
+params = { flows = 1024, outside_port = 0 }
+[[port]]
+id = 0
+interface = "veth0"
+[[port]]
+id = 1
+udp = { local = "127.0.0.1:40001", peer = "127.0.0.1:40002" }
+"#;
+        let c = NodeConfig::from_toml(text).unwrap();
+        assert_eq!(c.ports.len(), 2);
+        assert_eq!(NodeConfig::from_toml(&c.to_toml()).unwrap(), c);
+        assert!(NodeConfig::from_toml(&text.replace("interface = \"veth0\"", "")).is_err());
+        let bad = NodeConfig::from_toml(&text.replace("program", "progrm")).unwrap_err();
+        assert!(bad.contains("progrm") && bad.contains("line"), "{bad}");
+        assert_eq!(parse_mac("02:00:00:00:00:0a"), Some([2, 0, 0, 0, 0, 10]));
+        assert_eq!(parse_mac("02:00"), None);
+    }
+}
