@@ -22,6 +22,9 @@
 //! udp = { local = "127.0.0.1:40001", peer = "127.0.0.1:40002" }
 //! ```
 //!
+//! A traffic generator is `kind = "host"` with the host's scenario settings
+//! under `config` (`[device.config]`, `[[device.config.workload]]`).
+//!
 //! A router's routes are listed with its device:
 //! `routes = [{ prefix = "10.0.0.0/8", ports = [1] }]`, and its neighbours'
 //! MAC addresses (what it writes as destination) with
@@ -88,6 +91,23 @@ pub enum DeviceSpec {
         /// Failure-detection delay, ns.
         #[serde(default)]
         detect_delay: Option<u64>,
+    },
+    /// A host: a traffic generator or sink (the simulator's `Host`, with
+    /// its workloads), on port 0.
+    Host {
+        /// The host's settings as in a scenario's `[[host]]` (`ip`,
+        /// `workload`s, `tcp`), kept as TOML and read when the node starts.
+        config: toml::Value,
+        /// The host's MAC (default 02:00:00:00:00:01).
+        #[serde(default)]
+        mac: Option<String>,
+        /// The MAC it sends to (default broadcast).
+        #[serde(default)]
+        gateway_mac: Option<String>,
+        /// Its link rate for `rate = "line"` workloads, e.g. "10Gbps"
+        /// (default 10 Gbps).
+        #[serde(default)]
+        link_rate: Option<String>,
     },
 }
 

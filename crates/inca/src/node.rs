@@ -22,6 +22,7 @@ use inca_live::port::Port;
 use inca_live::runner::{Runner, RunnerConfig};
 use inca_live::udp::UdpPort;
 use inca_sim::engine::Node;
+use inca_sim::nodes::host::{Host, HostConfig};
 use inca_sim::nodes::router::{Router, RouterConfig};
 use inca_sim::scenario::SwitchFactory;
 use inca_switch::Profile;
@@ -141,6 +142,35 @@ fn build_device(config: &NodeConfig) -> anyhow::Result<Box<dyn Node>> {
                     .map_err(|e| anyhow::anyhow!("route {}: {e}", r.prefix))?;
             }
             Ok(Box::new(router))
+        }
+        DeviceSpec::Host {
+            config: host,
+            mac,
+            gateway_mac,
+            link_rate,
+        } => {
+            use serde::Deserialize;
+            let host = HostConfig::deserialize(host.clone())
+                .map_err(|e| anyhow::anyhow!("device.config: {e}"))?;
+            let mac_of =
+                |v: &Option<String>, default: [u8; 6], field: &str| -> anyhow::Result<[u8; 6]> {
+                    match v {
+                        Some(s) => parse_mac(s)
+                            .with_context(|| format!("device.{field} {s:?} is not a MAC address")),
+                        None => Ok(default),
+                    }
+                };
+            let mac = mac_of(mac, [2, 0, 0, 0, 0, 1], "mac")?;
+            let gateway = mac_of(gateway_mac, [0xff; 6], "gateway_mac")?;
+            let rate = match link_rate {
+                Some(r) => inca_switch::units::parse_rate(r)
+                    .with_context(|| format!("device.link_rate {r:?}"))?,
+                None => 10_000_000_000,
+            };
+            Ok(Box::new(
+                Host::new(host, mac, gateway, rate)
+                    .map_err(|e| anyhow::anyhow!("device.config: {e}"))?,
+            ))
         }
     }
 }

@@ -114,3 +114,59 @@ fn a_bad_config_names_the_field() {
     assert!(err.contains("progrm") && err.contains("line"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_host_node_generates_traffic() {
+    let sink = free_udp();
+    sink.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let local = free_udp().local_addr().unwrap();
+    let dir = std::env::temp_dir().join(format!("inca-node-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("gen.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"name = "gen"
+[device]
+kind = "host"
+[device.config]
+ip = "10.0.0.1"
+[[device.config.workload]]
+kind = "udp"
+dst = "10.1.0.1:9"
+pps = 1000
+size = 100
+[[port]]
+id = 0
+udp = {{ local = "{local}", peer = "{peer}" }}
+"#,
+            peer = sink.local_addr().unwrap()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_inca"))
+        .args(["node", "--config", config.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let mut got = 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got < 20 && Instant::now() < deadline {
+        if let Ok((len, _)) = sink.recv_from(&mut buf) {
+            assert_eq!(len, 100, "the generator's frame size");
+            let ip = inca_wire::Ipv4Packet::new_checked(&buf[14..len]).unwrap();
+            assert_eq!(
+                ip.dst_addr(),
+                "10.1.0.1".parse::<std::net::Ipv4Addr>().unwrap()
+            );
+            got += 1;
+        }
+    }
+    // SAFETY: kill(2) with a valid pid of our own child and a signal number.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    assert_eq!(got, 20, "a live generator at 1,000 pps sends frames");
+    let _ = std::fs::remove_dir_all(dir);
+}
