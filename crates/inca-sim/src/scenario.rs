@@ -610,12 +610,56 @@ fn host_name(h: &HostConfig) -> &str {
     h.name.as_ref().map_or("", |n| n.get_ref().as_str())
 }
 
-/// A parsed `a.b.c.d/len`.
-fn parse_prefix(s: &str) -> Option<([u8; 4], u8)> {
+/// A parsed `a.b.c.d/len` (a bare address is a /32).
+pub fn parse_prefix(s: &str) -> Option<([u8; 4], u8)> {
     let (ip, len) = s.split_once('/').unwrap_or((s, "32"));
     let ip: Ipv4Addr = ip.trim().parse().ok()?;
     let len: u8 = len.trim().parse().ok()?;
     (len <= 32).then_some((ip.octets(), len))
+}
+
+/// For destination node `dest`, the equal-cost next-hop ports of every node
+/// that can reach it: shortest paths in hops over `adj` (node → (port,
+/// neighbour)), never through a host other than `dest`. Nodes at distance 0
+/// (the destination) or with no path are absent. Ports are sorted.
+pub fn next_hops(
+    adj: &BTreeMap<usize, Vec<(PortId, usize)>>,
+    is_host: impl Fn(usize) -> bool,
+    dest: usize,
+) -> BTreeMap<usize, Vec<PortId>> {
+    let mut dist: BTreeMap<usize, u32> = BTreeMap::from([(dest, 0)]);
+    let mut queue = VecDeque::from([dest]);
+    while let Some(n) = queue.pop_front() {
+        if is_host(n) && n != dest {
+            continue; // hosts do not forward
+        }
+        for &(_, m) in adj.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
+            if !dist.contains_key(&m) {
+                dist.insert(m, dist[&n] + 1);
+                queue.push_back(m);
+            }
+        }
+    }
+    let mut hops = BTreeMap::new();
+    for (&n, &d) in &dist {
+        if d == 0 {
+            continue;
+        }
+        let mut ports: Vec<PortId> = adj
+            .get(&n)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|&&(_, m)| dist.get(&m) == Some(&(d - 1)) && (!is_host(m) || m == dest))
+            .map(|&(p, _)| p)
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        if !ports.is_empty() {
+            hops.insert(n, ports);
+        }
+    }
+    hops
 }
 
 /// A scenario built into a simulation, with what the runner needs to know.
@@ -774,16 +818,15 @@ impl Loaded {
             names.insert(r.name.get_ref().clone(), id);
             is_host.push(false);
         }
-        // Routes: BFS from every destination.
-        let mut adj: BTreeMap<NodeId, Vec<(PortId, NodeId)>> = BTreeMap::new();
+        // Routes: shortest paths to every destination.
+        let mut adj: BTreeMap<usize, Vec<(PortId, usize)>> = BTreeMap::new();
         for (&(n, p), &(m, _)) in &neighbours {
-            adj.entry(n).or_default().push((p, m));
+            adj.entry(n.0 as usize).or_default().push((p, m.0 as usize));
         }
         let first_host = sc.switch.len() + sc.router.len();
-        let host_node = |n: NodeId| n.0 as usize >= first_host;
-        let mut destinations: Vec<(([u8; 4], u8), NodeId)> = Vec::new();
+        let mut destinations: Vec<(([u8; 4], u8), usize)> = Vec::new();
         for (i, h) in sc.host.iter().enumerate() {
-            destinations.push(((h.ip.octets(), 32), NodeId((first_host + i) as u32)));
+            destinations.push(((h.ip.octets(), 32), first_host + i));
         }
         for (i, s) in sc.switch.iter().enumerate() {
             for a in &s.announce {
@@ -794,41 +837,15 @@ impl Loaded {
                         format!("{:?} is not a.b.c.d/len", a.get_ref()),
                     )
                 })?;
-                destinations.push((p, NodeId(i as u32)));
+                destinations.push((p, i));
             }
         }
         for (prefix, dest) in &destinations {
-            let mut dist: BTreeMap<NodeId, u32> = BTreeMap::new();
-            let mut queue = VecDeque::from([*dest]);
-            dist.insert(*dest, 0);
-            while let Some(n) = queue.pop_front() {
-                if host_node(n) && n != *dest {
-                    continue; // hosts do not forward
-                }
-                for &(_, m) in adj.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
-                    if !dist.contains_key(&m) {
-                        dist.insert(m, dist[&n] + 1);
-                        queue.push_back(m);
-                    }
-                }
-            }
+            let hops = next_hops(&adj, |n| n >= first_host, *dest);
             for (r, router) in routers.iter().zip(built_routers.iter_mut()) {
-                let Some(&d) = dist.get(r) else { continue };
-                if d == 0 {
-                    continue;
-                }
-                let mut ports: Vec<PortId> = adj
-                    .get(r)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
-                    .iter()
-                    .filter(|(_, m)| dist.get(m) == Some(&(d - 1)) && (!host_node(*m) || m == dest))
-                    .map(|&(p, _)| p)
-                    .collect();
-                ports.sort_unstable();
-                if !ports.is_empty() {
+                if let Some(ports) = hops.get(&(r.0 as usize)) {
                     router
-                        .add_route(prefix.0, prefix.1, ports)
+                        .add_route(prefix.0, prefix.1, ports.clone())
                         .map_err(|e| ScenarioError(format!("{}: route: {e}", self.origin)))?;
                 }
             }

@@ -36,7 +36,7 @@
 //! models (`tc netem` would be the way), faults, host workloads (run real
 //! tools in the namespaces instead) and router forwarding latency.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::Write as _;
 use std::net::Ipv4Addr;
@@ -49,7 +49,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Subcommand;
 use inca::factory::AppFactory;
 use inca_live::config::{DeviceSpec, NeighbourSpec, NodeConfig, PortSpec, RouteSpec};
-use inca_sim::scenario::{Loaded, Scenario};
+use inca_sim::scenario::{next_hops, parse_prefix, Loaded, Scenario};
 use serde::{Deserialize, Serialize};
 
 /// The MAC address of every host's interface (see the module docs).
@@ -270,13 +270,6 @@ fn topology(sc: &Scenario) -> Result<Topology> {
     })
 }
 
-fn parse_prefix(s: &str) -> Option<(Ipv4Addr, u8)> {
-    let (ip, len) = s.split_once('/').unwrap_or((s, "32"));
-    let ip: Ipv4Addr = ip.trim().parse().ok()?;
-    let len: u8 = len.trim().parse().ok()?;
-    (len <= 32).then_some((ip, len))
-}
-
 /// Every router's routes, as `inca run` computes them: for every host
 /// address (/32) and every prefix a switch announces, the shortest paths in
 /// hops (never through a host), all equal-cost next-hop ports as the group.
@@ -289,7 +282,6 @@ pub fn routes(sc: &Scenario) -> Result<BTreeMap<String, Vec<RouteSpec>>> {
         adj.entry(a).or_default().push((pa, b));
         adj.entry(b).or_default().push((pb, a));
     }
-    let is_host = |n: usize| t.kinds[n] == Kind::Host;
     let mut destinations: Vec<(String, usize)> = Vec::new();
     let first_host = sc.switch.len() + sc.router.len();
     for (i, h) in sc.host.iter().enumerate() {
@@ -299,7 +291,7 @@ pub fn routes(sc: &Scenario) -> Result<BTreeMap<String, Vec<RouteSpec>>> {
         for a in &s.announce {
             let (ip, len) = parse_prefix(a.get_ref())
                 .ok_or_else(|| anyhow!("announce {:?} is not a.b.c.d/len", a.get_ref()))?;
-            destinations.push((format!("{ip}/{len}"), i));
+            destinations.push((format!("{}/{len}", Ipv4Addr::from(ip)), i));
         }
     }
     let mut out: BTreeMap<String, Vec<RouteSpec>> = BTreeMap::new();
@@ -307,43 +299,15 @@ pub fn routes(sc: &Scenario) -> Result<BTreeMap<String, Vec<RouteSpec>>> {
         out.insert(r.name.get_ref().clone(), Vec::new());
     }
     for (prefix, dest) in &destinations {
-        let mut dist: BTreeMap<usize, u32> = BTreeMap::from([(*dest, 0)]);
-        let mut queue = VecDeque::from([*dest]);
-        while let Some(n) = queue.pop_front() {
-            if is_host(n) && n != *dest {
-                continue; // hosts do not forward
-            }
-            for &(_, m) in adj.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
-                if !dist.contains_key(&m) {
-                    dist.insert(m, dist[&n] + 1);
-                    queue.push_back(m);
-                }
-            }
-        }
+        // The same shortest paths `inca run` gives its routers.
+        let hops = next_hops(&adj, |n| t.kinds[n] == Kind::Host, *dest);
         for (r, kind) in t.kinds.iter().enumerate() {
-            if *kind != Kind::Router {
-                continue;
-            }
-            let Some(&d) = dist.get(&r) else { continue };
-            if d == 0 {
-                continue;
-            }
-            let mut ports: Vec<u16> = adj
-                .get(&r)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-                .iter()
-                .filter(|(_, m)| dist.get(m) == Some(&(d - 1)) && (!is_host(*m) || m == dest))
-                .map(|&(p, _)| p)
-                .collect();
-            ports.sort_unstable();
-            ports.dedup();
-            if !ports.is_empty() {
+            if let (Kind::Router, Some(ports)) = (kind, hops.get(&r)) {
                 out.get_mut(&t.names[r])
                     .expect("every router has an entry")
                     .push(RouteSpec {
                         prefix: prefix.clone(),
-                        ports,
+                        ports: ports.clone(),
                     });
             }
         }
