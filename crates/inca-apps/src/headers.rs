@@ -3,7 +3,7 @@
 //! from the header window the switch gives the parser.
 
 use inca_switch::{Gress, ParseError};
-use inca_wire::{EthernetFrame, Ipv4Packet};
+use inca_wire::{checksum, EthernetFrame, Ipv4Packet};
 
 /// IP protocol numbers the apps look at.
 pub const PROTO_TCP: u8 = 6;
@@ -137,4 +137,64 @@ pub fn parse_ingress_only(
         *meta = parse(header)?;
     }
     Ok(())
+}
+
+/// Which end of a flow [`rewrite_end`] changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The source address and port.
+    Source,
+    /// The destination address and port.
+    Destination,
+}
+
+/// Rewrites one end of a parsed TCP, UDP or ICMP-echo packet in the header
+/// window `h`: its address and port (for ICMP echo, the identifier, which
+/// plays the port in both directions), updating the IPv4 and L4 checksums
+/// incrementally (RFC 1624) — a switch never sees the payload the L4
+/// checksum covers. A UDP checksum of 0 (none) stays 0. Offsets beyond the
+/// window leave the packet unchanged (cannot happen once ports are parsed).
+pub fn rewrite_end(h: &mut [u8], p: &Parsed, end: End, ip: [u8; 4], port: u16) {
+    let (l3, l4) = (usize::from(p.l3), usize::from(p.l4));
+    let (ip_off, port_off) = match (p.proto, end) {
+        (PROTO_ICMP, End::Source) => (l3 + 12, l4 + 4),
+        (PROTO_ICMP, End::Destination) => (l3 + 16, l4 + 4),
+        (_, End::Source) => (l3 + 12, l4),
+        (_, End::Destination) => (l3 + 16, l4 + 2),
+    };
+    let rd16 = |h: &[u8], o: usize| h.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let ip_sum = l3 + 10;
+    let (Some(ip_bytes), Some(old_port), Some(old_ip_sum)) = (
+        h.get(ip_off..ip_off + 4),
+        rd16(h, port_off),
+        rd16(h, ip_sum),
+    ) else {
+        return;
+    };
+    let old_ip = u32::from_be_bytes([ip_bytes[0], ip_bytes[1], ip_bytes[2], ip_bytes[3]]);
+    let new_ip = u32::from_be_bytes(ip);
+    h[ip_off..ip_off + 4].copy_from_slice(&ip);
+    h[port_off..port_off + 2].copy_from_slice(&port.to_be_bytes());
+    let s = checksum::update_u32(old_ip_sum, old_ip, new_ip);
+    h[ip_sum..ip_sum + 2].copy_from_slice(&s.to_be_bytes());
+    let (l4_sum, pseudo_header) = match p.proto {
+        PROTO_TCP => (l4 + 16, true),
+        PROTO_UDP => (l4 + 6, true),
+        // ICMP has no pseudo-header: only the identifier counts.
+        PROTO_ICMP => (l4 + 2, false),
+        _ => return,
+    };
+    let Some(old) = rd16(h, l4_sum) else {
+        return;
+    };
+    if p.proto == PROTO_UDP && old == 0 {
+        return;
+    }
+    let s = if pseudo_header {
+        checksum::update_u32(old, old_ip, new_ip)
+    } else {
+        old
+    };
+    let s = checksum::update_u16(s, old_port, port);
+    h[l4_sum..l4_sum + 2].copy_from_slice(&s.to_be_bytes());
 }

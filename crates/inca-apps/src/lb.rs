@@ -87,9 +87,8 @@ use inca_switch::{
     Handle, MatchKind, MatchSpec, Nanos, PacketCtx, PacketKind, PacketOutDest, ParseError, PortId,
     Program, RegisterHandle, TableDecl, TableHandle,
 };
-use inca_wire::checksum;
 
-use crate::headers::{parse, parse_ingress_only, Parsed, PROTO_TCP, PROTO_UDP};
+use crate::headers::{parse, parse_ingress_only, rewrite_end, End, Parsed};
 use crate::params::{ParamError, Params};
 
 /// Control message kind: add a backend to the pool.
@@ -270,44 +269,10 @@ fn client_key(p: &Parsed, to_vip: bool, vip: [u8; 4], vip_port: u16) -> [u8; 13]
     .five_tuple()
 }
 
-/// Rewrites the address at `ip_off` and the port at `port_off`, updating the
-/// IPv4 header checksum and the TCP/UDP checksum incrementally.
-fn rewrite(h: &mut [u8], p: &Parsed, ip_off: usize, port_off: usize, ip: [u8; 4], port: u16) {
-    let rd16 = |h: &[u8], o: usize| h.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
-    let (Some(ip_bytes), Some(old_port)) = (h.get(ip_off..ip_off + 4), rd16(h, port_off)) else {
-        return; // beyond the window (cannot happen with ports parsed)
-    };
-    let old_ip = u32::from_be_bytes([ip_bytes[0], ip_bytes[1], ip_bytes[2], ip_bytes[3]]);
-    let new_ip = u32::from_be_bytes(ip);
-    let ip_sum = usize::from(p.l3) + 10;
-    let Some(s) = rd16(h, ip_sum) else {
-        return;
-    };
-    h[ip_off..ip_off + 4].copy_from_slice(&ip);
-    h[port_off..port_off + 2].copy_from_slice(&port.to_be_bytes());
-    let s = checksum::update_u32(s, old_ip, new_ip);
-    h[ip_sum..ip_sum + 2].copy_from_slice(&s.to_be_bytes());
-    let l4_sum = match p.proto {
-        PROTO_TCP => usize::from(p.l4) + 16,
-        PROTO_UDP => usize::from(p.l4) + 6,
-        _ => return,
-    };
-    let Some(old) = rd16(h, l4_sum) else {
-        return;
-    };
-    if p.proto == PROTO_UDP && old == 0 {
-        return; // UDP without a checksum stays without one
-    }
-    let s = checksum::update_u32(old, old_ip, new_ip);
-    let s = checksum::update_u16(s, old_port, port);
-    h[l4_sum..l4_sum + 2].copy_from_slice(&s.to_be_bytes());
-}
-
 /// Sends `pkt` to backend `b`: destination rewritten.
 fn to_backend(pkt: &mut PacketCtx<Parsed, LbDigest>, b: &Backend) {
     let p = pkt.meta;
-    let (ip_off, port_off) = (usize::from(p.l3) + 16, usize::from(p.l4) + 2);
-    rewrite(pkt.header_mut(), &p, ip_off, port_off, b.ip, b.port);
+    rewrite_end(pkt.header_mut(), &p, End::Destination, b.ip, b.port);
     pkt.forward(b.egress);
 }
 
@@ -675,15 +640,7 @@ impl Program for LoadBalancer {
         if !to_vip {
             return match hit {
                 Some(c) if c.backend.ip == p.src && c.backend.port == p.sport => {
-                    let (ip_off, port_off) = (usize::from(p.l3) + 12, usize::from(p.l4));
-                    rewrite(
-                        pkt.header_mut(),
-                        &p,
-                        ip_off,
-                        port_off,
-                        self.vip,
-                        self.vip_port,
-                    );
+                    rewrite_end(pkt.header_mut(), &p, End::Source, self.vip, self.vip_port);
                     pkt.forward(c.client_port);
                     dp.count(stats, STAT_TO_CLIENT, len)
                 }
@@ -693,15 +650,7 @@ impl Program for LoadBalancer {
                 // it is rewritten statelessly towards the clients, as a
                 // stateless L4 load balancer does for all return traffic.
                 None if p.sport == self.vip_port && pkt.ingress_port() != self.client_port => {
-                    let (ip_off, port_off) = (usize::from(p.l3) + 12, usize::from(p.l4));
-                    rewrite(
-                        pkt.header_mut(),
-                        &p,
-                        ip_off,
-                        port_off,
-                        self.vip,
-                        self.vip_port,
-                    );
+                    rewrite_end(pkt.header_mut(), &p, End::Source, self.vip, self.vip_port);
                     pkt.forward(self.client_port);
                     dp.count(stats, STAT_TO_CLIENT, len)
                 }

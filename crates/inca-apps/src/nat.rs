@@ -22,9 +22,8 @@ use inca_switch::{
     AccessError, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress, MatchKind,
     MatchSpec, PacketCtx, PacketOutDest, ParseError, PortId, Program, TableDecl, TableHandle,
 };
-use inca_wire::checksum;
 
-use crate::headers::{parse, parse_ingress_only, Parsed, PROTO_ICMP, PROTO_TCP, PROTO_UDP};
+use crate::headers::{parse, parse_ingress_only, rewrite_end, End, Parsed};
 use crate::params::{ParamError, Params};
 
 /// Reason code of a punted new flow.
@@ -143,49 +142,6 @@ impl Nat {
     }
 }
 
-/// Rewrites the address at `ip_off` and the port at `port_off`, updating the
-/// IPv4 header checksum and the TCP/UDP checksum incrementally.
-fn rewrite(h: &mut [u8], p: &Parsed, ip_off: usize, port_off: usize, t: &Translate) {
-    let rd16 = |h: &[u8], o: usize| u16::from_be_bytes([h[o], h[o + 1]]);
-    // An ICMP echo's "port" is its identifier, in both directions.
-    let port_off = if p.proto == PROTO_ICMP {
-        usize::from(p.l4) + 4
-    } else {
-        port_off
-    };
-    let old_ip = u32::from_be_bytes([h[ip_off], h[ip_off + 1], h[ip_off + 2], h[ip_off + 3]]);
-    let new_ip = u32::from_be_bytes(t.ip);
-    let old_port = rd16(h, port_off);
-    h[ip_off..ip_off + 4].copy_from_slice(&t.ip);
-    h[port_off..port_off + 2].copy_from_slice(&t.port.to_be_bytes());
-    let (l3, l4) = (usize::from(p.l3), usize::from(p.l4));
-    let ip_sum = l3 + 10;
-    let s = checksum::update_u32(rd16(h, ip_sum), old_ip, new_ip);
-    h[ip_sum..ip_sum + 2].copy_from_slice(&s.to_be_bytes());
-    let l4_sum = match p.proto {
-        PROTO_TCP => l4 + 16,
-        PROTO_UDP => l4 + 6,
-        PROTO_ICMP => {
-            // No pseudo-header: only the identifier changed.
-            let sum = l4 + 2;
-            let s = checksum::update_u16(rd16(h, sum), old_port, t.port);
-            h[sum..sum + 2].copy_from_slice(&s.to_be_bytes());
-            return;
-        }
-        _ => return,
-    };
-    let Some(bytes) = h.get(l4_sum..l4_sum + 2) else {
-        return; // checksum beyond the window (cannot happen with ports parsed)
-    };
-    let old = u16::from_be_bytes([bytes[0], bytes[1]]);
-    if p.proto == PROTO_UDP && old == 0 {
-        return; // UDP without a checksum stays without one
-    }
-    let s = checksum::update_u32(old, old_ip, new_ip);
-    let s = checksum::update_u16(s, old_port, t.port);
-    h[l4_sum..l4_sum + 2].copy_from_slice(&s.to_be_bytes());
-}
-
 impl Program for Nat {
     type Meta = Parsed;
     type Digest = ();
@@ -228,13 +184,7 @@ impl Program for Nat {
         let key = p.five_tuple();
         if pkt.ingress_port() == self.outside_port {
             if let Some(t) = dp.lookup(nat_in, &key)? {
-                rewrite(
-                    pkt.header_mut(),
-                    &p,
-                    usize::from(p.l3) + 16,
-                    usize::from(p.l4) + 2,
-                    &t,
-                );
+                rewrite_end(pkt.header_mut(), &p, End::Destination, t.ip, t.port);
                 pkt.forward(t.egress);
             }
             return Ok(());
@@ -259,13 +209,7 @@ impl Program for Nat {
                 return Ok(());
             }
         };
-        rewrite(
-            pkt.header_mut(),
-            &p,
-            usize::from(p.l3) + 12,
-            usize::from(p.l4),
-            &t,
-        );
+        rewrite_end(pkt.header_mut(), &p, End::Source, t.ip, t.port);
         pkt.forward(t.egress);
         Ok(())
     }
