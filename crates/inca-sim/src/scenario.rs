@@ -28,6 +28,12 @@
 //! name = "h1"
 //! ip = "10.0.0.1"
 //!
+//! [[server]]                        # a device a system supplies (state
+//! name = "store1"                   # store, DRAM server), built by the
+//! kind = "redplane_store"           # factory; an endpoint like a host
+//! ip = "10.2.0.1"
+//! params = { workers = 8 }
+//!
 //! [[link]]
 //! a = "h1:0"
 //! b = "tor1:1"
@@ -67,9 +73,9 @@ use crate::nodes::router::{Router, RouterConfig};
 #[error("{0}")]
 pub struct ScenarioError(pub String);
 
-/// Builds programmable switches for a scenario: the simulator does not know
-/// the apps (they sit beside it, not below it), so whoever runs the scenario
-/// supplies this.
+/// Builds programmable switches and system devices for a scenario: the
+/// simulator does not know the apps or the systems (they sit beside it, not
+/// below it), so whoever runs the scenario supplies this.
 pub trait SwitchFactory {
     /// A node running `program` with `params` on `profile`.
     fn build(
@@ -78,6 +84,32 @@ pub trait SwitchFactory {
         params: &[(String, String)],
         profile: Profile,
     ) -> Result<Box<dyn Node>, String>;
+
+    /// A `[[server]]` node of `kind` (a state-store server, a DRAM server).
+    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, String> {
+        let _ = setup;
+        Err(format!("unknown server kind {kind:?}"))
+    }
+}
+
+/// What a factory gets to build a `[[server]]` node.
+#[derive(Debug, Clone)]
+pub struct ServerSetup {
+    /// The server's name in the scenario.
+    pub name: String,
+    /// Its IPv4 address.
+    pub ip: Ipv4Addr,
+    /// The MAC of each of its ports (index = port number).
+    pub macs: Vec<[u8; 6]>,
+    /// The MAC at the other end of each port's link (`ff:..` if unlinked).
+    pub neighbour_macs: Vec<[u8; 6]>,
+    /// The server's `params` table as written (the factory deserialises it
+    /// into the device's own configuration).
+    pub params: toml::Table,
+    /// The names and addresses of every node with an address (hosts,
+    /// servers) and of every switch with its announced prefixes, so a device
+    /// can refer to its peers by name.
+    pub addresses: BTreeMap<String, Ipv4Addr>,
 }
 
 fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
@@ -165,6 +197,9 @@ pub struct Scenario {
     /// Hosts (each with a `name`; the rest is [`HostConfig`]).
     #[serde(default)]
     pub host: Vec<HostConfig>,
+    /// Devices the systems supply (built by the factory).
+    #[serde(default)]
+    pub server: Vec<ServerSpec>,
     /// Links.
     #[serde(default)]
     pub link: Vec<LinkSpec>,
@@ -217,6 +252,23 @@ pub struct SwitchSpec {
 
 fn default_profile() -> Spanned<String> {
     Spanned::new(0..0, "tofino".to_string())
+}
+
+/// A device a system supplies: a RedPlane state-store server, a TEA DRAM
+/// server. For routing it is an endpoint, like a host: its address is
+/// reachable, nothing is forwarded through it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// Unique name.
+    pub name: Spanned<String>,
+    /// Which device (the factory knows the kinds).
+    pub kind: Spanned<String>,
+    /// Its address.
+    pub ip: Spanned<Ipv4Addr>,
+    /// Its configuration, in the device's own vocabulary.
+    #[serde(default)]
+    pub params: toml::Table,
 }
 
 /// A router.
@@ -547,7 +599,7 @@ fn find_named<'a>(
     name: &str,
 ) -> Option<&'a mut dyn toml_edit::TableLike> {
     // Find it first, then borrow it mutably once.
-    let (kind, index) = ["switch", "router", "host", "link"]
+    let (kind, index) = ["switch", "router", "host", "server", "link"]
         .into_iter()
         .find_map(|kind| {
             let arr = doc.get(kind)?.as_array_of_tables()?;
@@ -705,6 +757,7 @@ impl Loaded {
         order.extend(sc.switch.iter().map(|s| s.name.get_ref().clone()));
         order.extend(sc.router.iter().map(|s| s.name.get_ref().clone()));
         order.extend(sc.host.iter().map(|h| host_name(h).to_string()));
+        order.extend(sc.server.iter().map(|s| s.name.get_ref().clone()));
         let id_of = |n: &str| order.iter().position(|x| x == n).map(|i| NodeId(i as u32));
 
         // Links, resolved (before nodes, to know neighbours).
@@ -727,7 +780,7 @@ impl Loaded {
                     self.err_at(
                         e.span(),
                         field,
-                        format!("no switch, router or host named {:?}", n.trim()),
+                        format!("no switch, router, host or server named {:?}", n.trim()),
                     )
                 })?;
                 let port: PortId = p.trim().parse().map_err(|_| {
@@ -828,6 +881,10 @@ impl Loaded {
         for (i, h) in sc.host.iter().enumerate() {
             destinations.push(((h.ip.octets(), 32), first_host + i));
         }
+        let first_server = first_host + sc.host.len();
+        for (i, s) in sc.server.iter().enumerate() {
+            destinations.push(((s.ip.get_ref().octets(), 32), first_server + i));
+        }
         for (i, s) in sc.switch.iter().enumerate() {
             for a in &s.announce {
                 let p = parse_prefix(a.get_ref()).ok_or_else(|| {
@@ -879,6 +936,39 @@ impl Loaded {
             debug_assert_eq!(got, id);
             names.insert(name.get_ref().clone(), id);
             hosts.push((name.get_ref().clone(), id));
+            is_host.push(true);
+        }
+        let mut addresses: BTreeMap<String, Ipv4Addr> = BTreeMap::new();
+        for h in &sc.host {
+            addresses.insert(host_name(h).to_string(), h.ip);
+        }
+        for s in &sc.server {
+            addresses.insert(s.name.get_ref().clone(), *s.ip.get_ref());
+        }
+        for (i, s) in sc.server.iter().enumerate() {
+            check_name(&s.name, &names)?;
+            let id = NodeId((first_server + i) as u32);
+            let ports = port_count(id).max(1);
+            let setup = ServerSetup {
+                name: s.name.get_ref().clone(),
+                ip: *s.ip.get_ref(),
+                macs: (0..ports).map(|p| port_mac(id, p as PortId)).collect(),
+                neighbour_macs: (0..ports)
+                    .map(|p| {
+                        neighbours
+                            .get(&(id, p as PortId))
+                            .map_or([0xff; 6], |&(n, np)| port_mac(n, np))
+                    })
+                    .collect(),
+                params: s.params.clone(),
+                addresses: addresses.clone(),
+            };
+            let node = factory
+                .build_server(s.kind.get_ref(), &setup)
+                .map_err(|e| self.err_at(s.kind.span(), "server", e))?;
+            let got = sim.add_node(s.name.get_ref(), node);
+            debug_assert_eq!(got, id);
+            names.insert(s.name.get_ref().clone(), id);
             is_host.push(true);
         }
 

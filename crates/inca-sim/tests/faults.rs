@@ -239,3 +239,95 @@ fn a_capture_holds_the_link_frames() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Builds `[[server]]` nodes of kind "echo_host" as hosts with an echo
+/// workload, to test how scenarios place, address and route servers.
+struct EchoServers;
+impl SwitchFactory for EchoServers {
+    fn build(&self, p: &str, _: &[(String, String)], _: Profile) -> Result<Box<dyn Node>, String> {
+        Err(format!("no switches here (asked for {p})"))
+    }
+    fn build_server(
+        &self,
+        kind: &str,
+        setup: &inca_sim::scenario::ServerSetup,
+    ) -> Result<Box<dyn Node>, String> {
+        if kind != "echo_host" {
+            return Err(format!("unknown server kind {kind:?}"));
+        }
+        let port: u16 = setup
+            .params
+            .get("port")
+            .and_then(|v| v.as_integer())
+            .ok_or("params.port: missing")? as u16;
+        assert_eq!(setup.addresses["client"].octets(), [10, 0, 0, 1]);
+        let text = format!(
+            "ip = \"{}\"\n[[workload]]\nkind = \"echo\"\nport = {port}\n",
+            setup.ip
+        );
+        let config =
+            inca_sim::nodes::host::HostConfig::from_toml(&text).map_err(|e| e.to_string())?;
+        let host = Host::new(
+            config,
+            setup.macs[0],
+            setup.neighbour_macs[0],
+            10_000_000_000,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Box::new(host))
+    }
+}
+
+const WITH_SERVER: &str = r#"name = "server"
+duration = "5ms"
+[[router]]
+name = "r"
+[[host]]
+name = "client"
+ip = "10.0.0.1"
+[[host.workload]]
+kind = "request"
+server = "10.9.0.1:7"
+pps = 100000
+size = 200
+stop = "4ms"
+[[server]]
+name = "srv"
+kind = "echo_host"
+ip = "10.9.0.1"
+params = { port = 7 }
+[[link]]
+a = "client:0"
+b = "r:0"
+[[link]]
+a = "srv:0"
+b = "r:1"
+"#;
+
+#[test]
+fn servers_are_built_by_the_factory_and_routed_like_hosts() {
+    let loaded = Loaded::from_str(WITH_SERVER, "test.toml", &[]).unwrap();
+    let mut b = loaded.build(&EchoServers, Some(1), None).unwrap();
+    b.sim.run_until(b.duration, |_| {});
+    let id = b.sim.node_id("client").unwrap();
+    let host = b.sim.node::<Host>(id).unwrap();
+    let name = host.workload_names().next().unwrap().to_string();
+    let responses = host.workload_stats(&name).unwrap().responses;
+    assert!(responses >= 390, "only {responses} responses came back");
+    // A bad kind and a missing server are errors naming the field and line.
+    let e = Loaded::from_str(&WITH_SERVER.replace("echo_host", "nope"), "t.toml", &[])
+        .unwrap()
+        .build(&EchoServers, None, None)
+        .err()
+        .unwrap();
+    assert!(
+        e.0.contains("t.toml:16:8") && e.0.contains("server: unknown server kind"),
+        "{e}"
+    );
+    let e = Loaded::from_str(WITH_SERVER, "t.toml", &[])
+        .unwrap()
+        .build(&NoSwitches, None, None)
+        .err()
+        .unwrap();
+    assert!(e.0.contains("unknown server kind"), "{e}");
+}
