@@ -18,7 +18,7 @@ fn scenario() -> Loaded {
 
 fn build(loaded: &Loaded) -> Built {
     loaded
-        .build(&AppFactory, None, None)
+        .build(&AppFactory::default(), None, None)
         .expect("benchmark scenario builds")
 }
 

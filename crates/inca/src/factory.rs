@@ -1,14 +1,64 @@
-//! Builds the apps of `inca-apps` as simulator switches: the simulator
-//! knows devices, not apps, so whoever runs a scenario supplies this.
+//! Builds the apps of `inca-apps` and the systems' devices as simulator
+//! nodes: the simulator knows devices, not apps, so whoever runs a scenario
+//! supplies this.
+//!
+//! A factory made with [`AppFactory::checked`] also collects, while it
+//! builds, the checks each system wants run over a finished simulation
+//! ([`RunCheck`]); `inca campaign` asks for them after every seed.
+
+use std::cell::RefCell;
 
 use inca_apps::catalog::{with_app, AppVisitor};
 use inca_apps::params::Params;
-use inca_sim::engine::Node;
-use inca_sim::scenario::SwitchFactory;
+use inca_sim::engine::{Node, Simulation};
+use inca_sim::scenario::{ServerSetup, SwitchFactory};
 use inca_switch::{Profile, Program, Switch};
 
-/// The apps of `inca-apps` as simulator switches.
-pub struct AppFactory;
+/// A check over a finished run that needs more than one device's view (a
+/// per-flow linearizability check over the recorded history, say). Returns
+/// one message per violation, each saying what, where and when.
+pub trait RunCheck {
+    /// Checks the run; empty means it passed.
+    fn check(&self, sim: &Simulation) -> Vec<String>;
+}
+
+/// The apps of `inca-apps` and the systems' devices as simulator nodes.
+#[derive(Default)]
+pub struct AppFactory {
+    /// Whether to attach observers and collect run checks.
+    checked: bool,
+    checks: RefCell<Vec<Box<dyn RunCheck>>>,
+}
+
+impl AppFactory {
+    /// A factory that attaches each system's observers to the devices it
+    /// builds and collects their run checks.
+    pub fn checked() -> Self {
+        AppFactory {
+            checked: true,
+            checks: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Whether this factory collects checks.
+    pub fn is_checked(&self) -> bool {
+        self.checked
+    }
+
+    /// Adds a run check (systems' builders call this).
+    pub fn add_check(&self, check: Box<dyn RunCheck>) {
+        self.checks.borrow_mut().push(check);
+    }
+
+    /// Runs every collected check over `sim`.
+    pub fn run_checks(&self, sim: &Simulation) -> Vec<String> {
+        self.checks
+            .borrow()
+            .iter()
+            .flat_map(|c| c.check(sim))
+            .collect()
+    }
+}
 
 impl SwitchFactory for AppFactory {
     fn build(
@@ -29,5 +79,10 @@ impl SwitchFactory for AppFactory {
         let pairs: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let params = Params::parse(pairs.iter().map(String::as_str)).map_err(|e| e.to_string())?;
         with_app(program, &params, Build(profile)).map_err(|e| e.to_string())?
+    }
+
+    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, String> {
+        let _ = setup;
+        Err(format!("unknown server kind {kind:?}"))
     }
 }

@@ -10,6 +10,7 @@
 //!
 //! Later issues add `plan` and `bench`.
 
+mod campaign;
 mod node;
 mod report;
 mod run;
@@ -79,6 +80,32 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Run a scenario under many seeds with its randomised faults and check
+    /// every run: devices' invariants and each system's checks (RedPlane
+    /// linearizability, TEA lookups). A failing seed is printed with its
+    /// fault schedule; `inca run --seed` reproduces it.
+    Campaign {
+        /// The scenario file (TOML).
+        scenario: PathBuf,
+        /// How many seeds.
+        #[arg(long, default_value_t = 100)]
+        seeds: u64,
+        /// The first seed.
+        #[arg(long, default_value_t = 1)]
+        first_seed: u64,
+        /// Threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Override a scenario value (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Also write the summary as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Run one device as a live process (switch or router), its ports bound
     /// to UDP links or Linux interfaces, until SIGTERM.
     Node {
@@ -143,6 +170,39 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("inca check: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Campaign {
+            scenario,
+            seeds,
+            first_seed,
+            jobs,
+            set,
+            json,
+            quiet,
+        } => {
+            let jobs =
+                jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            match campaign::run(&scenario, &set, first_seed, seeds, jobs, quiet) {
+                Ok(summary) => {
+                    campaign::print(&summary, &scenario);
+                    if let Some(path) = json {
+                        let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
+                        if let Err(e) = std::fs::write(&path, text) {
+                            eprintln!("error: {}: {e}", path.display());
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                    if summary.failed == 0 {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
                     ExitCode::FAILURE
                 }
             }

@@ -100,7 +100,7 @@ fn build_device(config: &NodeConfig) -> anyhow::Result<Box<dyn Node>> {
                 .iter()
                 .map(|(k, v)| (k.clone(), value_text(v)))
                 .collect();
-            AppFactory
+            AppFactory::default()
                 .build(program, &params, prof)
                 .map_err(|e| anyhow::anyhow!("program {program}: {e}"))
         }

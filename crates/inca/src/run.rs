@@ -19,7 +19,7 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let loaded = Loaded::from_file(scenario, set)?;
     let out = out.unwrap_or_else(|| default_out_dir(scenario));
-    let built = loaded.build(&AppFactory, seed, Some(&out))?;
+    let built = loaded.build(&AppFactory::default(), seed, Some(&out))?;
     let name = loaded.scenario.name.clone();
     let duration = built.duration;
     let bar = if quiet {

@@ -634,7 +634,7 @@ fn up(scenario: &Path, capture_dir: Option<&Path>) -> Result<()> {
     // The same checks `inca run` makes (names, ports, programs that fit),
     // before anything is created.
     loaded
-        .build(&AppFactory, None, None)
+        .build(&AppFactory::default(), None, None)
         .map_err(|e| anyhow!("{e}"))?;
     let capture_dir = match capture_dir {
         Some(d) => {

@@ -10,7 +10,7 @@ use inca_sim::tcp::Outcome;
 fn outcomes(text: &str) -> Vec<(String, Vec<Outcome>, u64)> {
     let loaded = Loaded::from_str(text, "e2e.toml", &[]).unwrap();
     println!("seed 1");
-    let mut built = loaded.build(&AppFactory, Some(1), None).unwrap();
+    let mut built = loaded.build(&AppFactory::default(), Some(1), None).unwrap();
     built.sim.run_until(built.duration, |_| {});
     built
         .hosts
