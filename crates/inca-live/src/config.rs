@@ -22,6 +22,9 @@
 //! udp = { local = "127.0.0.1:40001", peer = "127.0.0.1:40002" }
 //! ```
 //!
+//! A system's device (state store, DRAM server) is `kind = "server"` with
+//! `server = "redplane_store"`, `ip`, `params` and `neighbours` as a router's.
+//!
 //! A traffic generator is `kind = "host"` with the host's scenario settings
 //! under `config` (`[device.config]`, `[[device.config.workload]]`).
 //!
@@ -91,6 +94,21 @@ pub enum DeviceSpec {
         /// Failure-detection delay, ns.
         #[serde(default)]
         detect_delay: Option<u64>,
+    },
+    /// A device a system supplies (a RedPlane state-store server, a TEA DRAM
+    /// server), as a scenario's `[[server]]`: `server` names the kind.
+    Server {
+        /// The kind of server (`redplane_store`, `tea_dram`).
+        server: String,
+        /// Its IPv4 address.
+        ip: std::net::Ipv4Addr,
+        /// Its configuration, in the device's own vocabulary.
+        #[serde(default)]
+        params: toml::Table,
+        /// MAC of the device at the other end of each port (default
+        /// broadcast).
+        #[serde(default)]
+        neighbours: Vec<NeighbourSpec>,
     },
     /// A host: a traffic generator or sink (the simulator's `Host`, with
     /// its workloads), on port 0.

@@ -143,6 +143,38 @@ fn build_device(config: &NodeConfig) -> anyhow::Result<Box<dyn Node>> {
             }
             Ok(Box::new(router))
         }
+        DeviceSpec::Server {
+            server,
+            ip,
+            params,
+            neighbours,
+        } => {
+            let ports = config
+                .ports
+                .iter()
+                .map(|p| usize::from(p.id) + 1)
+                .max()
+                .unwrap_or(1);
+            let mut neighbour_macs = vec![[0xff; 6]; ports];
+            for n in neighbours {
+                let mac =
+                    parse_mac(&n.mac).with_context(|| format!("neighbour mac {:?}", n.mac))?;
+                if let Some(slot) = neighbour_macs.get_mut(usize::from(n.port)) {
+                    *slot = mac;
+                }
+            }
+            let setup = inca_sim::scenario::ServerSetup {
+                name: config.name.clone(),
+                ip: *ip,
+                macs: (0..ports).map(|p| [0x02, 0x20, 0, 0, 0, p as u8]).collect(),
+                neighbour_macs,
+                params: params.clone(),
+                addresses: Default::default(),
+            };
+            AppFactory::default()
+                .build_server(server, &setup)
+                .map_err(|e| anyhow::anyhow!("server {server}: {e}"))
+        }
         DeviceSpec::Host {
             config: host,
             mac,

@@ -216,6 +216,9 @@ enum Kind {
     Switch,
     Router,
     Host,
+    /// A system's device (state store, DRAM server): an `inca node`
+    /// process like a switch, but an endpoint for routing like a host.
+    Server,
 }
 
 /// The scenario's nodes in simulator order (switches, routers, hosts) and
@@ -244,6 +247,10 @@ fn topology(sc: &Scenario) -> Result<Topology> {
             .ok_or_else(|| anyhow!("host {}: every host needs a name", h.ip))?;
         names.push(name.get_ref().clone());
         kinds.push(Kind::Host);
+    }
+    for s in &sc.server {
+        names.push(s.name.get_ref().clone());
+        kinds.push(Kind::Server);
     }
     let index = |end: &str| -> Result<(usize, u16)> {
         let (n, p) = end
@@ -287,6 +294,10 @@ pub fn routes(sc: &Scenario) -> Result<BTreeMap<String, Vec<RouteSpec>>> {
     for (i, h) in sc.host.iter().enumerate() {
         destinations.push((format!("{}/32", h.ip), first_host + i));
     }
+    let first_server = first_host + sc.host.len();
+    for (i, s) in sc.server.iter().enumerate() {
+        destinations.push((format!("{}/32", s.ip.get_ref()), first_server + i));
+    }
     for (i, s) in sc.switch.iter().enumerate() {
         for a in &s.announce {
             let (ip, len) = parse_prefix(a.get_ref())
@@ -300,7 +311,8 @@ pub fn routes(sc: &Scenario) -> Result<BTreeMap<String, Vec<RouteSpec>>> {
     }
     for (prefix, dest) in &destinations {
         // The same shortest paths `inca run` gives its routers.
-        let hops = next_hops(&adj, |n| t.kinds[n] == Kind::Host, *dest);
+        let endpoint = |n: usize| matches!(t.kinds[n], Kind::Host | Kind::Server);
+        let hops = next_hops(&adj, endpoint, *dest);
         for (r, kind) in t.kinds.iter().enumerate() {
             if let (Kind::Router, Some(ports)) = (kind, hops.get(&r)) {
                 out.get_mut(&t.names[r])
@@ -458,6 +470,30 @@ pub fn plan(sc: &Scenario, name: &str, capture_dir: Option<&Path>) -> Result<Pla
                 routes: routes.get(r.name.get_ref()).cloned().unwrap_or_default(),
                 neighbours,
                 detect_delay: r.detect_delay,
+            },
+            ports,
+        });
+    }
+    let first_server = first_host + sc.host.len();
+    for (i, s) in sc.server.iter().enumerate() {
+        let ports = sorted(ports.remove(&(first_server + i)).unwrap_or_default());
+        let neighbours = ports
+            .iter()
+            .map(|p| NeighbourSpec {
+                port: p.id,
+                mac: HOST_MAC.into(),
+            })
+            .collect();
+        nodes.push(NodeConfig {
+            name: s.name.get_ref().clone(),
+            seed: sc.seed,
+            metrics: None,
+            capture_dir: capture_dir.map(Path::to_path_buf),
+            device: DeviceSpec::Server {
+                server: s.kind.get_ref().clone(),
+                ip: *s.ip.get_ref(),
+                params: s.params.clone(),
+                neighbours,
             },
             ports,
         });
