@@ -553,7 +553,8 @@ impl Loaded {
 
 /// Applies `key=value` overrides to scenario text. A key is a dotted path
 /// from the top (`duration`, `defaults.link.rate`) or starting with the
-/// name of a switch, router, host or link (`agg1.params.flows`). Values are
+/// name of a switch, router, host or link (`agg1.params.flows`); a list of
+/// tables is entered by index or element name (`h1.workload.0.rate`). Values are
 /// TOML (`5`, `"10Gbps"`, `true`); a bare word is taken as a string.
 pub fn apply_overrides(text: &str, overrides: &[String]) -> Result<String, ScenarioError> {
     if overrides.is_empty() {
@@ -630,7 +631,33 @@ fn set_path(
 ) -> Result<(), String> {
     let (last, parents) = path.split_last().ok_or("empty key")?;
     let mut t = table;
-    for p in parents {
+    let mut i = 0;
+    while i < parents.len() {
+        let p = parents[i];
+        // An array of tables (a host's `workload`s) is entered by index or
+        // by an element's `name`: `h1.workload.0.rate`, `h1.workload.bg.rate`.
+        if t.get(p).is_some_and(|item| item.is_array_of_tables()) {
+            let sel = *parents.get(i + 1).ok_or_else(|| {
+                format!("{p} is a list: name an element by index or name, e.g. {p}.0.FIELD")
+            })?;
+            let arr = t
+                .get_mut(p)
+                .and_then(|item| item.as_array_of_tables_mut())
+                .ok_or_else(|| format!("{p} is not a list"))?;
+            let len = arr.len();
+            let index = match sel.parse::<usize>() {
+                Ok(n) => Some(n),
+                Err(_) => arr
+                    .iter()
+                    .position(|e| e.get("name").and_then(|v| v.as_str()) == Some(sel)),
+            };
+            t = index
+                .and_then(|n| arr.get_mut(n))
+                .map(|e| e as &mut dyn toml_edit::TableLike)
+                .ok_or_else(|| format!("{p} has {len} elements and none is {sel:?}"))?;
+            i += 2;
+            continue;
+        }
         if !t.contains_key(p) {
             t.insert(
                 p,
@@ -641,6 +668,7 @@ fn set_path(
             .get_mut(p)
             .and_then(|i| i.as_table_like_mut())
             .ok_or_else(|| format!("{p} is not a table"))?;
+        i += 1;
     }
     t.insert(last, toml_edit::Item::Value(value));
     Ok(())

@@ -4,6 +4,8 @@
 //!   resource report, or why the program does not fit (exit status 1).
 //! - `inca run` simulates a scenario and writes its results folder.
 //! - `inca report` renders plots and a summary from results.
+//! - `inca sweep` runs an experiment descriptor's configurations and draws
+//!   its plots.
 //! - `inca node` runs one device as a live process.
 //! - `inca testbed` builds a scenario's topology live (namespaces, veth,
 //!   node processes).
@@ -14,6 +16,7 @@ mod campaign;
 mod node;
 mod report;
 mod run;
+mod sweep;
 mod testbed;
 
 use std::path::PathBuf;
@@ -119,6 +122,28 @@ enum Command {
         #[command(subcommand)]
         action: testbed::TestbedAction,
     },
+    /// Run every configuration of an experiment descriptor (a scenario
+    /// swept over named configurations and axes, under several seeds), one
+    /// results folder each, then draw the descriptor's plots into DIR/plots.
+    Sweep {
+        /// The experiment descriptor (TOML; see docs/experiments.md).
+        experiment: PathBuf,
+        /// Output folder (default out/<descriptor stem>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Runs at once (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Apply the descriptor's `quick` overrides and seeds (a smoke test).
+        #[arg(long)]
+        quick: bool,
+        /// Image format: png or svg (repeatable; default both).
+        #[arg(long)]
+        format: Vec<String>,
+        /// No progress lines.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Plots (PNG/SVG, into DIR/plots) and a text summary from a results
     /// folder, or from a folder of results folders (one per configuration).
     Report {
@@ -221,6 +246,31 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Sweep {
+            experiment,
+            out,
+            jobs,
+            quick,
+            format,
+            quiet,
+        } => {
+            let jobs =
+                jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let opts = sweep::Options {
+                out,
+                jobs,
+                quick,
+                formats: format,
+                quiet,
+            };
+            match sweep::run(&experiment, &opts) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("inca sweep: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Report { dir, format } => match report::run(&dir, &format) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

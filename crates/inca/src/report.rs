@@ -12,6 +12,8 @@
 //!   PNG and the SVG are the same picture.
 //! - fonts: [`init_fonts`] registers a TTF from the system for plotters'
 //!   `ab_glyph` text; without one, plots are drawn without text.
+//! - sweeps: a folder with a `sweep.json` (written by `inca sweep`) gets the
+//!   plots its descriptor asks for, drawn by [`sweep`].
 //!
 //! The folder layout and how to read each plot are in docs/experiments.md.
 
@@ -100,6 +102,8 @@ struct Latency {
     p999: u64,
     #[serde(default)]
     max: u64,
+    #[serde(default)]
+    min: u64,
 }
 
 /// A time series: values per bin of `bin` ns from time 0.
@@ -313,6 +317,9 @@ pub fn run(dir: &Path, formats: &[String]) -> Result<()> {
     }
     if !dir.is_dir() {
         bail!("{}: not a folder", dir.display());
+    }
+    if dir.join("sweep.json").is_file() {
+        return sweep::redraw(dir, &formats);
     }
     let text = init_fonts();
     let mut notes = Vec::new();
@@ -874,7 +881,7 @@ fn plot_run(
             &plots.join("latency_cdf"),
             formats,
             (W, H),
-            draw_cdf(&cdfs, title, text)
+            draw_cdf(&cdfs, title, "histogram", text)
         ));
     }
 
@@ -909,6 +916,7 @@ fn draw_cdf<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     cdfs: &[&Cdf],
     title: &str,
+    legend_title: &str,
     text: bool,
 ) -> Result<()> {
     let labels: Vec<String> = cdfs.iter().map(|c| clip(&c.label, 40)).collect();
@@ -992,7 +1000,7 @@ fn draw_cdf<DB: DrawingBackend>(
             .enumerate()
             .map(|(i, s)| (s, color(i)))
             .collect();
-        draw_legend(&l, &entries, false, "histogram")?;
+        draw_legend(&l, &entries, false, legend_title)?;
     }
     Ok(())
 }
@@ -1498,6 +1506,10 @@ fn draw_bar_panel<DB: DrawingBackend>(
     }
     Ok(())
 }
+
+/// The plots of a sweep folder (one with a `sweep.json`).
+#[path = "report_sweep.rs"]
+pub mod sweep;
 
 #[cfg(test)]
 mod tests {
