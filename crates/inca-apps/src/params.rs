@@ -64,6 +64,11 @@ impl Params {
         }
     }
 
+    /// The raw text of `name`, if given (for names and choices).
+    pub fn text(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
     /// The value of `name` as an IPv4 address, or `default`.
     pub fn ipv4(&self, name: &str, default: [u8; 4]) -> Result<[u8; 4], ParamError> {
         match self.0.get(name) {

@@ -209,6 +209,22 @@ impl ControlPlane<'_> {
         self.issue(op, latency, true)
     }
 
+    /// Sets every entry of a register array to zero with a caller-given
+    /// cost, for systems whose specs model a bulk clear differently from
+    /// per-entry writes (TEA's sketch epochs: 1 ms per 64K-entry array).
+    pub fn register_clear_timed<T: RegisterValue>(
+        &mut self,
+        reg: RegisterHandle<T>,
+        latency: Nanos,
+    ) -> u64 {
+        let op = Op::Objects(Box::new(move |o: &mut Objects, _| {
+            o.register_clear(reg.id())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }));
+        self.issue(op, latency, true)
+    }
+
     /// Reconfigures one meter.
     pub fn meter_configure(&mut self, meter: Handle, index: u64, config: MeterConfig) -> u64 {
         let op = Op::Objects(Box::new(move |o: &mut Objects, now| {

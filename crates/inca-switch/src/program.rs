@@ -128,6 +128,8 @@ pub struct PacketCtx<M, D> {
     pub(crate) kind: PacketKind,
     pub(crate) destination: Destination,
     pub(crate) mirror: Option<u16>,
+    /// Set by [`PacketCtx::mirror_loop`]: a mirror copy may mirror again.
+    pub(crate) mirror_loop: bool,
     pub(crate) digest: Option<D>,
     pub(crate) egress: EgressMeta,
 }
@@ -163,6 +165,7 @@ impl<M, D> PacketCtx<M, D> {
             kind,
             destination: Destination::Drop,
             mirror: None,
+            mirror_loop: false,
             digest: None,
             egress: EgressMeta::default(),
         }
@@ -209,6 +212,28 @@ impl<M, D> PacketCtx<M, D> {
             return false;
         }
         self.frame.drain(at..end);
+        true
+    }
+
+    /// Deparser: cuts the frame to at most `len` bytes (drops a trailer such
+    /// as a RoCE pad and ICRC, or a payload the program does not emit).
+    pub fn truncate(&mut self, len: usize) {
+        self.frame.truncate(len);
+    }
+
+    /// The deparser's RoCE-ICRC extern (TEA spec §9.6): appends `pad` zero
+    /// bytes and the ICRC of the RoCEv2 packet the frame now holds (IPv4
+    /// lengths must already count both). A real Tofino cannot CRC a payload;
+    /// this models the capability the TEA spec assumes. Returns false (frame
+    /// unchanged apart from the pad) if the frame is not IPv4/UDP/RoCEv2.
+    pub fn append_roce_icrc(&mut self, pad: usize) -> bool {
+        self.frame.resize(self.frame.len() + pad, 0);
+        let len = self.frame.len();
+        self.frame.extend_from_slice(&[0; 4]);
+        if inca_wire::icrc::fill_frame_icrc(&mut self.frame).is_err() {
+            self.frame.truncate(len);
+            return false;
+        }
         true
     }
 
@@ -275,6 +300,15 @@ impl<M, D> PacketCtx<M, D> {
     /// egress leaves it). The session decides the port and truncation.
     pub fn mirror(&mut self, session: u16) {
         self.mirror = Some(session);
+    }
+
+    /// Like [`PacketCtx::mirror`], but also allowed on a mirror copy in
+    /// egress: an egress-to-egress mirror loop, as RedPlane's retransmission
+    /// loop uses on Tofino. The program bounds the loop itself (it stops
+    /// re-mirroring once the copy is acknowledged or has given up).
+    pub fn mirror_loop(&mut self, session: u16) {
+        self.mirror = Some(session);
+        self.mirror_loop = true;
     }
 
     /// Sends a digest to the control plane (one per packet pass; a later

@@ -720,10 +720,11 @@ impl<P: Program> Switch<P> {
         if let Some(d) = pkt.digest.take() {
             self.send_digest(now, d);
         }
-        // A mirror copy does not mirror again (that would loop).
+        // A mirror copy does not mirror again (that would loop), unless the
+        // program asked for a loop with `mirror_loop`.
         if let (Some(session), false) = (
             pkt.mirror.take(),
-            matches!(q.kind, PacketKind::Mirrored { .. }),
+            matches!(q.kind, PacketKind::Mirrored { .. }) && !pkt.mirror_loop,
         ) {
             self.mirror(now, at_wire, session, &pkt);
         }

@@ -13,6 +13,7 @@
 //! - [`roce`] — RoCEv2 BTH, RETH, AETH, opcodes, whole-packet view.
 //! - [`icrc`] — the RoCEv2 invariant CRC (IBA Annex A17).
 //! - [`builder`] — whole frames: UDP, TCP and RoCEv2 WRITE/READ/response/ACK.
+//! - [`redplane`] — RedPlane request/ack/chain messages, serial numbers, frames.
 //! - [`pcap`] — pcap writer, pcap/pcapng reader.
 //!
 //! Byte-by-byte layouts are in `docs/wire.md`.
@@ -27,6 +28,7 @@ pub mod ethernet;
 pub mod icrc;
 pub mod ipv4;
 pub mod pcap;
+pub mod redplane;
 pub mod roce;
 pub mod tcp;
 pub mod udp;
