@@ -1,0 +1,22 @@
+//! inca-redplane: RedPlane (specs/redplane.md) — switch applications whose
+//! per-flow state survives switch failure and rerouting, because every
+//! update is replicated from the data plane to an external chain-replicated
+//! state store.
+//!
+//! What lives where:
+//! - [`store`] — the state store server as a sans-IO device: shards, leases,
+//!   fences, sequence checks, chain replication, snapshots.
+//! - [`switch`] — the switch side in linearizable mode: the RedPlane ingress,
+//!   egress and control-plane blocks composed with an app as one program.
+//! - [`apps`] — RedPlane versions of the NAT, firewall, load balancer,
+//!   EPC-SGW, Sync-Counter and KV store, each with its `spec_step` model.
+//! - [`catalog`] — the RedPlane switch programs by name, as simulator nodes.
+//! - [`snapshot`] — bounded-inconsistency mode: lazy snapshots, snapshot replication, ε monitor, HH and Async-Counter.
+//! - [`verify`] — model checker, history recorder, linearizability checkers, invariant monitor (§6).
+
+pub mod apps;
+pub mod catalog;
+pub mod snapshot;
+pub mod store;
+pub mod switch;
+pub mod verify;

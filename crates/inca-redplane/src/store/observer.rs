@@ -1,0 +1,76 @@
+//! The observer hook: how a state-store server tells a verifier (the
+//! linearizability checker, specs/redplane.md §6.3 Checker B) what it
+//! committed and which leases it granted.
+//!
+//! Set it with [`super::StoreServer::with_observer`]; it is `None` by default
+//! and costs nothing then. Events are reported by the node that is head when
+//! the event commits (the chain's tail has acknowledged it, or at once when
+//! the chain is off), in commit order per worker, with the commit time. After
+//! a head failover, the new head reports the updates it commits, including
+//! ones the old head ordered that had not yet committed; an update the old
+//! head committed but whose report was lost with it is not reported twice —
+//! and may not be reported at all. A verifier should therefore treat the log
+//! as "every reported commit happened", not "every commit is reported".
+
+use std::net::Ipv4Addr;
+
+use inca_switch::device::Nanos;
+
+/// One committed mutation of a key (a write, a grant's fence, a new record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitEvent<'a> {
+    /// The reporting (head) node.
+    pub node: Ipv4Addr,
+    /// Worker number (port 8000 + worker).
+    pub worker: u16,
+    /// The key.
+    pub key: &'a [u8],
+    /// The key's fence after the update.
+    pub fence: u16,
+    /// The key's last_seq after the update.
+    pub seq: u16,
+    /// The key's value after the update.
+    pub value: &'a [u8],
+    /// The key's owner after the update (`None` for ownerless records).
+    pub owner: Option<Ipv4Addr>,
+    /// When it committed.
+    pub time: Nanos,
+}
+
+/// How a lease was granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantKind {
+    /// The key was new (NEW_ACK).
+    New,
+    /// An existing key, with a new fence (MIGRATE_ACK).
+    Migrate,
+}
+
+/// A lease grant, reported when its update commits (just before the reply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrantEvent<'a> {
+    /// The reporting (head) node.
+    pub node: Ipv4Addr,
+    /// Worker number.
+    pub worker: u16,
+    /// The lease key.
+    pub key: &'a [u8],
+    /// The new owner.
+    pub owner: Ipv4Addr,
+    /// The base sequence number the owner continues from (= the fence).
+    pub base: u16,
+    /// New or migrated.
+    pub kind: GrantKind,
+    /// Commit time.
+    pub time: Nanos,
+}
+
+/// Receives store events. All methods have empty defaults.
+pub trait StoreObserver {
+    /// A mutation committed.
+    fn committed(&mut self, _event: &CommitEvent<'_>) {}
+    /// A lease grant committed.
+    fn lease_granted(&mut self, _event: &GrantEvent<'_>) {}
+    /// A snapshot epoch of a partition (identified by its lease key) committed.
+    fn snapshot_committed(&mut self, _worker: u16, _partition: &[u8], _epoch: u16, _time: Nanos) {}
+}

@@ -1,0 +1,306 @@
+//! The randomized lookup-correctness campaign (spec §6 item 3 end to end):
+//! a TEA NAT switch with two DRAM servers (R = 2) and a deliberately small
+//! table, random inserts, updates and deletes through the control plane
+//! (displacement chains, stash overflow, cache promotion and eviction), a
+//! crash and restart of one server, and a continuous stream of lookups.
+//!
+//! Every lookup result the switch reports must be a value the key held at
+//! some moment between its SRAM check and its result: the value committed
+//! last before the check, or the value of an operation that overlapped the
+//! lookup ("most recently" judged by the control plane's operation start and
+//! completion times). A miss is allowed only if the key was absent at some
+//! such moment. A DRAM lookup must also complete within `T_GRACE` of its
+//! SRAM check (the mutation shield's assumption, spec §5.4).
+
+use std::collections::BTreeMap;
+
+use inca_apps::headers::parse;
+use inca_sim::engine::Fault;
+use inca_switch::Nanos;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::switch::rig::{Probe, Rig, RigConfig};
+use crate::switch::{
+    delete_message, insert_message, update_message, CommitRecord, LookupPath, LookupRecord,
+};
+use crate::table::InsertOrder;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct CampaignConfig {
+    /// Run seed.
+    pub seed: u64,
+    /// Control-plane operations.
+    pub ops: usize,
+    /// Distinct keys operations and lookups draw from (half of them are
+    /// preloaded).
+    pub keys: usize,
+    /// Gap between two lookups.
+    pub lookup_gap: Nanos,
+    /// Gap between two operations being asked for.
+    pub op_gap: Nanos,
+    /// Crash and restart server 0 in the middle.
+    pub failover: bool,
+    /// Insert step order (only `Shielded` is correct).
+    pub insert_order: InsertOrder,
+}
+
+impl CampaignConfig {
+    /// The defaults for `seed` and `ops`.
+    pub fn new(seed: u64, ops: usize) -> Self {
+        CampaignConfig {
+            seed,
+            ops,
+            keys: 140,
+            lookup_gap: 4_000,
+            op_gap: 300_000,
+            failover: true,
+            insert_order: InsertOrder::Shielded,
+        }
+    }
+}
+
+/// What a campaign did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CampaignStats {
+    /// Lookups judged.
+    pub lookups: u64,
+    /// Of which served from SRAM.
+    pub sram: u64,
+    /// Of which served by one DRAM round trip.
+    pub dram: u64,
+    /// Of which misses.
+    pub misses: u64,
+    /// Operations committed.
+    pub commits: u64,
+    /// Operations refused (stash full, absent keys).
+    pub refused: u64,
+    /// Displacements the table made.
+    pub displacements: u64,
+    /// Entries in the stash at the end.
+    pub stash_end: u64,
+    /// Cache installs and replacements.
+    pub cache_changes: u64,
+    /// Server recoveries.
+    pub recoveries: u64,
+    /// Highest table load factor seen at the end, per mille.
+    pub load_permille: u64,
+}
+
+/// A lookup that returned what it must not.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("seed {seed}: {what} (lookup {lookup:?})")]
+pub struct Violation {
+    /// The seed that reproduces it.
+    pub seed: u64,
+    /// What was wrong.
+    pub what: String,
+    /// The lookup.
+    pub lookup: Option<LookupRecord>,
+}
+
+const PUBLIC: [u8; 4] = [198, 51, 100, 1];
+
+/// Outside flow `i`: 9.(i>>8).(i).1:(1000+i) → PUBLIC:5000 (the NAT's
+/// ext→int direction: found → translated, absent → dropped; no slow path).
+fn frame(i: usize) -> Vec<u8> {
+    let ep = inca_wire::Endpoints::new(
+        [2, 0, 0, 0, 1, 1],
+        std::net::Ipv4Addr::new(9, (i >> 8) as u8, i as u8, 1),
+        [2, 0, 0, 0, 1, 2],
+        std::net::Ipv4Addr::from(PUBLIC),
+    );
+    inca_wire::build_udp_frame(&ep, 1000 + i as u16, 5000, b"campaign", true).unwrap_or_default()
+}
+
+fn key(i: usize) -> Vec<u8> {
+    parse(&frame(i))
+        .map(|p| p.five_tuple().to_vec())
+        .unwrap_or_default()
+}
+
+/// Runs the campaign with defaults for `seed` and `ops`.
+pub fn lookup_campaign(seed: u64, ops: usize) -> Result<CampaignStats, Violation> {
+    lookup_campaign_with(&CampaignConfig::new(seed, ops))
+}
+
+/// Runs one campaign. See the module documentation.
+pub fn lookup_campaign_with(c: &CampaignConfig) -> Result<CampaignStats, Violation> {
+    let fail = |what: String| Violation {
+        seed: c.seed,
+        what,
+        lookup: None,
+    };
+    let order = c.insert_order;
+    let mut rng = ChaCha8Rng::seed_from_u64(c.seed ^ 0xCA4A);
+    // Start at ~70 % load: the first `keys / 2` keys, preloaded.
+    let preload: Vec<(Vec<u8>, Vec<u8>)> = (0..c.keys / 2)
+        .map(|i| (key(i), rng.gen::<[u8; 6]>().to_vec()))
+        .collect();
+    let cfg = RigConfig {
+        seed: c.seed,
+        preload: preload.clone(),
+        log2_buckets: 6,
+        cache_cap: 8,
+        tweak: match order {
+            InsertOrder::Shielded => |t| small(t, InsertOrder::Shielded),
+            InsertOrder::ThesisAlg1 => |t| small(t, InsertOrder::ThesisAlg1),
+            InsertOrder::NoGrace => |t| small(t, InsertOrder::NoGrace),
+        },
+        ..RigConfig::default()
+    };
+    let mut rig = Rig::nat(&cfg, Probe::default(), Probe::default()).map_err(fail)?;
+    if !rig.run_until_ready(50_000_000) {
+        return Err(fail("control plane never got ready".into()));
+    }
+    let t0 = rig.sim.now();
+    let span = c.ops as Nanos * c.op_gap;
+    for n in 0..c.ops {
+        let at = t0 + n as Nanos * c.op_gap;
+        let k = key(rng.gen_range(0..c.keys));
+        let v: [u8; 6] = rng.gen();
+        let m = match rng.gen_range(0..10) {
+            0..=6 => insert_message(&k, &v),
+            7 => update_message(&k, &v),
+            _ => delete_message(&k),
+        };
+        rig.control(at, m);
+    }
+    // Lookups: skewed toward low keys so some get hot and cached.
+    let mut at = t0;
+    let end = t0 + span + 2_000_000;
+    while at < end {
+        let r: f64 = rng.gen();
+        let i = ((r * r * r) * c.keys as f64) as usize % c.keys;
+        rig.send(at, rig.outside, frame(i));
+        at += c.lookup_gap;
+    }
+    if c.failover {
+        let s0 = rig.servers[0];
+        rig.sim.schedule(t0 + span * 2 / 5, Fault::Crash(s0));
+        rig.sim.schedule(t0 + span * 11 / 20, Fault::Restart(s0));
+    }
+    rig.run_until(end);
+    // Let the operation queue drain.
+    let mut t = end;
+    while rig.tea().pending_commits() > 0
+        && t < end + (c.ops as Nanos * 20_000_000).max(500_000_000)
+    {
+        t += 1_000_000;
+        rig.run_until(t);
+    }
+    rig.run_until(t + 1_000_000);
+    let (lookups, mut commits) = rig.observer.drain();
+    // The preloaded entries are the history's first versions.
+    commits.splice(
+        0..0,
+        preload.into_iter().map(|(key, v)| CommitRecord {
+            at: 0,
+            started: 0,
+            key,
+            value: Some(v),
+        }),
+    );
+    let tea = rig.tea();
+    let grace = tea.config().t_grace;
+    if tea.pending_commits() > 0 {
+        return Err(fail(format!(
+            "{} operations never completed: {}",
+            tea.pending_commits(),
+            tea.cp_state()
+        )));
+    }
+    judge(c.seed, &lookups, &commits, grace)?;
+    tea.check_coherence(rig.switch().objects()).map_err(fail)?;
+    if !rig.switch().violations().is_empty() {
+        return Err(fail(format!(
+            "data-plane rule violations: {:?}",
+            rig.switch().violations()
+        )));
+    }
+    let ts = tea.table().map(|t| t.stats());
+    let mut s = CampaignStats {
+        lookups: lookups.len() as u64,
+        commits: (commits.len() - c.keys / 2) as u64,
+        refused: tea.cp_stats().ops_refused,
+        cache_changes: tea.cp_stats().cache_changes,
+        recoveries: tea.cp_stats().recoveries,
+        ..CampaignStats::default()
+    };
+    if let Some(ts) = ts {
+        s.displacements = ts.displacements;
+        s.stash_end = ts.stash_entries;
+        s.load_permille = (ts.load_factor * 1000.0) as u64;
+    }
+    for l in &lookups {
+        match (l.path, &l.value) {
+            (_, None) => s.misses += 1,
+            (LookupPath::Sram, _) => s.sram += 1,
+            (LookupPath::Dram, _) => s.dram += 1,
+        }
+    }
+    Ok(s)
+}
+
+/// A small table that overflows: 64 buckets × 2 cells, a 24-entry stash,
+/// an 8-entry cache with a low hot threshold, 30 ms epochs, and at most 40
+/// displacements per insert.
+fn small(t: &mut crate::switch::TeaConfig, order: InsertOrder) {
+    t.stash_cap = 24;
+    t.t_hot = 16;
+    t.t_epoch = 30_000_000;
+    t.max_tries = 40;
+    t.insert_order = order;
+}
+
+/// Checks every lookup against the committed history (see the module docs).
+pub fn judge(
+    seed: u64,
+    lookups: &[LookupRecord],
+    commits: &[CommitRecord],
+    grace: Nanos,
+) -> Result<(), Violation> {
+    let mut hist: BTreeMap<&[u8], Vec<&CommitRecord>> = BTreeMap::new();
+    for c in commits {
+        hist.entry(c.key.as_slice()).or_default().push(c);
+    }
+    for h in hist.values_mut() {
+        h.sort_by_key(|c| (c.at, c.started));
+    }
+    for l in lookups {
+        let bad = |what: String| Violation {
+            seed,
+            what,
+            lookup: Some(l.clone()),
+        };
+        if l.path == LookupPath::Dram && l.at - l.checked_at >= grace {
+            return Err(bad(format!(
+                "lookup in flight {} ns, longer than T_GRACE {grace} ns",
+                l.at - l.checked_at
+            )));
+        }
+        let h = hist.get(l.key.as_slice()).map(Vec::as_slice).unwrap_or(&[]);
+        // The value committed last before the SRAM check, and every value
+        // of an operation overlapping [checked_at, at].
+        let before = h
+            .iter()
+            .rev()
+            .find(|c| c.at <= l.checked_at)
+            .map(|c| c.value.clone())
+            .unwrap_or(None);
+        let mut ok = vec![before];
+        ok.extend(
+            h.iter()
+                .filter(|c| c.started <= l.at && c.at > l.checked_at)
+                .map(|c| c.value.clone()),
+        );
+        if !ok.contains(&l.value) {
+            return Err(bad(format!(
+                "returned {:02x?}, allowed {:02x?}",
+                l.value, ok
+            )));
+        }
+    }
+    Ok(())
+}

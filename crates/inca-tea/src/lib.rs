@@ -1,0 +1,18 @@
+//! inca-tea: TEA (specs/tea.md) — exact-match tables far larger than switch
+//! SRAM, kept in servers' DRAM and read by the switch data plane with
+//! one-sided RoCEv2 RDMA, one round trip per lookup.
+//!
+//! What lives where:
+//! - [`server`] — the DRAM server: RoCEv2 RC responder NIC model, server agent and its protocol.
+//! - [`table`] — the TEA-Table: DRAM layout, range partitioning, BLP insert/delete/update as step plans, cache policy.
+//! - [`switch`] — the TEA switch: data-plane lookup blocks as a switch program over a `TeaNf`, and its control plane.
+//! - [`catalog`] — the TEA NFs by name ("tea_nat", ...) for scenarios and `inca check`.
+//! - [`campaign`] — the randomized lookup-correctness campaign (spec §6 item 3 end to end).
+//! - [`nf`] — TEA NAT, stateful firewall, L4 load balancer and VPN gateway as `TeaNf`s.
+
+pub mod campaign;
+pub mod catalog;
+pub mod nf;
+pub mod server;
+pub mod switch;
+pub mod table;

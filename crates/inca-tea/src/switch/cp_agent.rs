@@ -1,0 +1,276 @@
+//! The control plane's side of the agent protocol (spec §4.3, H4's codec in
+//! [`crate::server::agent_proto`]): requests go out as UDP datagrams through
+//! packet-out on the server's port, replies come back punted by the parser
+//! extension. Requests are idempotent by `req_id` at the agent, so a request
+//! without a reply after `t_agent_retx` is sent again (heartbeats excepted:
+//! a missing heartbeat reply is the signal).
+
+use std::collections::BTreeMap;
+
+use inca_switch::{ControlPlane, PacketOutDest};
+use inca_wire::Endpoints;
+
+use crate::server::agent_proto::{
+    build_datagram, parse_udp, Body, Message, Reply, Request, WriteEntry, AGENT_UDP_PORT,
+    MAX_MESSAGE_LEN,
+};
+use crate::table::partition::RegionWrite;
+
+use super::cp::TOKEN_AGENT;
+use super::dataplane::TeaSwitch;
+use super::nf_api::TeaNf;
+
+/// Retransmissions of one request before the control plane gives up on it
+/// (about 200 ms with the backoff; the server is then left to the
+/// heartbeat) [our choice].
+pub const MAX_RETRIES: u32 = 64;
+/// Bytes of WRITE_BATCH payload per message, leaving room for headers.
+const BATCH_BYTES: usize = MAX_MESSAGE_LEN - 64;
+
+/// Why a request was sent: what its reply means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// ALLOC_REGION during setup or recovery.
+    Alloc { sid: usize, region: u16 },
+    /// CREATE_QP (`create`) or RESET_QP during setup or recovery.
+    SetupQp { sid: usize, qp: u16, create: bool },
+    /// A table operation's WRITE_BATCH.
+    Write,
+    /// A region reload during setup or recovery.
+    Reload { sid: usize },
+    /// QP_STATUS from the watchdog.
+    QpStatus { qp: u16 },
+    /// RESET_QP after a NAK 0x61–0x63 or a watchdog ERROR.
+    ResetQp { qp: u16 },
+    /// HEARTBEAT.
+    Heartbeat { sid: usize },
+}
+
+/// One request waiting for its reply.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub sid: usize,
+    pub frame: Vec<u8>,
+    pub retries: u32,
+    pub purpose: Purpose,
+}
+
+/// Outstanding agent requests.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AgentLink {
+    pub next_id: u32,
+    pub pending: BTreeMap<u32, Pending>,
+}
+
+impl<N: TeaNf> TeaSwitch<N> {
+    fn endpoints(&self, sid: usize) -> Option<Endpoints> {
+        let s = self.cp.servers.get(sid)?;
+        let (mac, ip) = match &s.hello {
+            Some(h) => (h.mac, h.ip),
+            None => (s.spec.mac, s.spec.ip),
+        };
+        Some(Endpoints::new(
+            self.cfg.switch_mac,
+            self.cfg.switch_ip,
+            mac,
+            ip,
+        ))
+    }
+
+    /// Sends a request to server `sid`; its id, or `None` if it could not be
+    /// encoded.
+    pub(crate) fn send_agent(
+        &mut self,
+        sid: usize,
+        req: Request,
+        purpose: Purpose,
+        cp: &mut ControlPlane<'_>,
+    ) -> Option<u32> {
+        let ep = self.endpoints(sid)?;
+        let port = self.cp.servers[sid].spec.port;
+        self.cp.agent.next_id = self.cp.agent.next_id.wrapping_add(1);
+        let id = self.cp.agent.next_id;
+        let frame = build_datagram(
+            &ep,
+            AGENT_UDP_PORT,
+            AGENT_UDP_PORT,
+            &Message::request(id, req),
+        )
+        .ok()?;
+        cp.packet_out(frame.clone(), PacketOutDest::Port(port));
+        if !matches!(purpose, Purpose::Heartbeat { .. }) {
+            cp.set_timer(
+                cp.now() + self.cfg.t_agent_retx,
+                TOKEN_AGENT + u64::from(id),
+            );
+        }
+        self.cp.agent.pending.insert(
+            id,
+            Pending {
+                sid,
+                frame,
+                retries: 0,
+                purpose,
+            },
+        );
+        Some(id)
+    }
+
+    /// Sends `writes` to server `sid` as one or more WRITE_BATCHes; returns
+    /// the id of the last one for a table operation (all are tracked), or
+    /// `None` if the server is not taking writes.
+    pub(crate) fn send_writes(
+        &mut self,
+        sid: usize,
+        writes: Vec<RegionWrite>,
+        cp: &mut ControlPlane<'_>,
+    ) -> Option<u32> {
+        if !self.cp.servers.get(sid).is_some_and(|s| s.takes_writes()) {
+            return None;
+        }
+        let mut last = None;
+        for chunk in chunk_writes(writes) {
+            last = self.send_agent(sid, Request::WriteBatch(chunk), Purpose::Write, cp);
+            if let (Some(id), Some(r)) = (last, &mut self.cp.running) {
+                if let super::cp::Wait::Writes(ids) = &mut r.wait {
+                    ids.insert(id);
+                }
+            }
+        }
+        last
+    }
+
+    /// Sends region contents for a reload; the ids to wait for.
+    pub(crate) fn send_reload(
+        &mut self,
+        sid: usize,
+        writes: Vec<RegionWrite>,
+        cp: &mut ControlPlane<'_>,
+    ) -> Vec<u32> {
+        chunk_writes(writes)
+            .into_iter()
+            .filter_map(|c| {
+                self.send_agent(sid, Request::WriteBatch(c), Purpose::Reload { sid }, cp)
+            })
+            .collect()
+    }
+
+    pub(crate) fn agent_timer(&mut self, id: u32, cp: &mut ControlPlane<'_>) {
+        let Some(p) = self.cp.agent.pending.get_mut(&id) else {
+            return;
+        };
+        let sid = p.sid;
+        let port = self.cp.servers[sid].spec.port;
+        let down = self.cp.servers[sid].is_down();
+        if p.retries >= MAX_RETRIES || (down && p.purpose == Purpose::Write) {
+            let purpose = p.purpose;
+            self.cp.agent.pending.remove(&id);
+            match purpose {
+                Purpose::Write => self.write_done(id),
+                // A setup or reload that cannot finish: the server is down
+                // until it answers a heartbeat or says HELLO again.
+                Purpose::Alloc { .. } | Purpose::SetupQp { .. } | Purpose::Reload { .. } => {
+                    self.server_down(sid, cp)
+                }
+                Purpose::QpStatus { qp } | Purpose::ResetQp { qp } => {
+                    if let Some(r) = self.cp.servers[sid].qps.get_mut(&qp) {
+                        r.status_pending = false;
+                        r.reset_pending = false;
+                    }
+                }
+                Purpose::Heartbeat { .. } => {}
+            }
+            return;
+        }
+        p.retries += 1;
+        let frame = p.frame.clone();
+        // Exponential backoff up to 16 × the first timeout: a control
+        // channel busy with a sketch epoch delays packet-outs by
+        // milliseconds, and each retransmission costs CPU time.
+        let backoff = self.cfg.t_agent_retx << p.retries.min(4);
+        self.cp.stats.agent_retransmits += 1;
+        cp.packet_out(frame, PacketOutDest::Port(port));
+        cp.set_timer(cp.now() + backoff, TOKEN_AGENT + u64::from(id));
+    }
+
+    /// Drops every pending request of a server that went down (its writes
+    /// count as done: recovery reloads the server from the mirror).
+    pub(crate) fn abandon_server_requests(&mut self, sid: usize) {
+        let ids: Vec<u32> = self
+            .cp
+            .agent
+            .pending
+            .iter()
+            .filter(|(_, p)| p.sid == sid)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ids {
+            if let Some(p) = self.cp.agent.pending.remove(&id) {
+                if p.purpose == Purpose::Write {
+                    self.write_done(id);
+                }
+            }
+        }
+    }
+
+    /// An agent datagram reached the CPU.
+    pub(crate) fn on_agent_frame(&mut self, frame: &[u8], cp: &mut ControlPlane<'_>) {
+        let Some(udp) = parse_udp(frame) else {
+            self.cp.stats.malformed += 1;
+            return;
+        };
+        let Ok(msg) = Message::decode(udp.payload) else {
+            self.cp.stats.malformed += 1;
+            return;
+        };
+        match msg.body {
+            Body::Request(Request::Hello(h)) => {
+                let ep = Endpoints::new(
+                    self.cfg.switch_mac,
+                    self.cfg.switch_ip,
+                    udp.src_mac,
+                    udp.src_ip,
+                );
+                let reply = Message::reply(msg.req_id, Reply::HelloOk);
+                if let (Ok(f), Some(sid)) = (
+                    build_datagram(&ep, AGENT_UDP_PORT, udp.src_port, &reply),
+                    self.server_by_ip(h.ip, h.server_id),
+                ) {
+                    cp.packet_out(f, PacketOutDest::Port(self.cp.servers[sid].spec.port));
+                    self.on_hello(sid, h, cp);
+                }
+            }
+            Body::Request(_) => self.cp.stats.malformed += 1,
+            Body::Reply(r) => {
+                let Some(p) = self.cp.agent.pending.remove(&msg.req_id) else {
+                    return; // a duplicate reply to a retransmission
+                };
+                self.on_agent_reply(msg.req_id, p, r, cp);
+            }
+        }
+    }
+}
+
+/// Splits writes into WRITE_BATCH bodies that fit one message.
+fn chunk_writes(writes: Vec<RegionWrite>) -> Vec<Vec<WriteEntry>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<WriteEntry> = Vec::new();
+    let mut bytes = 0;
+    for w in writes {
+        let need = crate::server::agent_proto::WRITE_ENTRY_HEADER_LEN + w.bytes.len();
+        if !cur.is_empty() && bytes + need > BATCH_BYTES {
+            out.push(std::mem::take(&mut cur));
+            bytes = 0;
+        }
+        bytes += need;
+        cur.push(WriteEntry {
+            region: w.region,
+            offset: w.offset,
+            data: w.bytes,
+        });
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}

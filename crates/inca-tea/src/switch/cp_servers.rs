@@ -1,0 +1,703 @@
+//! Server management in the TEA control plane (spec §5.6–§5.8): setup from
+//! HELLO (regions, QPs, data-plane entries), recovery with new QP
+//! incarnations and a reload from the master mirror, port-down and
+//! heartbeat failure detection, QP resets after NAKs, and the 1 ms
+//! watchdog for lost NAKs.
+//!
+//! Setup and recovery are one path [our choice]: allocate the server's
+//! regions, create (or reset) its QPs, wait until no table operation is
+//! running, write its regions from the mirror, then install its table
+//! entries and registers and mark its port up.
+
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+
+use inca_switch::pktgen::{StreamConfig, Trigger};
+use inca_switch::register::Pair;
+use inca_switch::{ControlPlane, MatchSpec, Nanos, PortId};
+use rand::Rng;
+
+use crate::server::agent_proto::{CreateQp, Hello, QpState, Reply, Request};
+use crate::table::layout::Layout;
+use crate::table::partition::{Partition, Role, ServerOffer};
+use crate::table::{TableConfig, TeaTable};
+
+use super::config::{ServerSpec, PMTU};
+use super::cp_agent::{Pending, Purpose};
+use super::dataplane::{MemEntry, QpEntry, RangeEntry, TeaSwitch};
+use super::nf_api::TeaNf;
+use super::wire::port_down_template;
+
+/// Where a server is in its life cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// No HELLO yet.
+    Unknown,
+    /// Regions and QPs being created; `pending` replies outstanding.
+    Setup { pending: usize },
+    /// Ready to reload, waiting for the running table operation to end.
+    AwaitQuiet,
+    /// Region contents being written.
+    Reload { pending: BTreeSet<u32> },
+    /// Table entries being installed (a barrier read outstanding).
+    Install,
+    /// Serving lookups.
+    Up,
+    /// Failed (port down or heartbeats missed).
+    Down,
+}
+
+/// One QP as the control plane knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct QpRec {
+    pub incarnation: u8,
+    pub qpn: u32,
+    pub init_psn: u32,
+    /// The switch-side pseudo QPN installed in `rsp_qp_tbl`, if any.
+    pub installed_pseudo: Option<u32>,
+    pub status_pending: bool,
+    pub reset_pending: bool,
+}
+
+/// One DRAM server's record (spec §3.3).
+#[derive(Debug, Clone)]
+pub(crate) struct ServerRec {
+    pub spec: ServerSpec,
+    pub hello: Option<Hello>,
+    pub phase: Phase,
+    /// region id → (base_va, rkey).
+    pub regions: std::collections::BTreeMap<u16, (u64, u32)>,
+    pub qps: std::collections::BTreeMap<u16, QpRec>,
+    /// Its entries are in the data-plane tables (modify rather than add).
+    pub installed: bool,
+    pub hb_outstanding: bool,
+    pub missed: u32,
+}
+
+impl ServerRec {
+    pub(crate) fn new(spec: &ServerSpec) -> Self {
+        ServerRec {
+            spec: spec.clone(),
+            hello: None,
+            phase: Phase::Unknown,
+            regions: Default::default(),
+            qps: Default::default(),
+            installed: false,
+            hb_outstanding: false,
+            missed: 0,
+        }
+    }
+
+    /// Whether table operations write to it now (writes to a server being
+    /// set up would race its reload; the reload carries them).
+    pub(crate) fn takes_writes(&self) -> bool {
+        matches!(self.phase, Phase::Up | Phase::Install)
+    }
+
+    pub(crate) fn is_down(&self) -> bool {
+        matches!(self.phase, Phase::Down | Phase::Unknown)
+    }
+}
+
+impl<N: TeaNf> TeaSwitch<N> {
+    /// The pseudo QPN of `qp` at incarnation `inc` (spec §4.2).
+    fn pseudo_qpn(qp: u16, inc: u8) -> u32 {
+        (u32::from(qp) << 8) | u32::from(inc)
+    }
+
+    pub(crate) fn server_by_ip(&self, ip: Ipv4Addr, server_id: u16) -> Option<usize> {
+        self.cp
+            .servers
+            .iter()
+            .position(|s| s.spec.ip == ip)
+            .or_else(|| {
+                (usize::from(server_id) < self.cp.servers.len()).then_some(usize::from(server_id))
+            })
+    }
+
+    /// Per-server multicast groups and port-down generator streams.
+    pub(crate) fn install_static(&mut self, cp: &mut ControlPlane<'_>) {
+        for (sid, s) in self.cfg.servers.iter().enumerate() {
+            cp.multicast_group(group_of(sid), vec![(s.port, 1), (s.port, 2)]);
+            // Tofino has 8 generator streams; more servers rely on the CPU's
+            // port-status event alone.
+            if sid < 8 {
+                cp.packet_generator(
+                    sid as u8,
+                    Some(StreamConfig {
+                        trigger: Trigger::PortDown { port: s.port },
+                        template: port_down_template(self.cfg.switch_mac, s.port),
+                        batch_size: 1,
+                    }),
+                );
+            }
+        }
+    }
+
+    pub(crate) fn on_hello(&mut self, sid: usize, h: Hello, cp: &mut ControlPlane<'_>) {
+        let fresh = self.cp.servers[sid].hello.is_none();
+        let same = self.cp.servers[sid].hello == Some(h);
+        let phase = self.cp.servers[sid].phase.clone();
+        // A retransmitted HELLO while setting up changes nothing.
+        if same && !matches!(phase, Phase::Up | Phase::Down) {
+            return;
+        }
+        self.cp.servers[sid].hello = Some(h);
+        if self.cp.table.is_none() {
+            if fresh && self.cp.servers.iter().all(|s| s.hello.is_some()) {
+                if let Err(e) = self.build_table() {
+                    // Nothing to do but report: the configuration cannot run.
+                    self.cp.stats.malformed += 1;
+                    let _ = e;
+                    return;
+                }
+                for s in 0..self.cp.servers.len() {
+                    self.start_setup(s, true, cp);
+                }
+            }
+            return;
+        }
+        // A HELLO from a known server: it restarted and lost its DRAM.
+        self.server_down(sid, cp);
+        self.start_setup(sid, true, cp);
+    }
+
+    fn build_table(&mut self) -> Result<(), String> {
+        let layout = Layout::new(
+            self.cfg.key_len,
+            self.cfg.value_len,
+            self.cfg.cells,
+            self.cfg.log2_buckets,
+        )
+        .map_err(|e| e.to_string())?;
+        let offers: Vec<ServerOffer> = self
+            .cp
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ServerOffer {
+                id: i as u16,
+                dram_bytes: s.hello.map_or(0, |h| h.dram_offered),
+            })
+            .collect();
+        let part =
+            Partition::new(layout, &offers, self.cfg.replication).map_err(|e| e.to_string())?;
+        let mut table = TeaTable::new(
+            part,
+            TableConfig {
+                stash_cap: self.cfg.stash_cap,
+                cache_cap: self.cfg.cache_cap,
+                max_tries: self.cfg.max_tries,
+            },
+        );
+        table.set_insert_order(self.cfg.insert_order);
+        // Preloaded entries go straight into the mirror; the reload writes
+        // them, and the ones left stashed are installed with the server.
+        for (k, v) in std::mem::take(&mut self.cp.preload) {
+            if table.insert(&k, &v, &mut self.cp.rng).is_err() {
+                self.cp.stats.ops_refused += 1;
+            }
+        }
+        self.cp.table = Some(table);
+        Ok(())
+    }
+
+    /// Allocates the server's regions and creates (`create`) or resets its
+    /// QPs with a new incarnation.
+    pub(crate) fn start_setup(&mut self, sid: usize, create: bool, cp: &mut ControlPlane<'_>) {
+        let Some(table) = &self.cp.table else {
+            return;
+        };
+        let regions = table.partition().regions_of(sid as u16);
+        let mut pending = 0;
+        for r in regions {
+            let req = Request::AllocRegion {
+                region_id: r.region_id,
+                bytes: r.bytes,
+            };
+            if self
+                .send_agent(
+                    sid,
+                    req,
+                    Purpose::Alloc {
+                        sid,
+                        region: r.region_id,
+                    },
+                    cp,
+                )
+                .is_some()
+            {
+                pending += 1;
+            }
+        }
+        let per = self.cfg.qps_per_server;
+        for role in 0..2u8 {
+            let base = self.cfg.qp_base(sid, role);
+            for q in base..base + per {
+                let init_psn = self.cp.rng.gen::<u32>() & 0xFF_FFFF;
+                let rec = self.cp.servers[sid].qps.entry(q).or_default();
+                rec.incarnation = rec.incarnation.wrapping_add(1);
+                rec.init_psn = init_psn;
+                if self.send_setup_qp(sid, q, create, cp) {
+                    pending += 1;
+                }
+            }
+        }
+        self.cp.servers[sid].phase = Phase::Setup { pending };
+        if pending == 0 {
+            self.setup_replies_done(sid, cp);
+        }
+    }
+
+    /// Sends CREATE_QP (`create`) or RESET_QP for `q` at its current
+    /// incarnation and initial PSN.
+    fn send_setup_qp(
+        &mut self,
+        sid: usize,
+        q: u16,
+        create: bool,
+        cp: &mut ControlPlane<'_>,
+    ) -> bool {
+        let Some(rec) = self.cp.servers[sid].qps.get(&q).copied() else {
+            return false;
+        };
+        let pseudo = Self::pseudo_qpn(q, rec.incarnation);
+        let req = if create {
+            Request::CreateQp(CreateQp {
+                qp_idx: q,
+                remote_qpn: pseudo,
+                remote_mac: self.cfg.switch_mac,
+                remote_ip: self.cfg.switch_ip,
+                init_psn: rec.init_psn,
+                pmtu: PMTU as u16,
+                max_rd_atomic: self.cfg.max_rd_atomic as u8,
+            })
+        } else {
+            Request::ResetQp {
+                qp_idx: q,
+                init_psn: rec.init_psn,
+                remote_qpn: pseudo,
+            }
+        };
+        self.send_agent(sid, req, Purpose::SetupQp { sid, qp: q, create }, cp)
+            .is_some()
+    }
+
+    fn setup_reply(&mut self, sid: usize, cp: &mut ControlPlane<'_>) {
+        if let Phase::Setup { pending } = &mut self.cp.servers[sid].phase {
+            *pending = pending.saturating_sub(1);
+            if *pending == 0 {
+                self.setup_replies_done(sid, cp);
+            }
+        }
+    }
+
+    fn setup_replies_done(&mut self, sid: usize, cp: &mut ControlPlane<'_>) {
+        self.cp.servers[sid].phase = Phase::AwaitQuiet;
+        self.maybe_resume_recovery(cp);
+    }
+
+    /// True while a server's reload must not interleave with table
+    /// operations.
+    pub(crate) fn recovery_pending(&self) -> bool {
+        self.cp
+            .servers
+            .iter()
+            .any(|s| matches!(s.phase, Phase::AwaitQuiet | Phase::Reload { .. }))
+    }
+
+    /// Starts the reload of every server waiting for quiescence, if no
+    /// table operation is running.
+    pub(crate) fn maybe_resume_recovery(&mut self, cp: &mut ControlPlane<'_>) {
+        if !self.cp.quiescent() {
+            return;
+        }
+        for sid in 0..self.cp.servers.len() {
+            if self.cp.servers[sid].phase != Phase::AwaitQuiet {
+                continue;
+            }
+            let Some(table) = &self.cp.table else {
+                return;
+            };
+            let mut writes = Vec::new();
+            for r in table.partition().regions_of(sid as u16) {
+                writes.extend(table.region_kv_writes(&r, 0..r.rows));
+            }
+            let ids: BTreeSet<u32> = self.send_reload(sid, writes, cp).into_iter().collect();
+            if ids.is_empty() {
+                self.install_server(sid, cp);
+            } else {
+                self.cp.servers[sid].phase = Phase::Reload { pending: ids };
+            }
+        }
+    }
+
+    /// Installs the server's table entries and registers, then a barrier.
+    fn install_server(&mut self, sid: usize, cp: &mut ControlPlane<'_>) {
+        let (Some(h), Some(table)) = (self.h, &self.cp.table) else {
+            return;
+        };
+        let first_ever = !self.cp.servers.iter().any(|s| s.installed);
+        let installed = self.cp.servers[sid].installed;
+        let spec = self.cp.servers[sid].spec.clone();
+        let hello = self.cp.servers[sid].hello;
+        let (mac, ip) = hello.map_or((spec.mac, spec.ip), |h| (h.mac, h.ip));
+        // Ranges: once, with the first server (they name ports and QP
+        // bases, which do not change).
+        if first_ever {
+            for rule in table.partition().ranges() {
+                let p = usize::from(rule.primary);
+                let e = RangeEntry {
+                    range: rule.range,
+                    port_p: self.cfg.servers[p].port,
+                    qp_p: self.cfg.qp_base(p, 0),
+                    secondary: rule.secondary.map(|s| {
+                        let s = usize::from(s);
+                        (self.cfg.servers[s].port, self.cfg.qp_base(s, 1))
+                    }),
+                };
+                let spec = MatchSpec::Range {
+                    lo: rule.lo.to_be_bytes().to_vec().into(),
+                    hi: rule.hi.to_be_bytes().to_vec().into(),
+                    priority: 0,
+                };
+                cp.table_add(h.range_tbl, spec, e);
+            }
+            // Entries left in the stash by the preload.
+            let stashed: Vec<(Vec<u8>, Vec<u8>)> = table
+                .stash()
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect();
+            for (k, v) in stashed {
+                if self.cp.dp_stash.insert(k.clone()) {
+                    cp.table_add(h.stash, MatchSpec::Exact(k.into()), v.into_boxed_slice());
+                }
+            }
+        }
+        let Some(table) = &self.cp.table else {
+            return;
+        };
+        for r in table.partition().regions_of(sid as u16) {
+            let Some(&(base_va, rkey)) = self.cp.servers[sid].regions.get(&r.region_id) else {
+                continue;
+            };
+            let mut key = r.range.to_be_bytes().to_vec();
+            key.push(u8::from(r.role == Role::Secondary));
+            let e = MemEntry {
+                base_va,
+                lo: r.lo,
+                rkey,
+            };
+            if installed {
+                cp.table_modify(h.mem_tbl, MatchSpec::Exact(key.into()), e);
+            } else {
+                cp.table_add(h.mem_tbl, MatchSpec::Exact(key.into()), e);
+            }
+        }
+        let qps: Vec<u16> = self.cp.servers[sid].qps.keys().copied().collect();
+        for q in qps {
+            self.install_qp(sid, q, mac, ip, installed, cp);
+        }
+        cp.register_write(h.port_up_a, u64::from(spec.port), 1u8);
+        cp.register_write(h.port_up_b, u64::from(spec.port), 1u8);
+        self.cp.servers[sid].installed = true;
+        self.cp.servers[sid].phase = Phase::Install;
+        let b = cp.register_read(h.barrier, 0, 1);
+        self.cp.setup_barriers.insert(b, sid);
+    }
+
+    /// Programs one QP's data-plane state for its current incarnation.
+    fn install_qp(
+        &mut self,
+        sid: usize,
+        q: u16,
+        mac: inca_wire::MacAddr,
+        ip: Ipv4Addr,
+        modify: bool,
+        cp: &mut ControlPlane<'_>,
+    ) {
+        let Some(h) = self.h else {
+            return;
+        };
+        let port = self.cp.servers[sid].spec.port;
+        let Some(rec) = self.cp.servers[sid].qps.get_mut(&q) else {
+            return;
+        };
+        let pseudo = Self::pseudo_qpn(q, rec.incarnation);
+        let e = QpEntry {
+            mac,
+            ip,
+            qpn: rec.qpn,
+            sport: 0xC000 | (q & 0x3FFF),
+            port,
+            group: group_of(sid),
+        };
+        let qkey: Box<[u8]> = q.to_be_bytes().to_vec().into();
+        if modify {
+            cp.table_modify(h.qp_tbl, MatchSpec::Exact(qkey), e);
+        } else {
+            cp.table_add(h.qp_tbl, MatchSpec::Exact(qkey), e);
+        }
+        if let Some(old) = rec.installed_pseudo.take() {
+            cp.table_delete(
+                h.rsp_qp_tbl,
+                MatchSpec::Exact(old.to_be_bytes()[1..].to_vec().into()),
+            );
+        }
+        cp.table_add(
+            h.rsp_qp_tbl,
+            MatchSpec::Exact(pseudo.to_be_bytes()[1..].to_vec().into()),
+            q,
+        );
+        rec.installed_pseudo = Some(pseudo);
+        let psn = rec.init_psn;
+        cp.register_write(h.next_psn, u64::from(q), psn);
+        cp.register_write(
+            h.last_rsp_psn,
+            u64::from(q),
+            psn.wrapping_sub(1) & 0xFF_FFFF,
+        );
+        cp.register_write(h.outstanding, u64::from(q), Pair::default());
+        cp.register_write(h.qp_ok_a, u64::from(q), 1u8);
+        cp.register_write(h.qp_ok_b, u64::from(q), 1u8);
+    }
+
+    /// The install barrier of server `sid` completed: it serves lookups.
+    pub(crate) fn setup_installed(&mut self, sid: usize, _cp: &mut ControlPlane<'_>) {
+        if self.cp.servers[sid].phase != Phase::Install {
+            return;
+        }
+        self.cp.servers[sid].phase = Phase::Up;
+        self.cp.servers[sid].missed = 0;
+        self.cp.servers[sid].hb_outstanding = false;
+        if self.cp.ready {
+            self.cp.stats.recoveries += 1;
+        } else if self.cp.servers.iter().all(|s| s.phase == Phase::Up) {
+            self.cp.ready = true;
+        }
+    }
+
+    /// Marks a server down: its ports stop taking lookups, its pending
+    /// requests are dropped.
+    pub(crate) fn server_down(&mut self, sid: usize, cp: &mut ControlPlane<'_>) {
+        if self.cp.servers[sid].phase == Phase::Down {
+            return;
+        }
+        self.cp.stats.server_downs += 1;
+        self.cp.servers[sid].phase = Phase::Down;
+        self.cp.servers[sid].hb_outstanding = false;
+        if let Some(h) = self.h {
+            let port = u64::from(self.cp.servers[sid].spec.port);
+            cp.register_write(h.port_up_a, port, 0u8);
+            cp.register_write(h.port_up_b, port, 0u8);
+        }
+        self.abandon_server_requests(sid);
+    }
+
+    pub(crate) fn on_port_status(&mut self, port: PortId, up: bool, cp: &mut ControlPlane<'_>) {
+        let Some(sid) = self.cp.servers.iter().position(|s| s.spec.port == port) else {
+            return;
+        };
+        if !up {
+            self.server_down(sid, cp);
+        } else if self.cp.servers[sid].phase == Phase::Down && self.cp.table.is_some() {
+            // The link came back; the server kept its DRAM but may have
+            // missed writes: reset its QPs and reload it [our choice].
+            self.start_setup(sid, false, cp);
+        }
+    }
+
+    /// Heartbeat tick (spec §5.7): three missed replies mark a server down;
+    /// a down server that answers is recovered.
+    pub(crate) fn heartbeat(&mut self, cp: &mut ControlPlane<'_>) {
+        for sid in 0..self.cp.servers.len() {
+            let s = &mut self.cp.servers[sid];
+            match s.phase {
+                Phase::Up => {
+                    if s.hb_outstanding {
+                        s.missed += 1;
+                        if s.missed >= 3 {
+                            self.server_down(sid, cp);
+                            continue;
+                        }
+                    }
+                }
+                Phase::Down if s.hello.is_some() => {}
+                _ => continue,
+            }
+            self.cp.servers[sid].hb_outstanding = true;
+            self.send_agent(sid, Request::Heartbeat, Purpose::Heartbeat { sid }, cp);
+        }
+    }
+
+    /// Watchdog (spec §5.8): QPs with reads outstanding and no response for
+    /// `t_watchdog_silence` get a QP_STATUS.
+    pub(crate) fn watchdog(&mut self, values: &[u64], cp: &mut ControlPlane<'_>) {
+        let now32 = cp.now() as u32;
+        for (q, &v) in values.iter().enumerate() {
+            let p = Pair {
+                lo: v as u32,
+                hi: (v >> 32) as u32,
+            };
+            if p.lo == 0 || Nanos::from(now32.wrapping_sub(p.hi)) <= self.cfg.t_watchdog_silence {
+                continue;
+            }
+            let q = q as u16;
+            let (sid, _) = self.cfg.qp_owner(q);
+            let Some(s) = self.cp.servers.get_mut(sid) else {
+                continue;
+            };
+            if s.phase != Phase::Up {
+                continue;
+            }
+            let Some(rec) = s.qps.get_mut(&q) else {
+                continue;
+            };
+            if rec.status_pending || rec.reset_pending {
+                continue;
+            }
+            rec.status_pending = true;
+            self.send_agent(
+                sid,
+                Request::QpStatus { qp_idx: q },
+                Purpose::QpStatus { qp: q },
+                cp,
+            );
+        }
+    }
+
+    /// Rebuilds a QP that went to ERROR (spec §5.8): new incarnation and PSN.
+    pub(crate) fn reset_qp(&mut self, q: u16, cp: &mut ControlPlane<'_>) {
+        let (sid, _) = self.cfg.qp_owner(q);
+        let init_psn = self.cp.rng.gen::<u32>() & 0xFF_FFFF;
+        let Some(s) = self.cp.servers.get_mut(sid) else {
+            return;
+        };
+        if s.phase != Phase::Up {
+            return;
+        }
+        let Some(rec) = s.qps.get_mut(&q) else {
+            return;
+        };
+        if rec.reset_pending {
+            return;
+        }
+        rec.reset_pending = true;
+        rec.incarnation = rec.incarnation.wrapping_add(1);
+        rec.init_psn = init_psn;
+        let pseudo = Self::pseudo_qpn(q, rec.incarnation);
+        self.cp.stats.qp_resets += 1;
+        self.send_agent(
+            sid,
+            Request::ResetQp {
+                qp_idx: q,
+                init_psn,
+                remote_qpn: pseudo,
+            },
+            Purpose::ResetQp { qp: q },
+            cp,
+        );
+    }
+
+    pub(crate) fn on_agent_reply(
+        &mut self,
+        id: u32,
+        p: Pending,
+        r: Reply,
+        cp: &mut ControlPlane<'_>,
+    ) {
+        let sid = p.sid;
+        match (p.purpose, r) {
+            (Purpose::Alloc { region, .. }, Reply::Region { base_va, rkey }) => {
+                self.cp.servers[sid].regions.insert(region, (base_va, rkey));
+                self.setup_reply(sid, cp);
+            }
+            (
+                Purpose::SetupQp { qp, .. },
+                Reply::QpCreated { qpn, .. } | Reply::QpReset { qpn, .. },
+            ) => {
+                if let Some(rec) = self.cp.servers[sid].qps.get_mut(&qp) {
+                    rec.qpn = qpn;
+                }
+                self.setup_reply(sid, cp);
+            }
+            (
+                Purpose::SetupQp {
+                    qp, create: false, ..
+                },
+                Reply::Error(_),
+            ) => {
+                // The agent lost its QPs (it restarted and its HELLO has
+                // not arrived yet): create the QP instead.
+                if !self.send_setup_qp(sid, qp, true, cp) {
+                    self.server_down(sid, cp);
+                }
+            }
+            (Purpose::Alloc { .. } | Purpose::SetupQp { .. }, _) => {
+                // The agent refused: leave the server down; a later HELLO
+                // or link-up retries.
+                self.cp.stats.malformed += 1;
+                self.server_down(sid, cp);
+            }
+            (Purpose::Write, _) => self.write_done(id),
+            (Purpose::Reload { .. }, _) => {
+                if let Phase::Reload { pending } = &mut self.cp.servers[sid].phase {
+                    pending.remove(&id);
+                    if pending.is_empty() {
+                        self.install_server(sid, cp);
+                    }
+                }
+            }
+            (Purpose::Heartbeat { .. }, _) => {
+                let s = &mut self.cp.servers[sid];
+                s.hb_outstanding = false;
+                s.missed = 0;
+                if s.phase == Phase::Down && self.cp.table.is_some() {
+                    self.start_setup(sid, false, cp);
+                }
+            }
+            (Purpose::QpStatus { qp }, Reply::QpStatus { state, epsn, .. }) => {
+                if let Some(rec) = self.cp.servers[sid].qps.get_mut(&qp) {
+                    rec.status_pending = false;
+                }
+                if state == QpState::Error {
+                    self.reset_qp(qp, cp);
+                } else if let Some(h) = self.h {
+                    self.cp.stats.watchdog_fixes += 1;
+                    cp.register_write(h.next_psn, u64::from(qp), epsn & 0xFF_FFFF);
+                    cp.register_write(
+                        h.last_rsp_psn,
+                        u64::from(qp),
+                        epsn.wrapping_sub(1) & 0xFF_FFFF,
+                    );
+                    cp.register_write(h.outstanding, u64::from(qp), Pair::default());
+                }
+            }
+            (Purpose::QpStatus { qp }, _) => {
+                if let Some(rec) = self.cp.servers[sid].qps.get_mut(&qp) {
+                    rec.status_pending = false;
+                }
+            }
+            (Purpose::ResetQp { qp }, reply) => {
+                let (mac, ip) = self.cp.servers[sid].hello.map_or(
+                    (self.cp.servers[sid].spec.mac, self.cp.servers[sid].spec.ip),
+                    |h| (h.mac, h.ip),
+                );
+                if let Some(rec) = self.cp.servers[sid].qps.get_mut(&qp) {
+                    rec.reset_pending = false;
+                    if let Reply::QpReset { qpn, .. } = reply {
+                        rec.qpn = qpn;
+                    } else {
+                        return;
+                    }
+                }
+                self.install_qp(sid, qp, mac, ip, true, cp);
+            }
+        }
+    }
+}
+
+/// The multicast group of server `sid` (two replicas to its port).
+fn group_of(sid: usize) -> u16 {
+    1 + sid as u16
+}

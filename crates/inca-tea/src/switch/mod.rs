@@ -1,0 +1,33 @@
+//! The TEA switch side (spec §2, §3.1, §3.3, §5): the data-plane blocks as
+//! one switch program over a network function, and its control plane.
+//!
+//! - [`config`] — model inputs and the §5.9 checks.
+//! - [`nf_api`] — [`TeaNf`], the developer-facing data-plane API (§5.11).
+//! - [`wire`] — request headers, shim, response fields, digests (§4.2, §4.3).
+//! - [`dataplane`] — [`TeaSwitch`]: parser extension, LookupHandler,
+//!   ServerResolver, flow control, MemResolver, PRE, LookupRequestor,
+//!   response pass, NAK handling, port-down packets.
+//! - `cp`, `cp_agent`, `cp_servers` — the control plane: table-operation
+//!   plans, cache and sketch epochs, the agent link, server setup and
+//!   recovery, heartbeats, watchdog.
+//! - [`observer`] — the optional correctness hook for tests and campaigns.
+//! - [`rig`] — a small simulated topology (switch, DRAM servers, probes).
+
+pub mod config;
+mod cp;
+mod cp_agent;
+mod cp_servers;
+pub mod dataplane;
+pub mod nf_api;
+pub mod observer;
+pub mod rig;
+pub mod wire;
+
+pub use config::{ServerSpec, TeaConfig};
+pub use cp::{
+    delete_message, insert_message, update_message, CpStats, MSG_DELETE, MSG_INSERT, MSG_UPDATE,
+};
+pub use dataplane::{DpStats, TeaMeta, TeaSwitch};
+pub use nf_api::{DropReason, LookupMd, PuntAction, TeaNf, Verdict};
+pub use observer::{CommitRecord, LookupPath, LookupRecord, Observer};
+pub use wire::TeaDigest;

@@ -1,0 +1,117 @@
+//! The correctness observer (spec §6 item 3 end to end): an optional sink
+//! where the TEA switch reports every lookup result and every completed
+//! control-plane operation, so a test or campaign can check each lookup
+//! against a reference map of committed inserts, deletes and updates.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use inca_switch::Nanos;
+
+/// Where a lookup was served from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LookupPath {
+    /// Stash or cache hit in the ingress pass.
+    Sram,
+    /// One DRAM round trip (the response pass).
+    Dram,
+}
+
+/// One lookup's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupRecord {
+    /// When the result was known (SRAM check, or response pass).
+    pub at: Nanos,
+    /// When the SRAM check ran (equal to `at` for SRAM hits; reconstructed
+    /// from the shim's 32-bit timestamp for DRAM lookups).
+    pub checked_at: Nanos,
+    /// The key.
+    pub key: Vec<u8>,
+    /// The value, or `None` for a miss.
+    pub value: Option<Vec<u8>>,
+    /// Where it came from.
+    pub path: LookupPath,
+    /// The QP used (DRAM lookups).
+    pub qp: u16,
+}
+
+/// A table operation the control plane finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitRecord {
+    /// When it completed (every step visible).
+    pub at: Nanos,
+    /// When it started (its first step was issued).
+    pub started: Nanos,
+    /// The key.
+    pub key: Vec<u8>,
+    /// The value after the operation (`None`: deleted or refused insert of
+    /// an absent key).
+    pub value: Option<Vec<u8>>,
+}
+
+/// Bound on kept records of each kind; older ones are dropped and counted.
+pub const OBSERVER_CAP: usize = 1 << 20;
+
+/// What the observer has seen.
+#[derive(Debug, Default)]
+pub struct ObserverLog {
+    /// Lookup results, oldest first.
+    pub lookups: VecDeque<LookupRecord>,
+    /// Completed operations, oldest first.
+    pub commits: VecDeque<CommitRecord>,
+    /// Records dropped because the log was full.
+    pub dropped: u64,
+}
+
+/// A shared handle to an observer log (cheap to clone).
+#[derive(Debug, Clone, Default)]
+pub struct Observer(pub Arc<Mutex<ObserverLog>>);
+
+impl Observer {
+    /// An empty observer.
+    pub fn new() -> Self {
+        Observer::default()
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut ObserverLog) -> R) -> R {
+        // A poisoned lock only means another thread panicked mid-test; the
+        // log itself is still consistent (pushes are atomic per record).
+        let mut g = match self.0.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        f(&mut g)
+    }
+
+    /// Records a lookup.
+    pub fn lookup(&self, r: LookupRecord) {
+        self.with(|l| {
+            if l.lookups.len() >= OBSERVER_CAP {
+                l.lookups.pop_front();
+                l.dropped += 1;
+            }
+            l.lookups.push_back(r);
+        });
+    }
+
+    /// Records a completed operation.
+    pub fn commit(&self, r: CommitRecord) {
+        self.with(|l| {
+            if l.commits.len() >= OBSERVER_CAP {
+                l.commits.pop_front();
+                l.dropped += 1;
+            }
+            l.commits.push_back(r);
+        });
+    }
+
+    /// Takes everything recorded so far.
+    pub fn drain(&self) -> (Vec<LookupRecord>, Vec<CommitRecord>) {
+        self.with(|l| (l.lookups.drain(..).collect(), l.commits.drain(..).collect()))
+    }
+
+    /// Number of lookups recorded and not yet drained.
+    pub fn lookups_len(&self) -> usize {
+        self.with(|l| l.lookups.len())
+    }
+}
