@@ -12,6 +12,15 @@
 //!
 //! A failing seed is printed with its fault schedule and what the checks
 //! said, and `inca run SCENARIO --seed N` reproduces it exactly.
+//!
+//! Some campaigns are built in rather than written as scenarios, because
+//! they drive their devices with scripted operations and judge every result
+//! against a reference ([`BUILTIN`]): `tea-lookup` (every TEA lookup returns
+//! the value most recently installed, or a miss, across inserts, deletes,
+//! displacements, stash overflow, cache changes and a server failover) and
+//! `redplane-snapshot` (a switch crashes under lossy links and another
+//! restores an exact snapshot no older than ε). `inca campaign NAME --first-seed
+//! N --seeds 1` reproduces a seed of those.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +39,8 @@ pub struct SeedResult {
     pub faults: Vec<(u64, String)>,
     /// Violations found (empty for a passing run).
     pub violations: Vec<String>,
+    /// What the run did, for people (built-in campaigns).
+    pub notes: Vec<String>,
     /// Simulator events processed.
     pub events: u64,
 }
@@ -53,6 +64,77 @@ pub struct CampaignSummary {
     pub failures: Vec<SeedResult>,
 }
 
+/// The built-in campaigns: name and what one seed does.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "tea-lookup",
+        "TEA switch + 2 DRAM servers (R = 2): 300 random inserts/updates/deletes through the control plane with displacement, stash overflow and cache changes, a server crash and recovery, and a continuous lookup stream judged against a reference map",
+    ),
+    (
+        "redplane-snapshot",
+        "RedPlane bounded mode: HH switch A crashes under 0-5 % link loss, switch B restores the partition from the store; the restored state must be an exact snapshot no older than epsilon",
+    ),
+];
+
+/// Runs one seed of built-in campaign `name`.
+fn run_builtin_seed(name: &str, seed: u64) -> anyhow::Result<SeedResult> {
+    match name {
+        "tea-lookup" => {
+            let (violations, notes) = match inca_tea::campaign::lookup_campaign(seed, 300) {
+                Ok(stats) => (
+                    Vec::new(),
+                    vec![format!(
+                            "{} lookups ({} SRAM, {} DRAM, {} misses), {} operations, {} displacements, {} server recoveries",
+                            stats.lookups,
+                            stats.sram,
+                            stats.dram,
+                            stats.misses,
+                            stats.commits,
+                            stats.displacements,
+                            stats.recoveries
+                        )],
+                ),
+                Err(v) => (vec![v.to_string()], Vec::new()),
+            };
+            Ok(SeedResult {
+                seed,
+                faults: vec![(0, "DRAM server 0 crashes and restarts mid-run".into())],
+                violations,
+                notes,
+                events: 0,
+            })
+        }
+        "redplane-snapshot" => {
+            let run = inca_redplane::snapshot::campaign::crash_restore_run(seed, 0.05)
+                .map_err(|e| anyhow::anyhow!("seed {seed}: {e}"))?;
+            let mut violations = run.violations.clone();
+            if run.access_violations > 0 {
+                violations.push(format!(
+                    "{} data-plane access violations",
+                    run.access_violations
+                ));
+            }
+            Ok(SeedResult {
+                seed,
+                faults: vec![
+                    (0, format!("switch links lose {:.1} %", run.loss * 100.0)),
+                    (run.crash_at, "switch A crashed (state lost)".into()),
+                ],
+                violations,
+                notes: vec![format!(
+                    "B restored {} time(s), {} exact; {} epsilon actions",
+                    run.b_restores, run.exact_restores, run.epsilon_fired
+                )],
+                events: 0,
+            })
+        }
+        other => anyhow::bail!(
+            "{other:?} is neither a scenario file nor a built-in campaign ({})",
+            BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
 /// Runs one seed of `loaded` and checks it.
 pub fn run_seed(loaded: &Loaded, seed: u64) -> anyhow::Result<SeedResult> {
     let factory = AppFactory::checked();
@@ -72,6 +154,7 @@ pub fn run_seed(loaded: &Loaded, seed: u64) -> anyhow::Result<SeedResult> {
         seed,
         faults: built.sim.fault_log.clone(),
         violations,
+        notes: Vec::new(),
         events: built.sim.stats().events,
     })
 }
@@ -85,9 +168,24 @@ pub fn run(
     jobs: usize,
     quiet: bool,
 ) -> anyhow::Result<CampaignSummary> {
-    let loaded = Loaded::from_file(scenario, set)?;
-    // Fail on a scenario that does not build before starting the threads.
-    drop(loaded.build(&AppFactory::checked(), Some(first), None)?);
+    let builtin = BUILTIN
+        .iter()
+        .any(|b| Path::new(b.0) == scenario)
+        .then(|| scenario.display().to_string());
+    let loaded = match &builtin {
+        Some(_) => None,
+        None => {
+            let loaded = Loaded::from_file(scenario, set)?;
+            // Fail on a scenario that does not build before starting.
+            drop(loaded.build(&AppFactory::checked(), Some(first), None)?);
+            Some(loaded)
+        }
+    };
+    let name = match (&builtin, &loaded) {
+        (Some(b), _) => b.clone(),
+        (None, Some(l)) => l.scenario.name.clone(),
+        (None, None) => unreachable!("a campaign is built in or loaded"),
+    };
     let wall = std::time::Instant::now();
     let bar = if quiet {
         indicatif::ProgressBar::hidden()
@@ -98,7 +196,7 @@ pub fn run(
         indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} seeds, {elapsed}")?
             .progress_chars("=> "),
     );
-    bar.set_message(loaded.scenario.name.clone());
+    bar.set_message(name);
     let next = AtomicU64::new(0);
     let results: Mutex<Vec<SeedResult>> = Mutex::new(Vec::new());
     let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -109,7 +207,12 @@ pub fn run(
                 if i >= count || error.lock().unwrap().is_some() {
                     break;
                 }
-                match run_seed(&loaded, first + i) {
+                let result = match (&loaded, &builtin) {
+                    (Some(l), _) => run_seed(l, first + i),
+                    (None, Some(b)) => run_builtin_seed(b, first + i),
+                    (None, None) => unreachable!("a campaign is built in or loaded"),
+                };
+                match result {
                     Ok(r) => {
                         if !r.violations.is_empty() {
                             bar.println(format!("seed {} FAILED", r.seed));
@@ -175,10 +278,18 @@ pub fn print(summary: &CampaignSummary, scenario: &Path) {
                 println!("    {line}");
             }
         }
-        println!(
-            "  reproduce: inca run {} --seed {}",
-            scenario.display(),
-            f.seed
-        );
+        if BUILTIN.iter().any(|b| Path::new(b.0) == scenario) {
+            println!(
+                "  reproduce: inca campaign {} --first-seed {} --seeds 1",
+                scenario.display(),
+                f.seed
+            );
+        } else {
+            println!(
+                "  reproduce: inca run {} --seed {}",
+                scenario.display(),
+                f.seed
+            );
+        }
     }
 }

@@ -78,11 +78,58 @@ impl SwitchFactory for AppFactory {
         }
         let pairs: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let params = Params::parse(pairs.iter().map(String::as_str)).map_err(|e| e.to_string())?;
-        with_app(program, &params, Build(profile)).map_err(|e| e.to_string())?
+        match program {
+            "redplane_hh" | "redplane_async_counter" => {
+                inca_redplane::snapshot::catalog::build(program, &params, &profile)
+            }
+            p if p.starts_with("redplane_") => {
+                inca_redplane::catalog::build(program, &params, &profile)
+            }
+            p if p.starts_with("tea_") => inca_tea::catalog::build(program, &params, &profile),
+            _ => with_app(program, &params, Build(profile)).map_err(|e| e.to_string())?,
+        }
     }
 
     fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, String> {
-        let _ = setup;
-        Err(format!("unknown server kind {kind:?}"))
+        match kind {
+            "redplane_store" => {
+                let table = with_addresses(setup, "gateway_mac");
+                let config: inca_redplane::store::config::StoreConfig =
+                    toml::Value::Table(table)
+                        .try_into()
+                        .map_err(|e| format!("params: {e}"))?;
+                inca_redplane::store::StoreServer::new(config)
+                    .map(|s| Box::new(s) as Box<dyn Node>)
+            }
+            "tea_dram" => {
+                let table = with_addresses(setup, "controller_mac");
+                let config: inca_tea::server::DramServerConfig = toml::Value::Table(table)
+                    .try_into()
+                    .map_err(|e| format!("params: {e}"))?;
+                inca_tea::server::DramServer::new(config)
+                    .map(|s| Box::new(s) as Box<dyn Node>)
+                    .map_err(|e| e.to_string())
+            }
+            _ => Err(format!(
+                "unknown server kind {kind:?}; the kinds are redplane_store and tea_dram"
+            )),
+        }
     }
+}
+
+/// A server's `params` with what the scenario already knows filled in
+/// where the file leaves it out: its address, its MAC and the MAC of the
+/// device at the other end of port 0 (under the name `neighbour_field`).
+fn with_addresses(setup: &ServerSetup, neighbour_field: &str) -> toml::Table {
+    let mac = |m: [u8; 6]| toml::Value::Array(m.iter().map(|&b| i64::from(b).into()).collect());
+    let mut t = setup.params.clone();
+    t.entry("ip")
+        .or_insert_with(|| toml::Value::String(setup.ip.to_string()));
+    if let Some(&m) = setup.macs.first() {
+        t.entry("mac").or_insert_with(|| mac(m));
+    }
+    if let Some(&m) = setup.neighbour_macs.first() {
+        t.entry(neighbour_field).or_insert_with(|| mac(m));
+    }
+    t
 }

@@ -17,6 +17,7 @@ mod node;
 mod report;
 mod run;
 mod sweep;
+mod tea_offline;
 mod testbed;
 
 use std::path::PathBuf;
@@ -88,7 +89,8 @@ enum Command {
     /// linearizability, TEA lookups). A failing seed is printed with its
     /// fault schedule; `inca run --seed` reproduces it.
     Campaign {
-        /// The scenario file (TOML).
+        /// The scenario file (TOML), or a built-in campaign: tea-lookup,
+        /// redplane-snapshot.
         scenario: PathBuf,
         /// How many seeds.
         #[arg(long, default_value_t = 100)]
@@ -149,6 +151,25 @@ enum Command {
     Report {
         /// The results folder.
         dir: PathBuf,
+        /// Image format: png or svg (repeatable; default both).
+        #[arg(long)]
+        format: Vec<String>,
+    },
+    /// TEA's offline experiments (no simulation): e10 BLP vs cuckoo, e11
+    /// range rules, e12 cost calculator; a CSV and a plot into --out.
+    TeaOffline {
+        /// Which experiment.
+        #[arg(value_enum)]
+        experiment: tea_offline::Experiment,
+        /// E12: per-server DRAM lookups/s, as measured in E4.
+        #[arg(long)]
+        capacity: Option<f64>,
+        /// Output folder (default out/tea-offline).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A smaller E10 table, for smoke tests.
+        #[arg(long)]
+        quick: bool,
         /// Image format: png or svg (repeatable; default both).
         #[arg(long)]
         format: Vec<String>,
@@ -278,6 +299,33 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::TeaOffline {
+            experiment,
+            capacity,
+            out,
+            quick,
+            format,
+        } => {
+            let opts = tea_offline::Options {
+                experiment,
+                capacity,
+                out,
+                quick,
+                formats: format,
+            };
+            match tea_offline::run(&opts) {
+                Ok(files) => {
+                    for f in files {
+                        println!("wrote {}", f.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("inca tea-offline: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
     }
 }
 
@@ -301,6 +349,16 @@ fn check(
 ) -> anyhow::Result<()> {
     let prof = load_profile(profile, profile_set)?;
     let params = Params::parse(set.iter().map(String::as_str))?;
+    if let Some(result) = check_system_program(program, &params, &prof) {
+        let report = result
+            .map_err(|e| anyhow::anyhow!("{program} does not fit on {profile}: {e}"))?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            println!("{program} on {profile}: fits\n\n{report}");
+        }
+        return Ok(());
+    }
     match check_app(program, &params, &prof) {
         Ok(report) => {
             if json {
@@ -314,6 +372,43 @@ fn check(
             Err(anyhow::anyhow!("{program} does not fit on {profile}: {e}"))
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The resource report of a system's program (RedPlane's `redplane_*`,
+/// TEA's `tea_*`), or `None` for an app of the plain catalog.
+fn check_system_program(
+    program: &str,
+    params: &Params,
+    profile: &inca_switch::Profile,
+) -> Option<Result<inca_switch::placement::Placement, String>> {
+    use inca_redplane::snapshot::catalog as snapshot;
+    let placed = |sw: Result<Box<dyn inca_sim::engine::Node>, String>| {
+        let node = sw?;
+        let any = node.as_any();
+        if let Some(s) = any.downcast_ref::<inca_switch::Switch<
+            inca_redplane::snapshot::program::BoundedSwitch<inca_redplane::snapshot::apps::HeavyHitterSketch>,
+        >>() {
+            return Ok(s.placement().clone());
+        }
+        if let Some(s) = any.downcast_ref::<inca_switch::Switch<
+            inca_redplane::snapshot::program::BoundedSwitch<
+                inca_redplane::snapshot::apps::AsyncCounter,
+            >,
+        >>() {
+            return Ok(s.placement().clone());
+        }
+        Err(format!("{program}: not a bounded-mode RedPlane switch"))
+    };
+    match program {
+        "redplane_hh" | "redplane_async_counter" => {
+            Some(placed(snapshot::build(program, params, profile)))
+        }
+        p if p.starts_with("redplane_") => Some(inca_redplane::catalog::check_program(
+            program, params, profile,
+        )),
+        p if p.starts_with("tea_") => Some(inca_tea::catalog::check(program, params, profile)),
+        _ => None,
     }
 }
 
