@@ -205,6 +205,14 @@ fn main() -> ExitCode {
                 for (name, about, params) in APPS {
                     println!("{name:8} {about} (parameters: {})", params.join(", "));
                 }
+                println!();
+                for (name, about) in inca_redplane::catalog::PROGRAMS
+                    .iter()
+                    .chain(inca_redplane::snapshot::catalog::PROGRAMS)
+                    .chain(inca_tea::catalog::PROGRAMS)
+                {
+                    println!("{name:22} {about}");
+                }
                 return ExitCode::SUCCESS;
             }
             let program = program.unwrap_or_default();
