@@ -175,6 +175,13 @@ pub fn run(
     let loaded = match &builtin {
         Some(_) => None,
         None => {
+            if !scenario.exists() {
+                anyhow::bail!(
+                    "{} is neither a scenario file nor a built-in campaign ({})",
+                    scenario.display(),
+                    BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
+                );
+            }
             let loaded = Loaded::from_file(scenario, set)?;
             // Fail on a scenario that does not build before starting.
             drop(loaded.build(&AppFactory::checked(), Some(first), None)?);

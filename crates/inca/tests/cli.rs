@@ -133,3 +133,46 @@ fn largest_finds_the_limit_and_names_what_runs_out() {
     let (ok, out, _) = run(&["check", "flow_counter", "--largest", "flows"]);
     assert!(ok && out.contains("map-RAM"), "{out}");
 }
+
+#[test]
+fn system_programs_are_checked_and_listed() {
+    let (ok, out, err) = run(&["check", "redplane_nat", "--set", "slots=100000"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("fits") && out.contains("SRAM blocks"), "{out}");
+    let (ok, out, err) = run(&["check", "tea_nat"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("fits"), "{out}");
+    let (ok, out, _) = run(&["check", "--list"]);
+    assert!(ok);
+    for name in ["redplane_sync_counter", "redplane_hh", "tea_vpn"] {
+        assert!(out.contains(name), "--list lacks {name}:\n{out}");
+    }
+    // A RedPlane parameter that does not exist is an error naming it.
+    let (ok, _, err) = run(&["check", "redplane_nat", "--set", "leese_period_us=5"]);
+    assert!(!ok);
+    assert!(err.contains("leese_period_us"), "{err}");
+}
+
+#[test]
+fn a_builtin_campaign_runs_and_an_unknown_one_is_named() {
+    let (ok, out, err) = run(&[
+        "campaign",
+        "tea-lookup",
+        "--seeds",
+        "1",
+        "--first-seed",
+        "3",
+        "-q",
+    ]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("1 seeds") && out.contains("no violations"),
+        "{out}"
+    );
+    let (ok, _, err) = run(&["campaign", "no-such-campaign", "--seeds", "1", "-q"]);
+    assert!(!ok);
+    assert!(
+        err.contains("tea-lookup") && err.contains("redplane-snapshot"),
+        "{err}"
+    );
+}
