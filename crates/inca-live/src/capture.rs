@@ -97,6 +97,10 @@ impl Port for CapturePort {
     fn describe(&self) -> String {
         format!("{} (captured)", self.inner.describe())
     }
+
+    fn link_up(&self) -> Option<bool> {
+        self.inner.link_up()
+    }
 }
 
 impl Drop for CapturePort {

@@ -19,6 +19,10 @@
 //! Ethernet header) are counted as `rx_malformed` and dropped; frames are
 //! received and sent in batches with `recvmmsg`/`sendmmsg`.
 //!
+//! The port reports its link state ([`Port::link_up`]) from the
+//! interface's operstate in sysfs, so a runner can tell the device when the
+//! cable is "pulled" (the peer of a veth set down, the interface deleted).
+//!
 //! The port sees frames as the kernel hands them over: on a veth whose
 //! other end belongs to a local TCP stack, segmentation and checksum
 //! offloads must be off (`ethtool -K <if> tx off tso off gso off gro off`)
@@ -249,6 +253,23 @@ impl PacketPort {
     }
 }
 
+/// Whether interface `name` has a working link, from its
+/// `/sys/class/net/<name>/operstate` (RFC 2863 states): `up` is up, and so
+/// is `unknown` (what drivers without carrier reporting, such as loopback or
+/// tun, say); `down`, `lowerlayerdown` (a veth whose peer is down),
+/// `dormant` and the rest are down, and so is an interface that is gone.
+/// [our choice] operstate rather than `carrier`: `carrier` cannot be read
+/// while the interface itself is administratively down.
+pub fn interface_link_up(name: &str) -> bool {
+    let path = std::path::Path::new("/sys/class/net")
+        .join(name)
+        .join("operstate");
+    match std::fs::read_to_string(path) {
+        Ok(state) => matches!(state.trim(), "up" | "unknown"),
+        Err(_) => false,
+    }
+}
+
 /// The `sll_pkttype` of a received frame's address, if the kernel wrote a
 /// whole `sockaddr_ll`.
 fn pkttype(storage: &libc::sockaddr_storage, len: usize) -> Option<libc::c_uchar> {
@@ -327,5 +348,9 @@ impl Port for PacketPort {
 
     fn describe(&self) -> String {
         format!("af_packet {} (ifindex {})", self.interface, self.ifindex)
+    }
+
+    fn link_up(&self) -> Option<bool> {
+        Some(interface_link_up(&self.interface))
     }
 }

@@ -39,4 +39,11 @@ pub trait Port: Send {
     fn stats(&self) -> PortStats;
     /// What it is bound to, for logs.
     fn describe(&self) -> String;
+    /// Whether the link is up now (carrier present), for transports that
+    /// can tell; `None` when they cannot (a UDP link has no carrier). The
+    /// runner polls it and hands changes to the device as
+    /// `Input::LinkState`.
+    fn link_up(&self) -> Option<bool> {
+        None
+    }
 }

@@ -9,6 +9,13 @@
 //! sub-microsecond pipeline latencies are below what a process can time, so
 //! those frames go at once. When nothing is due, the runner sleeps in
 //! `poll(2)` on the ports until a frame arrives or the next timer is near.
+//!
+//! Every `link_poll` the runner asks each port whether its link is up
+//! ([`Port::link_up`]) and hands every change to the device as
+//! `Input::LinkState`, as the simulator does when a link fails: a router
+//! then withdraws the dead next hop after its detection delay. Links start
+//! up (the simulator's assumption); a port whose link is down when the
+//! runner starts is reported at the first poll.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -40,6 +47,9 @@ pub struct RunnerConfig {
     pub max_sleep_ms: i32,
     /// Never sleep: spin on the ports (lowest latency, one core at 100%).
     pub busy_poll: bool,
+    /// How often each port's link state is polled (0: never; polling stops
+    /// by itself when no port can report its link, as with UDP ports).
+    pub link_poll: Nanos,
 }
 
 impl Default for RunnerConfig {
@@ -48,6 +58,9 @@ impl Default for RunnerConfig {
             slack: 100_000,
             max_sleep_ms: 10,
             busy_poll: false,
+            // [our choice] 5 ms: a sysfs read per port, far below the
+            // routers' detection delays (tens of ms), cheap at this rate.
+            link_poll: 5_000_000,
         }
     }
 }
@@ -65,6 +78,8 @@ pub struct RunnerStats {
     pub delayed_drops: u64,
     /// Timers fired.
     pub timers: u64,
+    /// Link-state changes handed to the device.
+    pub link_changes: u64,
 }
 
 /// The live driver of one device. See the module documentation.
@@ -89,6 +104,10 @@ pub struct Runner<D: Device> {
     /// Control messages the device sent out (most recent last; bounded).
     pub messages: Vec<(Nanos, ControlMessage)>,
     stats: RunnerStats,
+    /// What the device was last told about each port's link.
+    link_up: Vec<bool>,
+    /// When the links are next polled.
+    next_link_poll: Nanos,
 }
 
 impl<D: Device> Runner<D> {
@@ -115,6 +134,8 @@ impl<D: Device> Runner<D> {
             control_tx,
             messages: Vec::new(),
             stats: RunnerStats::default(),
+            link_up: Vec::new(),
+            next_link_poll: 0,
         }
     }
 
@@ -181,6 +202,43 @@ impl<D: Device> Runner<D> {
         self.apply(now);
     }
 
+    /// Polls every port's link and tells the device about changes.
+    fn poll_links(&mut self, now: Nanos) -> bool {
+        if self.config.link_poll == 0 || now < self.next_link_poll {
+            return false;
+        }
+        self.next_link_poll = now + self.config.link_poll;
+        if self.link_up.len() != self.ports.len() {
+            self.link_up = vec![true; self.ports.len()];
+        }
+        let mut changed = false;
+        let mut any = false;
+        for p in 0..self.ports.len() {
+            let Some(up) = self.ports[p].link_up() else {
+                continue;
+            };
+            any = true;
+            if up != self.link_up[p] {
+                self.link_up[p] = up;
+                self.stats.link_changes += 1;
+                changed = true;
+                self.input(
+                    now,
+                    Input::LinkState {
+                        port: p as PortId,
+                        up,
+                    },
+                );
+            }
+        }
+        if !any {
+            // No port can tell (all UDP): stop asking, and stop waking up
+            // for it.
+            self.config.link_poll = 0;
+        }
+        changed
+    }
+
     /// One round: due timers, received frames, control messages, sends.
     /// Returns whether anything happened.
     pub fn step(&mut self) -> io::Result<bool> {
@@ -192,7 +250,7 @@ impl<D: Device> Runner<D> {
             self.out = out;
             self.apply(now);
         }
-        let mut worked = false;
+        let mut worked = self.poll_links(now);
         // Timers due, earliest first.
         while let Some((&token, &at)) = self.timers.iter().min_by_key(|(_, &at)| at) {
             if at > now {
@@ -250,7 +308,10 @@ impl<D: Device> Runner<D> {
     /// When the runner next has something to do on its own (a timer or a
     /// held transmission), if anything.
     fn next_due(&self) -> Option<Nanos> {
-        let t = self.timers.values().copied().min();
+        let mut t = self.timers.values().copied().min();
+        if self.config.link_poll > 0 {
+            t = Some(t.map_or(self.next_link_poll, |t| t.min(self.next_link_poll)));
+        }
         let d = self
             .delayed
             .peek()

@@ -658,6 +658,38 @@ fn set_path(
             i += 2;
             continue;
         }
+        // So is a list of inline tables (`workload = [{ .. }]`, as a `--set`
+        // writes one).
+        let inline_list = t
+            .get(p)
+            .and_then(|item| item.as_array())
+            .is_some_and(|a| !a.is_empty() && a.iter().all(|v| v.is_inline_table()));
+        if inline_list {
+            let sel = *parents.get(i + 1).ok_or_else(|| {
+                format!("{p} is a list: name an element by index or name, e.g. {p}.0.FIELD")
+            })?;
+            let arr = t
+                .get_mut(p)
+                .and_then(|item| item.as_array_mut())
+                .ok_or_else(|| format!("{p} is not a list"))?;
+            let len = arr.len();
+            let index = match sel.parse::<usize>() {
+                Ok(n) => Some(n),
+                Err(_) => arr.iter().position(|v| {
+                    v.as_inline_table()
+                        .and_then(|e| e.get("name"))
+                        .and_then(|v| v.as_str())
+                        == Some(sel)
+                }),
+            };
+            t = index
+                .and_then(|n| arr.get_mut(n))
+                .and_then(|v| v.as_inline_table_mut())
+                .map(|e| e as &mut dyn toml_edit::TableLike)
+                .ok_or_else(|| format!("{p} has {len} elements and none is {sel:?}"))?;
+            i += 2;
+            continue;
+        }
         if !t.contains_key(p) {
             t.insert(
                 p,
@@ -707,10 +739,22 @@ pub fn next_hops(
     is_host: impl Fn(usize) -> bool,
     dest: usize,
 ) -> BTreeMap<usize, Vec<PortId>> {
-    let mut dist: BTreeMap<usize, u32> = BTreeMap::from([(dest, 0)]);
-    let mut queue = VecDeque::from([dest]);
+    next_hops_any(adj, is_host, &[dest])
+}
+
+/// [`next_hops`] towards the nearest of several destinations (a prefix
+/// that more than one switch announces: every equal-cost path to the
+/// nearest announcers is in the ECMP group).
+pub fn next_hops_any(
+    adj: &BTreeMap<usize, Vec<(PortId, usize)>>,
+    is_host: impl Fn(usize) -> bool,
+    dests: &[usize],
+) -> BTreeMap<usize, Vec<PortId>> {
+    let is_dest = |n: usize| dests.contains(&n);
+    let mut dist: BTreeMap<usize, u32> = dests.iter().map(|&d| (d, 0)).collect();
+    let mut queue: VecDeque<usize> = dests.iter().copied().collect();
     while let Some(n) = queue.pop_front() {
-        if is_host(n) && n != dest {
+        if is_host(n) && !is_dest(n) {
             continue; // hosts do not forward
         }
         for &(_, m) in adj.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
@@ -730,7 +774,7 @@ pub fn next_hops(
             .map(Vec::as_slice)
             .unwrap_or(&[])
             .iter()
-            .filter(|&&(_, m)| dist.get(&m) == Some(&(d - 1)) && (!is_host(m) || m == dest))
+            .filter(|&&(_, m)| dist.get(&m) == Some(&(d - 1)) && (!is_host(m) || is_dest(m)))
             .map(|&(p, _)| p)
             .collect();
         ports.sort_unstable();
@@ -925,8 +969,14 @@ impl Loaded {
                 destinations.push((p, i));
             }
         }
-        for (prefix, dest) in &destinations {
-            let hops = next_hops(&adj, |n| n >= first_host, *dest);
+        // A prefix several switches announce is one route towards the
+        // nearest of them (anycast), not one route per announcer.
+        let mut by_prefix: BTreeMap<([u8; 4], u8), Vec<usize>> = BTreeMap::new();
+        for (prefix, dest) in destinations {
+            by_prefix.entry(prefix).or_default().push(dest);
+        }
+        for (prefix, dests) in &by_prefix {
+            let hops = next_hops_any(&adj, |n| n >= first_host, dests);
             for (r, router) in routers.iter().zip(built_routers.iter_mut()) {
                 if let Some(ports) = hops.get(&(r.0 as usize)) {
                     router

@@ -1,6 +1,6 @@
-//! `inca testbed up|down|status SCENARIO`: a scenario's topology built live
-//! on this machine (root only), so real TCP stacks and tools run through
-//! inca's devices.
+//! `inca testbed up|down|status|crash SCENARIO`: a scenario's topology
+//! built live on this machine (root only), so real TCP stacks and tools run
+//! through inca's devices.
 //!
 //! - every **host** becomes a network namespace `inca-<testbed>-<host>` with
 //!   one veth pair: `eth0` inside (the scenario's address and prefix, a
@@ -9,7 +9,8 @@
 //! - every **switch** and **router** becomes an `inca node --config FILE`
 //!   process whose ports are bound (AF_PACKET) to root-namespace veth ends;
 //!   a link between two of them is a veth pair with both ends in the root
-//!   namespace;
+//!   namespace, MTU [`NODE_MTU`]; every **server** (state store, DRAM
+//!   server) is such a process too, and a /32 destination for routing;
 //! - **MAC addresses**: switch programs (the NAT, say) forward frames without
 //!   rewriting Ethernet addresses, and Linux drops frames that are not
 //!   addressed to it. So every host's `eth0` has the same MAC,
@@ -25,7 +26,9 @@
 //! go to `<dir>/<name>/`. `down` stops exactly the recorded processes and
 //! deletes exactly the recorded interfaces and namespaces, then the state
 //! file (configurations and logs stay). A failing `up` undoes what it
-//! created before reporting.
+//! created before reporting. `crash` kills one node's process group and
+//! sets its interfaces down, so its neighbours lose carrier (inca-live
+//! turns that into `Input::LinkState`).
 //!
 //! Routers get the routes [`Loaded::build`] computes for the simulator
 //! (shortest paths in hops, never through a host, all equal-cost next hops);
@@ -49,13 +52,19 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Subcommand;
 use inca::factory::AppFactory;
 use inca_live::config::{DeviceSpec, NeighbourSpec, NodeConfig, PortSpec, RouteSpec};
-use inca_sim::scenario::{next_hops, parse_prefix, Loaded, Scenario};
+use inca_sim::scenario::{next_hops_any, parse_prefix, Loaded, Scenario};
 use serde::{Deserialize, Serialize};
 
 /// The MAC address of every host's interface (see the module docs).
 pub const HOST_MAC: &str = "02:00:00:00:00:01";
 /// The interface of a host, inside its namespace.
 pub const HOST_IF: &str = "eth0";
+/// MTU of veth pairs between two nodes. [our choice] Jumbo (the fabric
+/// inside a data centre usually is): systems encapsulate whole packets in
+/// their own messages (a RedPlane LEASE_NEW carries the packet that asked,
+/// 43 bytes more than a full-size frame), and a 1500-byte veth drops them.
+/// Host interfaces keep 1500, so TCP segments stay full-size.
+pub const NODE_MTU: u32 = 9000;
 /// Where state files go unless `INCA_TESTBED_DIR` says otherwise.
 pub const DEFAULT_DIR: &str = "/run/inca-testbed";
 
@@ -76,6 +85,15 @@ pub enum TestbedAction {
     Down {
         /// The scenario file (only its name is used).
         scenario: PathBuf,
+    },
+    /// Crash one node as a power failure would: SIGKILL its process group
+    /// and set its interfaces down, so its neighbours lose carrier (inca
+    /// routers withdraw it after their `detect_delay`).
+    Crash {
+        /// The scenario file (only its name is used).
+        scenario: PathBuf,
+        /// The node (switch, router or server) to crash.
+        node: String,
     },
     /// Say what is up and whether each process is alive (exit status 1 if
     /// anything is missing).
@@ -99,6 +117,11 @@ pub fn run(action: TestbedAction) -> Result<ExitCode> {
         TestbedAction::Down { scenario } => {
             need_root()?;
             down(&scenario)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        TestbedAction::Crash { scenario, node } => {
+            need_root()?;
+            crash(&scenario, &node)?;
             Ok(ExitCode::SUCCESS)
         }
         TestbedAction::Status { scenario } => Ok(if status(&scenario)? {
@@ -279,8 +302,9 @@ fn topology(sc: &Scenario) -> Result<Topology> {
 
 /// Every router's routes, as `inca run` computes them: for every host
 /// address (/32) and every prefix a switch announces, the shortest paths in
-/// hops (never through a host), all equal-cost next-hop ports as the group.
-/// Keyed by router name; routes in destination order (hosts, then
+/// hops (never through a host), all equal-cost next-hop ports as the group;
+/// a prefix several switches announce is one route to the nearest of them.
+/// Keyed by router name; routes in destination order (hosts, servers, then
 /// announcements, in file order).
 pub fn routes(sc: &Scenario) -> Result<BTreeMap<String, Vec<RouteSpec>>> {
     let t = topology(sc)?;
@@ -289,30 +313,38 @@ pub fn routes(sc: &Scenario) -> Result<BTreeMap<String, Vec<RouteSpec>>> {
         adj.entry(a).or_default().push((pa, b));
         adj.entry(b).or_default().push((pb, a));
     }
-    let mut destinations: Vec<(String, usize)> = Vec::new();
+    // Destinations with the nodes that stand for them. A prefix several
+    // switches announce is one route towards the nearest of them (anycast),
+    // as in the simulator; first appearance fixes the order.
+    let mut destinations: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut add =
+        |prefix: String, node: usize| match destinations.iter_mut().find(|(p, _)| *p == prefix) {
+            Some((_, nodes)) => nodes.push(node),
+            None => destinations.push((prefix, vec![node])),
+        };
     let first_host = sc.switch.len() + sc.router.len();
     for (i, h) in sc.host.iter().enumerate() {
-        destinations.push((format!("{}/32", h.ip), first_host + i));
+        add(format!("{}/32", h.ip), first_host + i);
     }
     let first_server = first_host + sc.host.len();
     for (i, s) in sc.server.iter().enumerate() {
-        destinations.push((format!("{}/32", s.ip.get_ref()), first_server + i));
+        add(format!("{}/32", s.ip.get_ref()), first_server + i);
     }
     for (i, s) in sc.switch.iter().enumerate() {
         for a in &s.announce {
             let (ip, len) = parse_prefix(a.get_ref())
                 .ok_or_else(|| anyhow!("announce {:?} is not a.b.c.d/len", a.get_ref()))?;
-            destinations.push((format!("{}/{len}", Ipv4Addr::from(ip)), i));
+            add(format!("{}/{len}", Ipv4Addr::from(ip)), i);
         }
     }
     let mut out: BTreeMap<String, Vec<RouteSpec>> = BTreeMap::new();
     for r in &sc.router {
         out.insert(r.name.get_ref().clone(), Vec::new());
     }
-    for (prefix, dest) in &destinations {
+    for (prefix, dests) in &destinations {
         // The same shortest paths `inca run` gives its routers.
         let endpoint = |n: usize| matches!(t.kinds[n], Kind::Host | Kind::Server);
-        let hops = next_hops(&adj, endpoint, *dest);
+        let hops = next_hops_any(&adj, endpoint, dests);
         for (r, kind) in t.kinds.iter().enumerate() {
             if let (Kind::Router, Some(ports)) = (kind, hops.get(&r)) {
                 out.get_mut(&t.names[r])
@@ -810,6 +842,7 @@ fn create(plan: &Plan, state: &mut State) -> Result<()> {
         for dev in [a, b] {
             no_ipv6_root(dev);
             offloads_off(None, dev, &mut warned)?;
+            ip(&["link", "set", dev, "mtu", &NODE_MTU.to_string()])?;
             ip(&["link", "set", dev, "up"])?;
         }
     }
@@ -1013,6 +1046,62 @@ fn down(scenario: &Path) -> Result<()> {
         state.processes.len(),
         state.interfaces.len(),
         state.namespaces.len()
+    );
+    Ok(())
+}
+
+/// Kills node `node` (its whole process group, at once: a crash gives no
+/// chance to say goodbye) and sets every interface it holds down. The
+/// interfaces stay (so `down` deletes them as usual); the process record
+/// stays too and `status` shows it dead.
+/// [our choice] Interfaces down rather than deleted: a dead switch's ports
+/// go dark but the cables are still there, as in the simulator's crash
+/// fault (its links go down with it).
+fn crash(scenario: &Path, node: &str) -> Result<()> {
+    let name = testbed_name(scenario);
+    let Some(state) = State::load(&name)? else {
+        bail!(
+            "testbed {name} is not up (no {})",
+            state_file(&name).display()
+        );
+    };
+    let Some(p) = state.processes.iter().find(|p| p.node == node) else {
+        let nodes: Vec<&str> = state.processes.iter().map(|p| p.node.as_str()).collect();
+        bail!(
+            "testbed {name} has no node process {node:?} (hosts cannot be crashed); its nodes: {}",
+            nodes.join(", ")
+        );
+    };
+    let text = fs::read_to_string(&p.config)
+        .with_context(|| format!("cannot read {}", p.config.display()))?;
+    let config =
+        NodeConfig::from_toml(&text).map_err(|e| anyhow!("{}: {e}", p.config.display()))?;
+    if alive(p) {
+        // Nodes start in their own process group (pgid = pid).
+        let _ = sh("kill", &["-KILL", "--", &format!("-{}", p.pid)]);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while alive(p) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if alive(p) {
+            bail!("node {node} (pid {}) survived SIGKILL", p.pid);
+        }
+    } else {
+        eprintln!("node {node} (pid {}) was not running", p.pid);
+    }
+    let mut downed = Vec::new();
+    for port in &config.ports {
+        if let Some(interface) = &port.interface {
+            if interface_exists(interface) {
+                ip(&["link", "set", interface, "down"])?;
+                downed.push(interface.as_str());
+            }
+        }
+    }
+    println!(
+        "node {node} crashed: pid {} killed, interfaces {} down",
+        p.pid,
+        downed.join(" ")
     );
     Ok(())
 }
@@ -1308,6 +1397,34 @@ b = "server:0"
             .find(|r| r.prefix == "198.51.100.0/24")
             .unwrap();
         assert_eq!(to_pool.ports, vec![0]);
+    }
+
+    #[test]
+    fn a_prefix_two_switches_announce_is_one_ecmp_route() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../experiments/live/redplane-failover.toml"
+        );
+        let loaded = Loaded::from_file(Path::new(path), &[]).unwrap();
+        let routes = routes(&loaded.scenario).unwrap();
+        let core: Vec<(&str, &[u16])> = routes["core"]
+            .iter()
+            .map(|r| (r.prefix.as_str(), r.ports.as_slice()))
+            .collect();
+        assert_eq!(
+            core.iter().filter(|r| r.0 == "198.51.100.0/24").count(),
+            1,
+            "{core:?}"
+        );
+        assert!(
+            core.contains(&("198.51.100.0/24", &[0u16, 1][..])),
+            "{core:?}"
+        );
+        assert!(core.contains(&("10.255.0.2/32", &[1u16][..])), "{core:?}");
+        assert!(core.contains(&("10.9.0.1/32", &[3u16][..])), "{core:?}");
+        let tor1 = &routes["tor1"];
+        let to_server = tor1.iter().find(|r| r.prefix == "10.1.0.1/32").unwrap();
+        assert_eq!(to_server.ports, vec![0, 1]);
     }
 
     #[test]
