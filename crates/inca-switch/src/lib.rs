@@ -49,6 +49,9 @@ pub use objects::{
 };
 pub use placement::Gress;
 pub use profile::Profile;
-pub use program::{ControlEvent, Destination, PacketCtx, PacketKind, ParseError, Program};
+pub use program::{
+    ControlEvent, Destination, PacketCtx, PacketKind, ParseError, Program, ProgramReport,
+    ProgramSeries,
+};
 pub use switch::{check, LoadError, Switch, SwitchStats};
 pub use table::{MatchKind, MatchSpec};

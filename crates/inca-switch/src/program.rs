@@ -68,6 +68,30 @@ pub trait Program: Clone + 'static {
 
     /// Handles a control-plane event.
     fn control(&mut self, _event: ControlEvent<Self::Digest>, _cp: &mut ControlPlane<'_>) {}
+
+    /// Measurements the program keeps beyond the switch's own counters
+    /// (a simulator node appends them to its report). Default: none.
+    fn report(&self) -> ProgramReport {
+        ProgramReport::default()
+    }
+}
+
+/// Extra counters and time series a program reports ([`Program::report`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramReport {
+    /// Named counters.
+    pub counters: Vec<(String, u64)>,
+    /// Named time series.
+    pub series: Vec<(String, ProgramSeries)>,
+}
+
+/// One value per time bin from time 0 (a count, or the largest value seen).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramSeries {
+    /// Width of a bin, ns.
+    pub bin: Nanos,
+    /// One value per bin.
+    pub values: Vec<u64>,
 }
 
 /// Where a packet came from, as intrinsic metadata tells the program.

@@ -64,7 +64,10 @@ use std::sync::Arc;
 
 use inca_switch::device::{Device, DeviceRng, Input, Nanos, Output, MILLIS};
 use inca_switch::units;
-use inca_wire::{build_udp_frame, Endpoints, EthernetFrame, Ipv4Packet, MacAddr, UdpDatagram};
+use inca_wire::ethernet::VLAN_TAG_LEN;
+use inca_wire::{
+    build_udp_frame, Endpoints, EthernetFrame, Ipv4Packet, MacAddr, UdpDatagram, VlanTag,
+};
 use rand::Rng;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -396,6 +399,7 @@ impl WorkloadConfig {
 /// src_ports = [1024, 65535]        # range for random flows (the default)
 /// src_prefix = "10.0.0.0/24"       # random source addresses; default the host's
 /// zipf = 0.99                      # flow popularity skew; default uniform
+/// vlan = 7                         # 802.1Q tag with this VID; default untagged
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -427,6 +431,10 @@ pub struct UdpConfig {
     pub src_prefix: Option<String>,
     /// Zipf skew of flow popularity (flow 0 most popular); absent: uniform.
     pub zipf: Option<f64>,
+    /// Tag every frame with this 802.1Q VLAN id (1..=4094, PCP 0)
+    /// [our choice: the tag's 4 bytes count in `size`, so frames keep the
+    /// size asked for]. Absent: untagged.
+    pub vlan: Option<u16>,
 }
 
 /// Replay of a pcap or pcapng file. Source and destination MACs are
@@ -874,6 +882,7 @@ struct UdpPlan {
     dst: SocketAddrV4,
     sched: Schedule,
     flows: FlowPlan,
+    vlan: Option<u16>,
 }
 
 #[derive(Debug, Clone)]
@@ -1170,7 +1179,21 @@ impl Plan {
                             }
                         }
                     };
-                    Kind::Udp(UdpPlan { dst, sched, flows })
+                    let vlan = match c.vlan {
+                        Some(v) if !(1..=4094).contains(&v) => {
+                            return Err(invalid(
+                                &format!("{field}.vlan"),
+                                format!("{v} is outside 1..=4094"),
+                            ))
+                        }
+                        v => v,
+                    };
+                    Kind::Udp(UdpPlan {
+                        dst,
+                        sched,
+                        flows,
+                        vlan,
+                    })
                 }
                 WorkloadConfig::Pcap(c) => {
                     let frames =
@@ -2190,14 +2213,19 @@ fn step(
                 seq,
                 tx_time: now,
             };
-            probe_frame(
-                &plan.endpoints(src, *p.dst.ip()),
-                sport,
-                p.dst.port(),
-                size,
-                probe,
-                scratch,
-            )
+            let mut ep = plan.endpoints(src, *p.dst.ip());
+            let size = match p.vlan {
+                Some(vid) => {
+                    ep.vlan = Some(VlanTag {
+                        pcp: 0,
+                        dei: false,
+                        vid,
+                    });
+                    size.saturating_sub(VLAN_TAG_LEN)
+                }
+                None => size,
+            };
+            probe_frame(&ep, sport, p.dst.port(), size, probe, scratch)
         }
         (Kind::Request(p), Gen::Request { clock, outstanding }) => {
             let size = p.sched.size.sample(rng);
@@ -2710,6 +2738,44 @@ backlog = 4
         let g = draw_flows(5000, (1, 1), Some(pre), Ipv4Addr::new(10, 0, 0, 1), &mut r);
         assert_eq!(g.iter().collect::<HashSet<_>>().len(), 5000);
         assert!(g.iter().all(|&(a, _)| a.octets()[..2] == [10, 9]));
+    }
+
+    #[test]
+    fn udp_vlan_tags_every_frame_and_keeps_its_size() {
+        let text = "ip = \"10.0.0.1\"\n[[workload]]\nkind = \"udp\"\ndst = \"10.0.1.1:9\"\npps = 1000\ncount = 3\nsize = 100\nvlan = 7";
+        let mut h = host(text).unwrap();
+        let mut r = rng();
+        let mut out = Vec::new();
+        h.start(0, &mut out);
+        let mut frames = Vec::new();
+        for _ in 0..100 {
+            let timers: Vec<_> = out
+                .drain(..)
+                .filter_map(|o| match o {
+                    Output::Timer { at, token } => Some((at, token)),
+                    Output::Transmit { frame, .. } => {
+                        frames.push(frame);
+                        None
+                    }
+                    _ => None,
+                })
+                .collect();
+            if timers.is_empty() {
+                break;
+            }
+            for (at, token) in timers {
+                h.handle(at, Input::Timer { token }, &mut r, &mut out);
+            }
+        }
+        assert_eq!(frames.len(), 3);
+        for f in &frames {
+            let eth = EthernetFrame::new_checked(&f[..]).unwrap();
+            assert_eq!(eth.vlan().map(|t| t.vid), Some(7));
+            assert_eq!(eth.ethertype(), inca_wire::ethernet::ethertype::IPV4);
+            assert_eq!(f.len(), 100);
+        }
+        let bad = text.replace("vlan = 7", "vlan = 4095");
+        assert!(host(&bad).unwrap_err().to_string().contains("vlan"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use inca_switch::device::Nanos;
 use inca_switch::{Program, Switch};
 
 use crate::engine::Node;
-use crate::metrics::NodeReport;
+use crate::metrics::{NodeReport, Series};
 
 impl<P: Program> Node for Switch<P> {
     fn kind(&self) -> &'static str {
@@ -38,6 +38,18 @@ impl<P: Program> Node for Switch<P> {
         c("cpu_queue_drops", s.cpu_queue_drops);
         c("punt_drops", s.punt_drops);
         c("violations", self.violations().len() as u64);
+        // The program's own measurements; a name the switch already uses
+        // keeps the switch's value.
+        let extra = self.program().report();
+        for (k, v) in extra.counters {
+            r.counters.entry(k).or_insert(v);
+        }
+        for (k, s) in extra.series {
+            r.series.entry(k).or_insert_with(|| Series {
+                bin: s.bin.max(1),
+                values: s.values,
+            });
+        }
         r.notes.push(format!(
             "program {} on profile {}",
             self.program().name(),
@@ -48,5 +60,66 @@ impl<P: Program> Node for Switch<P> {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inca_switch::objects::{AccessError, DataPlane, Declare, DeclareError};
+    use inca_switch::{Gress, PacketCtx, ParseError, Profile, ProgramReport, ProgramSeries};
+
+    /// A program that drops everything and reports fixed measurements, one
+    /// of them under a name the switch itself uses.
+    #[derive(Clone)]
+    struct Reporting;
+
+    impl Program for Reporting {
+        type Meta = ();
+        type Digest = ();
+        fn name(&self) -> &str {
+            "reporting"
+        }
+        fn declare(&mut self, _decl: &mut Declare) -> Result<(), DeclareError> {
+            Ok(())
+        }
+        fn parse(&self, _g: Gress, _h: &[u8], _m: &mut ()) -> Result<(), ParseError> {
+            Ok(())
+        }
+        fn ingress(
+            &mut self,
+            pkt: &mut PacketCtx<(), ()>,
+            _dp: &mut DataPlane<'_>,
+        ) -> Result<(), AccessError> {
+            pkt.drop_packet();
+            Ok(())
+        }
+        fn report(&self) -> ProgramReport {
+            ProgramReport {
+                counters: vec![("depth_max".into(), 42), ("punts".into(), 99)],
+                series: vec![(
+                    "depth".into(),
+                    ProgramSeries {
+                        bin: 1000,
+                        values: vec![1, 2],
+                    },
+                )],
+            }
+        }
+    }
+
+    #[test]
+    fn the_programs_own_measurements_are_appended_to_the_report() {
+        let sw = Switch::new(Profile::tofino(), Reporting).unwrap();
+        let r = Node::report(&sw, 0);
+        assert_eq!(r.counters["depth_max"], 42);
+        assert_eq!(r.counters["punts"], 0, "the switch's own counter wins");
+        assert_eq!(
+            r.series["depth"],
+            Series {
+                bin: 1000,
+                values: vec![1, 2]
+            }
+        );
     }
 }
