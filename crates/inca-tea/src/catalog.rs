@@ -10,6 +10,8 @@
 //! | `replication` | 2 | R (1 or 2) |
 //! | `qps` | 1 | QPs per (server, role), a power of two |
 //! | `cache` | 1024 | cache entries; 0 turns the cache off |
+//! | `epoch_us` | 100000 | sketch epoch `T_EPOCH`, µs (1000..=10000000) [our choice: at least 1 ms, the time to clear one 64K-slot sketch array] |
+//! | `t_hot` | 256 | hot-key threshold `T_HOT`, sketch count per epoch (1..=65535) |
 //! | `trailer` | 1 | READ requests carry the packet (0: strict mode) |
 //! | `entries` | 10000000 | table size: buckets for this many entries at load ≤ 0.9 |
 //! | `preload` | 0 | synthetic entries installed before traffic (see [`preload_entries`]) |
@@ -60,6 +62,8 @@ pub const PARAMS: &[&str] = &[
     "replication",
     "qps",
     "cache",
+    "epoch_us",
+    "t_hot",
     "trailer",
     "entries",
     "load_percent",
@@ -121,6 +125,14 @@ fn config(p: &Params, key_len: usize, value_len: usize) -> Result<TeaConfig, Str
     c.qps_per_server = p.number("qps", 1, 1, 64).map_err(e)? as u16;
     c.cache_cap = p.number("cache", 1024, 0, 65_535).map_err(e)? as usize;
     c.read_req_trailer = p.number("trailer", 1, 0, 1).map_err(e)? == 1;
+    // Time-scaled experiments need epochs shorter than the sources' 100 ms.
+    c.t_epoch = p
+        .number("epoch_us", c.t_epoch / 1_000, 1_000, 10_000_000)
+        .map_err(e)?
+        * 1_000;
+    c.t_hot = p
+        .number("t_hot", u64::from(c.t_hot), 1, 65_535)
+        .map_err(e)? as u16;
     c.switch_ip = Ipv4Addr::from(p.ipv4("switch_ip", [10, 0, 0, 254]).map_err(e)?);
     Ok(c)
 }
@@ -194,7 +206,7 @@ fn program_for<N: TeaNf>(
 ) -> Result<TeaSwitch<N>, String> {
     let e = |x: inca_apps::params::ParamError| x.to_string();
     let cfg = config(p, nf.key_len(), nf.value_len())?;
-    let n = p.count("preload", 0, 100_000_000).map_err(e)?;
+    let n = p.number("preload", 0, 0, 100_000_000).map_err(e)?;
     let seed = p.count("seed", 1, u64::MAX).map_err(e)?;
     let prog = TeaSwitch::new(nf, cfg)?.with_seed(seed);
     Ok(if preload {
@@ -319,6 +331,20 @@ mod tests {
         assert!(build("tea_nope", &Params::default(), &profile).is_err());
         let p = Params::parse(["servers=2/10.0.0.1", "replication=1", "preload=100"]).unwrap();
         assert!(build("tea_lb", &p, &profile).is_ok());
+        // The documented default, 0, can also be given explicitly.
+        let p = Params::parse(["servers=2/10.0.0.1", "replication=1", "preload=0"]).unwrap();
+        assert!(build("tea_nat", &p, &profile).is_ok());
+        let p = Params::parse(["epoch_us=999"]).unwrap();
+        assert!(build("tea_nat", &p, &profile).is_err());
+    }
+
+    #[test]
+    fn epoch_and_hot_threshold_are_parameters() {
+        let p = Params::parse(["epoch_us=5000", "t_hot=32"]).unwrap();
+        let c = config(&p, 13, 6).unwrap();
+        assert_eq!((c.t_epoch, c.t_hot), (5_000_000, 32));
+        let c = config(&Params::default(), 13, 6).unwrap();
+        assert_eq!((c.t_epoch, c.t_hot), (100_000_000, 256));
     }
 
     #[test]

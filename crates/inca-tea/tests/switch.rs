@@ -10,7 +10,7 @@ use inca_sim::engine::Fault;
 use inca_sim::link::LossModel;
 use inca_tea::nf::TeaNat;
 use inca_tea::switch::rig::{Probe, Rig, RigConfig, FIRST_SERVER_PORT};
-use inca_tea::switch::{insert_message, update_message, DropReason, LookupPath};
+use inca_tea::switch::{insert_message, update_message, DropReason, LookupPath, MAX_PUNTS_WAITING};
 use inca_wire::{build_udp_frame, Endpoints};
 
 const US: u64 = 1_000;
@@ -269,8 +269,12 @@ fn flow_control_keeps_reads_within_the_nic_limit() {
         s.drops[DropReason::FcReject as usize] > 0,
         "the burst hits the limit: {s:?}"
     );
+    // The burst offers several times a server link, so the meters also
+    // turn RED (spec §5.7) and some lookups find no usable replica.
     assert_eq!(
-        s.dram_lookups + s.drops[DropReason::FcReject as usize],
+        s.dram_lookups
+            + s.drops[DropReason::FcReject as usize]
+            + s.drops[DropReason::NoServer as usize],
         2000,
         "{s:?} {:?} {:?}",
         rig.server(0).counters(),
@@ -588,4 +592,188 @@ fn missed_heartbeats_take_a_server_down_and_its_answer_brings_it_back() {
         rig.switch().stats().punts
     );
     rig.tea().check_coherence(rig.switch().objects()).unwrap();
+}
+
+#[test]
+fn offered_overload_at_link_rate_turns_the_meter_red() {
+    // Item 10 with the meters at the real link rate (spec §5.7: PIR = link
+    // rate): lookups of range 0 offered at about twice what server 0's link
+    // carries. Flow control caps the admitted lookups near the link rate,
+    // so only a meter of offered load (spec §9 item 10) can turn RED.
+    let layout = inca_tea::table::layout::Layout::new(13, 6, 2, 10).unwrap();
+    let flows: Vec<u32> = (0..4000u32)
+        .filter(|&i| layout.bucket_of(&parse(&flow(i, b"")).unwrap().five_tuple()) < 400)
+        .take(64)
+        .collect();
+    let cfg = RigConfig {
+        preload: flows.iter().flat_map(|&i| mapping(i)).collect(),
+        cache_cap: 0,
+        ..RigConfig::default()
+    };
+    let mut rig = ready(&cfg);
+    assert_eq!(rig.tea().active_replica(rig.switch().objects(), 0), 0);
+    let t0 = rig.sim.now();
+    // A 1400 B lookup puts ~3 kB on the server link (WRITE + READ with the
+    // packet as trailer): ~600 ns at 40 Gbps; offered every 300 ns.
+    for n in 0..2000u64 {
+        let i = flows[n as usize % flows.len()];
+        rig.send(t0 + n * 300, rig.inside, flow(i, &[0u8; 1400]));
+    }
+    rig.run_until(t0 + 2 * MS);
+    // Both replicas end up overloaded in turn (the load follows the range),
+    // so the active replica may flip back; what matters is that it moved.
+    let (lookups, _) = rig.observer.drain();
+    let on = |q: u16| {
+        lookups
+            .iter()
+            .filter(|l| l.path == LookupPath::Dram && l.qp == q)
+            .count()
+    };
+    assert!(
+        on(0) > 0 && on(3) > 0,
+        "served by both replicas: {} / {}, {:?}",
+        on(0),
+        on(3),
+        rig.tea().dp_stats()
+    );
+    let first = lookups.iter().find(|l| l.path == LookupPath::Dram).unwrap();
+    assert_eq!(first.qp, 0);
+}
+
+#[test]
+fn packets_of_a_flow_with_a_pending_insert_wait_instead_of_inserting_again() {
+    // Many packets of each new flow arrive before its entries are in
+    // effect: they must not queue the flow's inserts again, and they must
+    // be delivered once the entries are in.
+    let (flows, packets) = (256u32, 10_000u64);
+    let cfg = RigConfig {
+        cache_cap: 0,
+        ..RigConfig::default()
+    };
+    let mut rig = ready(&cfg);
+    let t0 = rig.sim.now();
+    for n in 0..packets {
+        rig.send(
+            t0 + n * US,
+            rig.inside,
+            flow((n % u64::from(flows)) as u32, b"p"),
+        );
+    }
+    // The switch CPU spends 20 µs per event (tofino profile): the 10,000
+    // punts alone keep it busy for 200 ms, and the agents' replies queue
+    // behind them.
+    rig.run_until(t0 + 500 * MS);
+    let cs = rig.tea().cp_stats().clone();
+    let got = rig.probe(rig.outside).received.len() as u64;
+    assert_eq!(rig.tea().nf().allocated(), flows as usize);
+    // Two entries per flow, each inserted once.
+    let (_, commits) = rig.observer.drain();
+    assert_eq!(
+        commits.len(),
+        2 * flows as usize,
+        "{cs:?} {}",
+        rig.tea().cp_state()
+    );
+    assert_eq!(cs.ops_refused, 0, "{cs:?}");
+    // Every packet of the burst punts before any entry is in: one per flow
+    // starts the insert, the wait queue takes its bound, the rest are
+    // dropped and counted; everything that waited is delivered.
+    assert_eq!(rig.tea().punts_waiting(), 0);
+    assert_eq!(cs.punts_queued, MAX_PUNTS_WAITING as u64, "{cs:?}");
+    assert_eq!(
+        got + cs.punts_dropped,
+        packets,
+        "delivered {got} of {packets}: {cs:?} {:?}",
+        rig.tea().dp_stats()
+    );
+    assert!(got >= u64::from(flows) + MAX_PUNTS_WAITING as u64, "{got}");
+}
+
+#[test]
+fn a_large_preload_is_reloaded_without_flooding_the_agents() {
+    // 100,000 preloaded flows: the setup reload is thousands of
+    // WRITE_BATCHes per server. Sent all at once they outran the agents and
+    // the retransmission timer, the server was declared down and the setup
+    // started over, so the table never became ready.
+    let cfg = RigConfig {
+        log2_buckets: 19,
+        cache_cap: 0,
+        preload: (0..50_000u32).flat_map(mapping).collect(),
+        ..RigConfig::default()
+    };
+    let mut rig = Rig::nat(&cfg, Probe::default(), Probe::default()).unwrap();
+    let ready = rig.run_until_ready(2_000 * MS);
+    let cs = rig.tea().cp_stats().clone();
+    assert!(
+        ready,
+        "not ready at {} ns: {cs:?} {}",
+        rig.sim.now(),
+        rig.tea().cp_state()
+    );
+    let batches: u64 = (0..2)
+        .map(|i| rig.server(i).counters()["agent_requests_0x04"])
+        .sum();
+    eprintln!("ready at {} ns, {batches} batches, {cs:?}", rig.sim.now());
+    // A few retransmissions remain: a sketch epoch holds the control
+    // channel for milliseconds.
+    assert_eq!(cs.server_downs, 0, "{cs:?}");
+    assert!(
+        cs.agent_retransmits * 20 < batches,
+        "{batches} batches: {cs:?}"
+    );
+    // A preloaded flow is translated at once.
+    let t0 = rig.sim.now();
+    rig.send(t0, rig.inside, flow(12_345, b"x"));
+    rig.run_until(t0 + MS);
+    assert_eq!(rig.probe(rig.outside).received.len(), 1);
+}
+
+#[test]
+fn background_traffic_to_a_server_turns_its_port_red_and_lookups_move() {
+    // Spec §5.7 and E5: traffic addressed to server 0 itself (not
+    // lookups) shares its link; with the lookups of range 0 on top the
+    // offered load exceeds the link, the port turns RED, range 0 moves to
+    // server 1 and stays there (selection is sticky, server 1 is not
+    // overloaded).
+    let layout = inca_tea::table::layout::Layout::new(13, 6, 2, 10).unwrap();
+    let probe = |n: u32| udp([7, 7, (n >> 8) as u8, n as u8], 4000, PUBLIC, 6000, b"");
+    let keys: Vec<u32> = (0..20_000u32)
+        .filter(|&n| layout.bucket_of(&parse(&probe(n)).unwrap().five_tuple()) < 400)
+        .take(256)
+        .collect();
+    let cfg = RigConfig {
+        cache_cap: 0,
+        ..RigConfig::default()
+    };
+    let mut rig = ready(&cfg);
+    assert_eq!(rig.tea().active_replica(rig.switch().objects(), 0), 0);
+    let t0 = rig.sim.now();
+    let server0 = inca_tea::switch::rig::server_ip(0).octets();
+    for n in 0..3_000u64 {
+        // 1442 B every 300 ns: 38.5 Gbit/s toward server 0.
+        rig.send(
+            t0 + n * 300,
+            rig.inside,
+            udp([10, 1, 0, 1], 7, server0, 9, &[0u8; 1400]),
+        );
+    }
+    for n in 0..4_500u64 {
+        // Remote misses of range 0, one per 200 ns: ~13 Gbit/s of requests.
+        let k = keys[n as usize % keys.len()];
+        rig.send(t0 + n * 200, rig.outside, probe(k));
+    }
+    rig.run_until(t0 + 2 * MS);
+    let port = usize::from(FIRST_SERVER_PORT);
+    assert!(
+        rig.switch().stats().ports[port].tx_packets >= 3_000,
+        "the background went to server 0"
+    );
+    let s = rig.tea().dp_stats().clone();
+    assert_eq!(
+        rig.tea().active_replica(rig.switch().objects(), 0),
+        1,
+        "range 0 moved to server 1: {s:?}"
+    );
+    assert!(s.failovers >= 1, "{s:?}");
+    assert_eq!(s.drops[DropReason::NoServer as usize], 0, "{s:?}");
 }

@@ -29,6 +29,7 @@ use super::cp_servers::ServerRec;
 use super::dataplane::{CacheEntry, TeaSwitch, CPU_HEADER, REASON_AGENT, REASON_NF};
 use super::nf_api::TeaNf;
 use super::observer::CommitRecord;
+use super::punts::PendingPunts;
 use super::wire::TeaDigest;
 
 /// Control message kind: insert `key ‖ value` (the `TeaTable::insert` of
@@ -159,6 +160,10 @@ pub struct CpStats {
     pub epochs: u64,
     /// Malformed agent messages or punts.
     pub malformed: u64,
+    /// NF punts that waited behind their key's pending insert.
+    pub punts_queued: u64,
+    /// NF punts dropped: the wait queue was full.
+    pub punts_dropped: u64,
 }
 
 /// The control plane's state. See the module documentation.
@@ -186,6 +191,8 @@ pub(crate) struct ControlState {
     pub setup_barriers: BTreeMap<u64, usize>,
     /// Entries to preload once every server is set up.
     pub preload: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Keys whose slow-path insert is pending, and packets waiting on them.
+    pub punts: PendingPunts,
     pub stats: CpStats,
 }
 
@@ -211,6 +218,7 @@ impl ControlState {
             watchdog_read: None,
             setup_barriers: BTreeMap::new(),
             preload: Vec::new(),
+            punts: PendingPunts::default(),
             stats: CpStats::default(),
         }
     }
@@ -289,6 +297,11 @@ impl<N: TeaNf> TeaSwitch<N> {
             })
             .count()
             + usize::from(self.cp.running.as_ref().is_some_and(|r| r.commits))
+    }
+
+    /// NF punts waiting for their key's pending insert.
+    pub fn punts_waiting(&self) -> usize {
+        self.cp.punts.waiting()
     }
 
     /// Operations queued or running.
@@ -373,10 +386,11 @@ impl<N: TeaNf> TeaSwitch<N> {
         if let Some(r) = &mut self.cp.running {
             if r.wait == Wait::Barrier(request) {
                 r.wait = Wait::Ready;
-                if let Some((frame, port)) = r.reinject.take() {
-                    // The key is in the stash now: the re-injected packet
-                    // finds it in SRAM.
-                    cp.packet_out(frame, PacketOutDest::Ingress(port));
+                if let Some(p) = r.reinject.take() {
+                    // The key is in the stash now: the re-injected packets
+                    // find it in SRAM.
+                    let key = r.plan.key.clone();
+                    self.reinject(&key, p, cp);
                 }
                 return;
             }
@@ -434,11 +448,13 @@ impl<N: TeaNf> TeaSwitch<N> {
                     });
                 }
             }
-            TeaDigest::Learn { key, value } => self.push_intent(Intent::Insert {
-                key,
-                value,
-                reinject: None,
-            }),
+            TeaDigest::Learn { key, value } => {
+                self.push_intent(Intent::Insert {
+                    key,
+                    value,
+                    reinject: None,
+                });
+            }
             TeaDigest::Nak { qp, syndrome, .. } => {
                 self.cp.stats.naks += 1;
                 if syndrome != inca_wire::roce::syndrome::NAK_PSN_SEQ_ERROR {
@@ -461,26 +477,63 @@ impl<N: TeaNf> TeaSwitch<N> {
             self.cp.stats.malformed += 1;
             return;
         };
+        // A packet of a key whose insert is already pending waits for it
+        // rather than running the slow path (and queueing inserts) again.
+        let own = self.nf.key(&frame, &parsed, port);
+        if let Some(k) = &own {
+            if self.cp.punts.is_pending(k) {
+                self.cp.punts.wait(k, (frame, port));
+                self.sync_punt_stats();
+                return;
+            }
+        }
         let action = self.nf.on_punt(&frame, &parsed, port, reason);
         // The packet goes back as soon as the first entry (its own key, by
         // the `PuntAction` contract) is in the stash.
         let mut reinject = action.reinject.then_some((frame, port));
         for (key, value) in action.inserts {
             let r = reinject.take();
-            self.push_intent(Intent::Insert {
+            let carries = r.is_some() && own.as_deref() == Some(key.as_slice());
+            let k = carries.then(|| key.clone());
+            if self.push_intent(Intent::Insert {
                 key,
                 value,
                 reinject: r,
-            });
+            }) {
+                if let Some(k) = k {
+                    self.cp.punts.open(k);
+                }
+            }
         }
     }
 
-    pub(crate) fn push_intent(&mut self, i: Intent) {
+    /// Sends `first` and every packet that waited for `key` back to
+    /// ingress (the key's insert is in effect, or was refused).
+    pub(crate) fn reinject(
+        &mut self,
+        key: &[u8],
+        first: (Vec<u8>, PortId),
+        cp: &mut ControlPlane<'_>,
+    ) {
+        cp.packet_out(first.0, PacketOutDest::Ingress(first.1));
+        for (f, port) in self.cp.punts.release(key) {
+            cp.packet_out(f, PacketOutDest::Ingress(port));
+        }
+    }
+
+    fn sync_punt_stats(&mut self) {
+        self.cp.stats.punts_queued = self.cp.punts.queued;
+        self.cp.stats.punts_dropped = self.cp.punts.dropped;
+    }
+
+    /// Queues an intent; false (and counted) if the queue is full.
+    pub(crate) fn push_intent(&mut self, i: Intent) -> bool {
         if self.cp.intents.len() >= MAX_INTENTS {
             self.cp.stats.ops_refused += 1;
-            return;
+            return false;
         }
         self.cp.intents.push_back(i);
+        true
     }
 
     /// Sketch epoch (spec §5.5): clear the sketch and the Bloom filter, read
@@ -535,8 +588,8 @@ impl<N: TeaNf> TeaSwitch<N> {
                     self.cp.stats.ops_refused += 1;
                     // The NF's packet goes back anyway: it is dropped as a
                     // re-injected miss, not looped.
-                    if let Some((f, port)) = reinject {
-                        cp.packet_out(f, PacketOutDest::Ingress(port));
+                    if let Some(p) = reinject {
+                        self.reinject(&key, p, cp);
                     }
                     None
                 }
@@ -620,8 +673,9 @@ impl<N: TeaNf> TeaSwitch<N> {
             return;
         };
         self.cp.stats.plans_done += 1;
-        if let Some((frame, port)) = r.reinject {
-            cp.packet_out(frame, PacketOutDest::Ingress(port));
+        if let Some(p) = r.reinject {
+            let key = r.plan.key.clone();
+            self.reinject(&key, p, cp);
         }
         if r.commits && !r.plan.key.is_empty() {
             if let Some(o) = &self.observer {

@@ -140,21 +140,6 @@ impl<N: TeaNf> TeaSwitch<N> {
         last
     }
 
-    /// Sends region contents for a reload; the ids to wait for.
-    pub(crate) fn send_reload(
-        &mut self,
-        sid: usize,
-        writes: Vec<RegionWrite>,
-        cp: &mut ControlPlane<'_>,
-    ) -> Vec<u32> {
-        chunk_writes(writes)
-            .into_iter()
-            .filter_map(|c| {
-                self.send_agent(sid, Request::WriteBatch(c), Purpose::Reload { sid }, cp)
-            })
-            .collect()
-    }
-
     pub(crate) fn agent_timer(&mut self, id: u32, cp: &mut ControlPlane<'_>) {
         let Some(p) = self.cp.agent.pending.get_mut(&id) else {
             return;
@@ -252,7 +237,7 @@ impl<N: TeaNf> TeaSwitch<N> {
 }
 
 /// Splits writes into WRITE_BATCH bodies that fit one message.
-fn chunk_writes(writes: Vec<RegionWrite>) -> Vec<Vec<WriteEntry>> {
+pub(crate) fn chunk_writes(writes: Vec<RegionWrite>) -> Vec<Vec<WriteEntry>> {
     let mut out = Vec::new();
     let mut cur: Vec<WriteEntry> = Vec::new();
     let mut bytes = 0;

@@ -23,7 +23,7 @@ use crate::table::partition::{Partition, Role, ServerOffer};
 use crate::table::{TableConfig, TeaTable};
 
 use super::config::{ServerSpec, PMTU};
-use super::cp_agent::{Pending, Purpose};
+use super::cp_agent::{chunk_writes, Pending, Purpose};
 use super::dataplane::{MemEntry, QpEntry, RangeEntry, TeaSwitch};
 use super::nf_api::TeaNf;
 use super::wire::port_down_template;
@@ -72,7 +72,19 @@ pub(crate) struct ServerRec {
     pub installed: bool,
     pub hb_outstanding: bool,
     pub missed: u32,
+    /// Reload WRITE_BATCHes not sent yet (at most [`RELOAD_WINDOW`] are
+    /// in flight).
+    pub reload_queue: std::collections::VecDeque<Vec<crate::server::agent_proto::WriteEntry>>,
 }
+
+/// Most reload WRITE_BATCHes in flight per server [our choice]. Sent all
+/// at once, a reload of thousands of batches (a large preload) queued
+/// behind one another in the switch CPU's packet-out path and the agent,
+/// every one outlived the retransmission timer, and the retransmissions
+/// kept the backlog from draining. Each batch costs the CPU two events
+/// (the reply, and its retransmission timer), 20 µs each on the tofino
+/// profile: four in flight keep a reply's wait well under `t_agent_retx`.
+pub const RELOAD_WINDOW: usize = 4;
 
 impl ServerRec {
     pub(crate) fn new(spec: &ServerSpec) -> Self {
@@ -85,6 +97,7 @@ impl ServerRec {
             installed: false,
             hb_outstanding: false,
             missed: 0,
+            reload_queue: Default::default(),
         }
     }
 
@@ -323,11 +336,34 @@ impl<N: TeaNf> TeaSwitch<N> {
             for r in table.partition().regions_of(sid as u16) {
                 writes.extend(table.region_kv_writes(&r, 0..r.rows));
             }
-            let ids: BTreeSet<u32> = self.send_reload(sid, writes, cp).into_iter().collect();
-            if ids.is_empty() {
-                self.install_server(sid, cp);
-            } else {
-                self.cp.servers[sid].phase = Phase::Reload { pending: ids };
+            self.cp.servers[sid].reload_queue = chunk_writes(writes).into();
+            self.cp.servers[sid].phase = Phase::Reload {
+                pending: BTreeSet::new(),
+            };
+            self.reload_more(sid, cp);
+        }
+    }
+
+    /// Keeps up to [`RELOAD_WINDOW`] reload batches in flight to `sid`;
+    /// installs the server once the last one is acknowledged.
+    fn reload_more(&mut self, sid: usize, cp: &mut ControlPlane<'_>) {
+        loop {
+            let in_flight = match &self.cp.servers[sid].phase {
+                Phase::Reload { pending } => pending.len(),
+                _ => return,
+            };
+            if in_flight >= RELOAD_WINDOW {
+                return;
+            }
+            let Some(chunk) = self.cp.servers[sid].reload_queue.pop_front() else {
+                if in_flight == 0 {
+                    self.install_server(sid, cp);
+                }
+                return;
+            };
+            let id = self.send_agent(sid, Request::WriteBatch(chunk), Purpose::Reload { sid }, cp);
+            if let (Some(id), Phase::Reload { pending }) = (id, &mut self.cp.servers[sid].phase) {
+                pending.insert(id);
             }
         }
     }
@@ -486,6 +522,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         self.cp.stats.server_downs += 1;
         self.cp.servers[sid].phase = Phase::Down;
         self.cp.servers[sid].hb_outstanding = false;
+        self.cp.servers[sid].reload_queue.clear();
         if let Some(h) = self.h {
             let port = u64::from(self.cp.servers[sid].spec.port);
             cp.register_write(h.port_up_a, port, 0u8);
@@ -643,9 +680,7 @@ impl<N: TeaNf> TeaSwitch<N> {
             (Purpose::Reload { .. }, _) => {
                 if let Phase::Reload { pending } = &mut self.cp.servers[sid].phase {
                     pending.remove(&id);
-                    if pending.is_empty() {
-                        self.install_server(sid, cp);
-                    }
+                    self.reload_more(sid, cp);
                 }
             }
             (Purpose::Heartbeat { .. }, _) => {

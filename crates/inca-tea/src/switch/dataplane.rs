@@ -18,7 +18,7 @@ use inca_switch::register::Pair;
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
     Handle, MatchKind, MatchSpec, Nanos, PacketCtx, PacketKind, ParseError, PortId, Program,
-    RegisterHandle, TableDecl, TableHandle,
+    ProgramReport, RegisterHandle, TableDecl, TableHandle,
 };
 use inca_wire::MacAddr;
 
@@ -26,6 +26,7 @@ use super::config::{TeaConfig, RESPONSE_HEADERS, SHIM_BYTES};
 use super::cp::ControlState;
 use super::nf_api::{DropReason, LookupMd, TeaNf, Verdict, DROP_REASONS};
 use super::observer::{LookupPath, LookupRecord, Observer};
+use super::report::ReplicaSeries;
 use super::wire::{
     port_down_port, psn_newer, RdmaIn, Request, Shim, TeaDigest, AGENT_PORT, OP_ACK,
     OP_READ_REQUEST, OP_READ_RESPONSE_ONLY, OP_WRITE_ONLY, PORT_DOWN_ETHERTYPE, SHIM_REPLICA,
@@ -194,10 +195,17 @@ pub(crate) struct Handles {
 /// (spec §5.7 [our choice]): marked with the offered bytes of every packet
 /// ingress sends toward a server port, colour readable for any port
 /// without a register access.
+///
+/// [our choice] The colour read is that of the port's latest packet
+/// re-marked at the reading time on a copy of the meter (no tokens taken).
+/// A port that stops receiving traffic — typically because lookups failed
+/// over away from it — thus recovers once its buckets refill, instead of
+/// staying RED until the next packet toward it.
 #[derive(Debug, Clone)]
 pub(crate) struct PortMeters {
     meters: Vec<Option<Meter>>,
-    colors: Vec<Color>,
+    /// Bytes of the latest packet marked per port (0: none yet).
+    last_bytes: Vec<u64>,
 }
 
 impl PortMeters {
@@ -221,22 +229,28 @@ impl PortMeters {
         }
         PortMeters {
             meters,
-            colors: vec![Color::Green; ports],
+            last_bytes: vec![0; ports],
         }
     }
 
-    fn mark(&mut self, port: PortId, now: Nanos, bytes: u64) {
+    fn mark(&mut self, port: PortId, now: Nanos, bytes: u64) -> Color {
         let p = usize::from(port);
-        if let Some(Some(m)) = self.meters.get_mut(p) {
-            self.colors[p] = m.mark(now, bytes, None);
+        match self.meters.get_mut(p) {
+            Some(Some(m)) => {
+                self.last_bytes[p] = bytes;
+                m.mark(now, bytes, None)
+            }
+            _ => Color::Green,
         }
     }
 
-    pub(crate) fn color(&self, port: PortId) -> Color {
-        self.colors
-            .get(usize::from(port))
-            .copied()
-            .unwrap_or(Color::Green)
+    /// The port's colour at `now` (Green for a port without a meter).
+    pub(crate) fn color(&self, port: PortId, now: Nanos) -> Color {
+        let p = usize::from(port);
+        match (self.meters.get(p), self.last_bytes.get(p)) {
+            (Some(Some(m)), Some(&b)) if b > 0 => m.clone().mark(now, b, None),
+            _ => Color::Green,
+        }
     }
 }
 
@@ -260,6 +274,8 @@ pub struct DpStats {
     pub naks: u64,
     /// Hot-key digests sent.
     pub hot_digests: u64,
+    /// Times a range's active replica changed (overload or failure).
+    pub failovers: u64,
 }
 
 /// The TEA switch program over network function `N`.
@@ -273,6 +289,7 @@ pub struct TeaSwitch<N: TeaNf> {
     pub(crate) cp: ControlState,
     pub(crate) observer: Option<Observer>,
     pub(crate) stats: DpStats,
+    pub(crate) series: ReplicaSeries,
     name: String,
 }
 
@@ -294,6 +311,7 @@ impl<N: TeaNf> TeaSwitch<N> {
             h: None,
             observer: None,
             stats: DpStats::default(),
+            series: ReplicaSeries::default(),
         })
     }
 
@@ -478,6 +496,20 @@ impl<N: TeaNf> TeaSwitch<N> {
             ingress_port: port,
             ..LookupMd::default()
         };
+        // [our choice] Ordinary traffic addressed to a DRAM server goes to
+        // its port, as the servers' top-of-rack would send it (the servers
+        // are hosts too): it shares, and meters, the server's link (spec
+        // §5.7; the E5 background). The configured server list acts as a
+        // fixed forwarding rule per server, not a TEA table.
+        if let Some(s) = self
+            .cfg
+            .servers
+            .iter()
+            .find(|s| s.ip.octets() == parsed.dst)
+        {
+            let v = Verdict::Forward(s.port);
+            return self.apply(pkt, dp, h, v, &md);
+        }
         let Some(key) = self.nf.key(pkt.header(), &parsed, port) else {
             if let Some((key, value)) = self.nf.learn(&parsed, port) {
                 pkt.digest(TeaDigest::Learn { key, value });
@@ -572,36 +604,53 @@ impl<N: TeaNf> TeaSwitch<N> {
         let q_off = (bucket & u32::from(self.cfg.qps_per_server - 1)) as u16;
         let qp_p = range.qp_p + q_off;
         let ok_p = dp.register(h.port_up_a, u64::from(range.port_p), |v| *v)? == 1
-            && self.meters.color(range.port_p) != Color::Red
+            && self.meters.color(range.port_p, now) != Color::Red
             && dp.register(h.qp_ok_a, u64::from(qp_p), |v| *v)? == 1;
         let (ok_s, qp_s) = match range.secondary {
             Some((port_s, base_s)) => {
                 let qp_s = base_s + q_off;
                 let ok = dp.register(h.port_up_b, u64::from(port_s), |v| *v)? == 1
-                    && self.meters.color(port_s) != Color::Red
+                    && self.meters.color(port_s, now) != Color::Red
                     && dp.register(h.qp_ok_b, u64::from(qp_s), |v| *v)? == 1;
                 (ok, qp_s)
             }
             None => (false, 0),
         };
         // One RegisterAction: keep the active replica if usable, else flip.
+        let mut flipped = false;
         let replica = dp.register(h.active_replica, u64::from(range.range), |a| {
             let ok = |r: u8| if r == 0 { ok_p } else { ok_s };
             if ok(*a) {
                 Some(*a)
             } else if ok(1 - (*a & 1)) {
                 *a = 1 - (*a & 1);
+                flipped = true;
                 Some(*a)
             } else {
                 None
             }
         })?;
+        self.stats.failovers += u64::from(flipped);
         let Some(replica) = replica else {
             return self.drop_with(pkt, dp, h, DropReason::NoServer);
         };
-        let q = if replica == 0 { qp_p } else { qp_s };
+        let (q, port_q) = match (replica, range.secondary) {
+            (0, _) | (_, None) => (qp_p, range.port_p),
+            (_, Some((port_s, _))) => (qp_s, port_s),
+        };
         md.replica = replica;
         md.qp = q;
+        // Offered load toward the server: the WRITE and the READ. Metered
+        // before flow control (spec §9 item 10): the 16-lookup window caps
+        // what is admitted near the link rate, so a meter of admitted
+        // lookups alone would never turn RED under overload.
+        let l = pkt.len() as u64;
+        let read_payload = if self.cfg.read_req_trailer { l + 8 } else { 0 };
+        self.meters.mark(
+            port_q,
+            now,
+            (82 + l + 4 + 24) + (74 + read_payload + 4 + 24),
+        );
         // Flow control on outstanding[q].
         let now32 = now as u32;
         let (max_out, stale) = (u32::from(self.cfg.max_out), self.cfg.t_stale);
@@ -655,14 +704,7 @@ impl<N: TeaNf> TeaSwitch<N> {
             new_psn: 0,
         };
         self.stats.dram_lookups += 1;
-        // Offered load toward the server: the WRITE and the READ.
-        let l = pkt.len() as u64;
-        let read_payload = if self.cfg.read_req_trailer { l + 8 } else { 0 };
-        self.meters.mark(
-            qpe.port,
-            now,
-            (82 + l + 4 + 24) + (74 + read_payload + 4 + 24),
-        );
+        self.series.record(now, replica);
         pkt.multicast(qpe.group);
         Ok(())
     }
@@ -1173,5 +1215,9 @@ impl<N: TeaNf> Program for TeaSwitch<N> {
 
     fn control(&mut self, event: ControlEvent<TeaDigest>, cp: &mut ControlPlane<'_>) {
         self.control_event(event, cp);
+    }
+
+    fn report(&self) -> ProgramReport {
+        super::report::build(&self.stats, self.cp_stats(), &self.series)
     }
 }

@@ -10,6 +10,8 @@
 //! - `cp`, `cp_agent`, `cp_servers` — the control plane: table-operation
 //!   plans, cache and sketch epochs, the agent link, server setup and
 //!   recovery, heartbeats, watchdog.
+//! - [`report`] — counters and series for the switch's node report.
+//! - `punts` — packets of a key whose slow-path insert is pending.
 //! - [`observer`] — the optional correctness hook for tests and campaigns.
 //! - [`rig`] — a small simulated topology (switch, DRAM servers, probes).
 
@@ -20,6 +22,8 @@ mod cp_servers;
 pub mod dataplane;
 pub mod nf_api;
 pub mod observer;
+mod punts;
+pub mod report;
 pub mod rig;
 pub mod wire;
 
@@ -30,4 +34,5 @@ pub use cp::{
 pub use dataplane::{DpStats, TeaMeta, TeaSwitch};
 pub use nf_api::{DropReason, LookupMd, PuntAction, TeaNf, Verdict};
 pub use observer::{CommitRecord, LookupPath, LookupRecord, Observer};
+pub use punts::{MAX_PER_KEY as MAX_PUNTS_PER_KEY, MAX_WAITING as MAX_PUNTS_WAITING};
 pub use wire::TeaDigest;
