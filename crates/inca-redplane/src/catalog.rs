@@ -18,6 +18,7 @@ use crate::apps::kv::RpKv;
 use crate::apps::lb::RpLb;
 use crate::apps::nat::RpNat;
 use crate::apps::sync_counter::SyncCounter;
+use crate::apps::SpecModel;
 use crate::switch::{config, Observer, RedPlane, RedPlaneApp, RedPlaneConfig};
 
 /// Every program name with a one-line description.
@@ -41,7 +42,7 @@ pub trait RpVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the program.
-    fn visit<A: RedPlaneApp>(self, program: RedPlane<A>) -> Self::Output;
+    fn visit<A: RedPlaneApp + SpecModel>(self, program: RedPlane<A>) -> Self::Output;
 }
 
 /// Builds program `name` from `params` (with an optional recording hook)
@@ -118,7 +119,7 @@ pub fn build_observed(
     struct Build<'a>(&'a Profile);
     impl RpVisitor for Build<'_> {
         type Output = Result<Box<dyn Node>, String>;
-        fn visit<A: RedPlaneApp>(self, program: RedPlane<A>) -> Self::Output {
+        fn visit<A: RedPlaneApp + SpecModel>(self, program: RedPlane<A>) -> Self::Output {
             Switch::new(self.0.clone(), program)
                 .map(|s| Box::new(s) as Box<dyn Node>)
                 .map_err(|e| e.to_string())

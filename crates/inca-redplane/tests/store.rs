@@ -410,6 +410,45 @@ fn buf_read_is_held_until_its_write_commits_or_times_out() {
     assert_eq!(h.device.stats().buf_read_dropped, 1);
 }
 
+/// Model checker finding 3: a held BUF_READ is re-checked against owner
+/// and fence when a commit would release it. Write 2 never arrives; a
+/// regrant (the same switch asks again, e.g. after its lease lapsed on its
+/// side) commits a new fence, so last_seq rises above the read's seq. The
+/// read saw write 2, which never became durable: it must never be released.
+#[test]
+fn held_buf_read_is_not_released_by_a_later_grant() {
+    let mut h = store(vec![kv_worker()]);
+    exchange(
+        &mut h,
+        1000,
+        req(S1, ReqType::LeaseNew, 0, &KEY, &[0; 4], b""),
+    );
+    exchange(
+        &mut h,
+        2000,
+        req(S1, ReqType::LeaseRenew, 1, &KEY, &[1; 4], b""),
+    );
+    assert!(exchange(
+        &mut h,
+        3000,
+        req(S1, ReqType::BufRead, 2, &KEY, &[0; 4], b"r2")
+    )
+    .is_empty());
+    let a = exchange(
+        &mut h,
+        4000,
+        req(S1, ReqType::LeaseNew, 0, &KEY, &[0; 4], b"n"),
+    );
+    let kinds: Vec<_> = a.iter().map(|g| (g.t, g.seq)).collect();
+    assert_eq!(kinds.len(), 1, "{kinds:?}");
+    assert_eq!(kinds[0].0, AckType::LeaseMigrate);
+    assert!(kinds[0].1 > 2, "a new fence above the read: {kinds:?}");
+    h.advance_to(4000 + 5 * MILLIS);
+    assert!(acks(&mut h).iter().all(|g| g.t != AckType::BufRead));
+    assert_eq!(h.device.stats().buf_read_dropped, 1);
+    assert_eq!(h.device.stats().hold_timeouts, 0);
+}
+
 #[test]
 fn garbage_unknown_ports_and_unlisted_switches_are_counted_and_ignored() {
     let mut cfg = StoreConfig::new(ST, vec![kv_worker()]);

@@ -10,6 +10,7 @@ use std::cell::RefCell;
 
 use inca_apps::catalog::{with_app, AppVisitor};
 use inca_apps::params::Params;
+use inca_redplane::verify::run_check::RunChecker;
 use inca_sim::engine::{Node, Simulation};
 use inca_sim::scenario::{ServerSetup, SwitchFactory};
 use inca_switch::{Profile, Program, Switch};
@@ -28,6 +29,9 @@ pub struct AppFactory {
     /// Whether to attach observers and collect run checks.
     checked: bool,
     checks: RefCell<Vec<Box<dyn RunCheck>>>,
+    /// RedPlane's recorder and checker for this run, once a RedPlane
+    /// device was built (checked mode only).
+    redplane: RefCell<Option<RunChecker>>,
 }
 
 impl AppFactory {
@@ -37,6 +41,7 @@ impl AppFactory {
         AppFactory {
             checked: true,
             checks: RefCell::new(Vec::new()),
+            redplane: RefCell::new(None),
         }
     }
 
@@ -48,6 +53,27 @@ impl AppFactory {
     /// Adds a run check (systems' builders call this).
     pub fn add_check(&self, check: Box<dyn RunCheck>) {
         self.checks.borrow_mut().push(check);
+    }
+
+    /// The run's RedPlane checker, created (and its run check added) on
+    /// first use; `None` unless checked.
+    fn redplane_checker(&self) -> Option<RunChecker> {
+        if !self.checked {
+            return None;
+        }
+        let mut slot = self.redplane.borrow_mut();
+        if slot.is_none() {
+            let checker = RunChecker::new();
+            self.add_check(Box::new(RedPlaneCheck(checker.clone())));
+            *slot = Some(checker);
+        }
+        slot.clone()
+    }
+
+    /// The run's RedPlane checker, if a RedPlane device was built in
+    /// checked mode (its recorder holds the run's history).
+    pub fn redplane(&self) -> Option<RunChecker> {
+        self.redplane.borrow().clone()
     }
 
     /// Runs every collected check over `sim`.
@@ -83,7 +109,10 @@ impl SwitchFactory for AppFactory {
                 inca_redplane::snapshot::catalog::build(program, &params, &profile)
             }
             p if p.starts_with("redplane_") => {
-                inca_redplane::catalog::build(program, &params, &profile)
+                let observer = self
+                    .redplane_checker()
+                    .map(|c| c.switch_observer(program, &params));
+                inca_redplane::catalog::build_observed(program, &params, &profile, observer)
             }
             p if p.starts_with("tea_") => inca_tea::catalog::build(program, &params, &profile),
             _ => with_app(program, &params, Build(profile)).map_err(|e| e.to_string())?,
@@ -94,12 +123,14 @@ impl SwitchFactory for AppFactory {
         match kind {
             "redplane_store" => {
                 let table = with_addresses(setup, "gateway_mac");
-                let config: inca_redplane::store::config::StoreConfig =
-                    toml::Value::Table(table)
-                        .try_into()
-                        .map_err(|e| format!("params: {e}"))?;
-                inca_redplane::store::StoreServer::new(config)
-                    .map(|s| Box::new(s) as Box<dyn Node>)
+                let config: inca_redplane::store::config::StoreConfig = toml::Value::Table(table)
+                    .try_into()
+                    .map_err(|e| format!("params: {e}"))?;
+                let server = inca_redplane::store::StoreServer::new(config)?;
+                Ok(match self.redplane_checker() {
+                    Some(c) => Box::new(server.with_observer(c.store_observer())) as Box<dyn Node>,
+                    None => Box::new(server) as Box<dyn Node>,
+                })
             }
             "tea_dram" => {
                 let table = with_addresses(setup, "controller_mac");
@@ -114,6 +145,17 @@ impl SwitchFactory for AppFactory {
                 "unknown server kind {kind:?}; the kinds are redplane_store and tea_dram"
             )),
         }
+    }
+}
+
+/// RedPlane's per-run check: Checkers A/B, the app oracles and the
+/// monitor invariants over the recorded history (see
+/// `inca_redplane::verify::run_check`).
+struct RedPlaneCheck(RunChecker);
+
+impl RunCheck for RedPlaneCheck {
+    fn check(&self, sim: &Simulation) -> Vec<String> {
+        self.0.check(sim.seed()).violations
     }
 }
 

@@ -358,8 +358,8 @@ fn check(
     let prof = load_profile(profile, profile_set)?;
     let params = Params::parse(set.iter().map(String::as_str))?;
     if let Some(result) = check_system_program(program, &params, &prof) {
-        let report = result
-            .map_err(|e| anyhow::anyhow!("{program} does not fit on {profile}: {e}"))?;
+        let report =
+            result.map_err(|e| anyhow::anyhow!("{program} does not fit on {profile}: {e}"))?;
         if json {
             println!("{}", serde_json::to_string_pretty(&report)?);
         } else {
@@ -395,7 +395,9 @@ fn check_system_program(
         let node = sw?;
         let any = node.as_any();
         if let Some(s) = any.downcast_ref::<inca_switch::Switch<
-            inca_redplane::snapshot::program::BoundedSwitch<inca_redplane::snapshot::apps::HeavyHitterSketch>,
+            inca_redplane::snapshot::program::BoundedSwitch<
+                inca_redplane::snapshot::apps::HeavyHitterSketch,
+            >,
         >>() {
             return Ok(s.placement().clone());
         }

@@ -1476,7 +1476,6 @@ pub(crate) fn bar_plot(
     Ok(render!(base, formats, (W, H), draw_stacks(&s, text)))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,6 +71,8 @@ stats! {
     deferred,
     /// LEASE_NEW dropped: deferred FIFO full.
     deferred_overflow,
+    /// LEASE_NEW from the owner that joined its grant still committing.
+    grants_joined,
     /// BUF_READs held.
     held,
     /// Held reads released by a commit.

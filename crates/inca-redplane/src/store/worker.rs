@@ -32,6 +32,10 @@ use snapshot::Partition;
 pub const MAX_DEFERRED: usize = 32;
 /// Held BUF_READs per key (§3.4).
 pub const MAX_HELD: usize = 64;
+/// A repeated LEASE_NEW from the owner within this long of its grant joins
+/// the grant (see `lease_new`) [our choice]. The switch's boot quiet period
+/// (`crate::switch::config::BOOT_QUIET`) must not be shorter.
+pub const GRANT_JOIN_WINDOW: Nanos = 1_000_000;
 /// Chain updates a replica keeps ahead of a gap [our choice].
 pub const MAX_EARLY: usize = 4096;
 /// Snapshot epochs staged per partition at once [our choice].
@@ -125,6 +129,8 @@ pub struct Record {
     pub expiry: Nanos,
     /// last_seq as of the last committed update of this key.
     pub committed_seq: u16,
+    /// When the current owner was granted the lease (local time).
+    pub granted_at: Nanos,
     /// The last update id that touched this key (0 = none).
     last_update: u32,
     deferred: VecDeque<Deferred>,
@@ -367,6 +373,7 @@ impl Worker {
                         value,
                         owner: Some(from),
                         expiry: now + env.lease_period,
+                        granted_at: now,
                         ..Record::default()
                     },
                 );
@@ -384,7 +391,37 @@ impl Worker {
             }
             Some(rec) => {
                 let free = rec.owner.is_none() || rec.expiry <= now || rec.owner == Some(from);
-                if free {
+                // [our choice] A repeated LEASE_NEW from the owner shortly
+                // after its grant, with no write under that grant yet, joins
+                // the grant: same fence, lease extended. Spec §5.6 applies a
+                // new fence every time, but every packet of a burst without
+                // a lease sends LEASE_NEW, and the campaign showed a fence
+                // per packet wrapping the 16-bit space (8 × FENCE_GAP =
+                // 2^15) past older writes still in flight, which RFC 1982
+                // then ranks newer than the fence. Safe: a switch that
+                // restarts accepts no grant for a request sent within
+                // `GRANT_JOIN_WINDOW` of its boot (the switch's boot quiet
+                // period), so a joined grant is never one an earlier
+                // incarnation wrote under.
+                // Also joined, at any time: a grant still committing (the
+                // owner cannot have written under it; a stalled chain would
+                // otherwise add a fence per request until they wrap).
+                let join = rec.owner == Some(from)
+                    && rec.expiry > now
+                    && rec.last_seq == rec.fence
+                    && (now < rec.granted_at + GRANT_JOIN_WINDOW
+                        || rec.last_update > self.committed_id);
+                if join {
+                    env.stats.grants_joined += 1;
+                    rec.expiry = now + env.lease_period;
+                    let wait = rec.last_update;
+                    let t = if rec.fence == 0 && rec.committed_seq == 0 {
+                        AckType::LeaseNew
+                    } else {
+                        AckType::LeaseMigrate
+                    };
+                    self.grant_reply(env, from, ident, req.key, &lk, t, req.piggyback, wait);
+                } else if free {
                     self.grant(env, &lk, from, ident, req.key, req.piggyback);
                 } else if rec.deferred.len() < MAX_DEFERRED {
                     rec.deferred.push_back(Deferred {
@@ -421,6 +458,7 @@ impl Worker {
         rec.last_seq = fence;
         rec.owner = Some(from);
         rec.expiry = env.now + env.lease_period;
+        rec.granted_at = env.now;
         let id = self.mutate(env, lk, Some(GrantKind::Migrate));
         self.grant_reply(env, from, ident, key, lk, AckType::LeaseMigrate, packet, id);
     }

@@ -59,6 +59,13 @@ fn parse_route(item: &str) -> Result<Route, String> {
     })
 }
 
+/// After a (re)start the control plane accepts no grant for a request sent
+/// within this long of the boot [our choice]: the store lets a repeated
+/// LEASE_NEW join a grant made within `store::worker::GRANT_JOIN_WINDOW`
+/// (same fence), and such a grant must never be one an earlier incarnation
+/// of this switch wrote under. Must not be shorter than that window.
+pub const BOOT_QUIET: Nanos = 1_000_000;
+
 /// RedPlane switch parameters. Defaults are spec §5.11.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedPlaneConfig {
@@ -96,9 +103,29 @@ pub struct RedPlaneConfig {
     /// The idle reaper frees a slot after this long without a hit
     /// (spec §3.3: 10 s).
     pub idle_timeout: Nanos,
-    /// How long the control plane treats a grant as in progress (later
-    /// grant acks for the key only re-inject their packet) [our choice].
-    pub grant_settle: Nanos,
+    /// Emulated request loss (spec §8 item 8), per mille: each write
+    /// request (first send or retransmission) about to leave for the store
+    /// is dropped with this probability, drawn from the device RNG. Its loop
+    /// copy stays, so the loop retransmits it. 0 (the default) in normal use.
+    pub request_drop_permille: u16,
+    /// Bin of the loop-occupancy series (`loop_queue_max_bytes`)
+    /// [our choice: 1 ms].
+    pub occupancy_bin: Nanos,
+    /// A deliberately broken switch, for showing that the campaign's
+    /// checkers catch bugs (test only; `None` in every real scenario).
+    pub mutant: Option<Mutant>,
+}
+
+/// Deliberate bugs (param `mutant`), test only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutant {
+    /// `no_state_transfer`: a grant installs the app's zero value instead
+    /// of the value the store sent, so a flow that migrates loses its
+    /// state (its counter restarts).
+    NoStateTransfer,
+    /// `skip_fence`: a grant for an installed key keeps the installed
+    /// sequence registers instead of adopting the store's base.
+    SkipFence,
 }
 
 impl Default for RedPlaneConfig {
@@ -126,7 +153,9 @@ impl Default for RedPlaneConfig {
             max_inflight: 1024,
             slots: 131_072,
             idle_timeout: 10 * SECONDS,
-            grant_settle: MILLIS,
+            request_drop_permille: 0,
+            occupancy_bin: MILLIS,
+            mutant: None,
         }
     }
 }
@@ -152,6 +181,9 @@ pub const PARAMS: &[&str] = &[
     "flows",
     "idle_timeout_ms",
     "routes",
+    "request_drop_permille",
+    "occupancy_bin_us",
+    "mutant",
 ];
 
 impl RedPlaneConfig {
@@ -218,6 +250,22 @@ impl RedPlaneConfig {
             // `flows` (as the plain apps call it) is an alias of `slots`.
             slots: p.count("slots", p.count("flows", d.slots as u64, 1 << 24)?, 1 << 24)? as usize,
             idle_timeout: p.count("idle_timeout_ms", 10_000, 3_600_000)? * MILLIS,
+            request_drop_permille: p.number("request_drop_permille", 0, 0, 1000)? as u16,
+            occupancy_bin: p.count("occupancy_bin_us", d.occupancy_bin / 1000, 3_600_000_000)?
+                * 1000,
+            mutant: match p.text("mutant") {
+                None => None,
+                Some("no_state_transfer") => Some(Mutant::NoStateTransfer),
+                Some("skip_fence") => Some(Mutant::SkipFence),
+                Some(other) => {
+                    return Err(ParamError::Value {
+                        name: "mutant".into(),
+                        reason: format!(
+                            "{other:?}: the test-only mutants are no_state_transfer and skip_fence"
+                        ),
+                    })
+                }
+            },
             ..d
         };
         cfg.validate().map_err(|reason| ParamError::Value {

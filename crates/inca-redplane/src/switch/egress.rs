@@ -3,7 +3,9 @@
 //! mirror, truncated to the request header); loop copies resend after RTO
 //! and give up after MAX_RETX; bookkeeping copies advance `last_acked`;
 //! renewal clones are rebuilt into bare LEASE_RENEW requests. `last_acked`
-//! is touched once per pass.
+//! is touched once per pass. Requests and loop copies record the queue
+//! depth they met (spec §8 item 8), and write requests may be dropped to
+//! emulate request loss (`request_drop_permille`).
 
 use inca_switch::{AccessError, DataPlane, PacketCtx, PacketKind};
 use inca_wire::redplane::SWITCH_PORT;
@@ -34,6 +36,8 @@ impl<A: RedPlaneApp> RedPlane<A> {
             PacketKind::Mirrored { session } if session_kind(session) == LOOP_SESSION => {
                 let (slot, seq, tx_ts, retx) =
                     (pkt.meta.slot, pkt.meta.seq, pkt.meta.tx_ts, pkt.meta.retx);
+                self.occupancy
+                    .record(now, pkt.egress_meta().enq_queue_bytes);
                 let last = dp.register(o.last_acked, u64::from(slot), |v| *v)?;
                 pkt.drop_packet();
                 if !seq_gt(seq, last) {
@@ -61,6 +65,7 @@ impl<A: RedPlaneApp> RedPlane<A> {
                 pkt.meta.tx_ts = now;
                 pkt.meta.retx = retx + 1;
                 pkt.mirror_loop(session);
+                self.emulate_request_loss(pkt, dp);
             }
             PacketKind::Mirrored { session } if session_kind(session) == BOOK_SESSION => {
                 let (slot, seq) = (pkt.meta.slot, pkt.meta.seq);
@@ -80,13 +85,27 @@ impl<A: RedPlaneApp> RedPlane<A> {
                     self.stats.invariant_violations += 1;
                     debug_assert!(false, "two loop copies for one write");
                 }
+                self.occupancy
+                    .record(now, pkt.egress_meta().enq_queue_bytes);
                 pkt.meta.tx_ts = now;
                 pkt.meta.retx = 0;
                 pkt.mirror_loop(LOOP_SESSION + port);
+                self.emulate_request_loss(pkt, dp);
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// Spec §8 item 8: request loss emulated at the switch. The request is
+    /// dropped after its loop copy was asked for, so the loop retransmits it
+    /// after RTO as it would a request lost on the wire.
+    fn emulate_request_loss(&mut self, pkt: &mut Pkt, dp: &mut DataPlane<'_>) {
+        let p = u32::from(self.cfg.request_drop_permille);
+        if p > 0 && dp.random() % 1000 < p {
+            self.stats.requests_dropped += 1;
+            pkt.drop_packet();
+        }
     }
 
     /// Rebuilds a renewal clone (a truncated copy of a data packet) into a

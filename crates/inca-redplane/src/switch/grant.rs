@@ -13,6 +13,7 @@ use inca_switch::{ControlEvent, ControlPlane, MatchSpec, PacketOutDest, PortId};
 use inca_wire::redplane::HeadAnnounce;
 
 use super::app::{Bytes, RedPlaneApp};
+use super::config::Mutant;
 use super::proto::{self, ethernet, read_ack, seq_gt, ETHERTYPE_PUNT, ETHERTYPE_REINJECT};
 use super::{
     KeyState, RedPlane, RpDigest, BOOK_SESSION, LOOP_SESSION, REASON_ANNOUNCE, REASON_GRANT,
@@ -38,6 +39,9 @@ impl<A: RedPlaneApp> RedPlane<A> {
         };
         match event {
             ControlEvent::Start => {
+                // A (re)start: acks of requests sent before now belong to a
+                // previous incarnation (see `grant`).
+                self.boot = cp.now();
                 for s in &self.cfg.shards {
                     cp.table_add(o.shard_map, shard_spec(s.lo, s.hi), *s);
                 }
@@ -113,23 +117,40 @@ impl<A: RedPlaneApp> RedPlane<A> {
         let value = Bytes::new(&frame[ack.value_at..ack.value_at + vb]);
         let base = ack.seq;
         let now = cp.now();
+        // Fix 2 (model checker): a grant answering a request sent before
+        // this incarnation booted (a duplicate or delayed ack from before a
+        // crash) is ignored: its seqs were used by the previous incarnation.
+        // So is one for a request sent in the boot quiet period (see
+        // `BOOT_QUIET`: the store may answer it by joining a recent grant).
+        // The ack echoes the request's send stamp; `sent` is floored to the
+        // stamp's unit, so an ack that might predate the boot is dropped
+        // (its packet is lost, the next one asks again).
+        let age = proto::send_stamp(now).wrapping_sub(ack.ip_id);
+        let sent = ((now >> 16).saturating_sub(u64::from(age))) << 16;
+        // [our choice] At the start of a run (boot at time 0) there is no
+        // earlier incarnation whose grants could be replayed or joined, so
+        // the quiet period applies only to a restart; otherwise every
+        // workload's first packets in the first millisecond would be lost.
+        if self.boot > 0 && sent < self.boot + super::config::BOOT_QUIET {
+            self.stats.pre_boot_acks += 1;
+            return;
+        }
         let existing = self.keys.get(&key).copied();
-        // Join an existing grant while it settles, or for a late duplicate
-        // (a deferred request answered without a new fence): re-installing
-        // then would rewind the sequence registers under writes in flight.
-        let join = match existing {
-            Some(st) if now < st.settle_until => Some(st),
-            Some(st) if ack.kind == proto::LEASE_MIGRATE_ACK && !seq_gt(base, st.base) => Some(st),
-            _ => None,
-        };
-        if let Some(st) = join {
-            // Only queue (re-inject) the packet, catching up with a newer
-            // fence if the store set one.
+        // Fix 1 (model checker; spec §5.3 "add or overwrite" refined): while
+        // the key is installed, a grant whose base is not newer than the
+        // installed one (a duplicate, or an older ack reordered behind a
+        // newer one, at any time after the grant) only re-injects its
+        // packet. Installing it would rewind `seq_issued` below seqs
+        // already used. The store's bases only grow and a newer base lies
+        // above every seq issued under the older one (max_inflight <
+        // FENCE_GAP), so comparing with the installed base is the model's
+        // "base ≤ seq_issued" test without a register read.
+        if let Some(st) = existing.filter(|st| !seq_gt(base, st.base)) {
             self.stats.grants_joined += 1;
-            if seq_gt(base, st.base) {
-                self.write_seq_registers(cp, st.slot, base, end);
-                self.keys.insert(key, KeyState { base, ..st });
-                self.fences.insert(st.slot, base);
+            if base == st.base {
+                // The store confirmed (joined) the installed grant and
+                // extended the lease: so does the switch.
+                cp.register_write(o.lease_expiry, u64::from(st.slot), end);
             }
             self.reinject(cp, port, st.slot, frame, ack.piggy_at);
             return;
@@ -151,9 +172,21 @@ impl<A: RedPlaneApp> RedPlane<A> {
         };
         self.stats.grants += 1;
         // install adds or overwrites (stale entries may survive a link
-        // failure), then the registers, then lease_tbl last.
-        self.app.install(cp, &key, &value, slot);
-        self.write_seq_registers(cp, slot, base, end);
+        // failure, and a newer grant replaces the app state with the
+        // store's: writes under the older base will be fenced), then the
+        // registers, then lease_tbl last.
+        let mutant = self.cfg.mutant;
+        if mutant == Some(Mutant::NoStateTransfer) {
+            self.app
+                .install(cp, &key, &Bytes::zeroed(self.app.value_bytes()), slot);
+        } else {
+            self.app.install(cp, &key, &value, slot);
+        }
+        if mutant == Some(Mutant::SkipFence) && existing.is_some() {
+            cp.register_write(o.lease_expiry, u64::from(slot), end);
+        } else {
+            self.write_seq_registers(cp, slot, base, end);
+        }
         cp.register_write(o.renew_sent, u64::from(slot), proto::lease_units(now));
         let spec = MatchSpec::Exact(key.as_slice().to_vec().into());
         if existing.is_some() {
@@ -161,16 +194,16 @@ impl<A: RedPlaneApp> RedPlane<A> {
         } else {
             cp.table_add(o.lease_tbl, spec, slot);
         }
-        self.keys.insert(
-            key,
-            KeyState {
-                slot,
-                base,
-                settle_until: now + self.cfg.grant_settle,
-            },
-        );
+        self.keys.insert(key, KeyState { slot, base });
         self.slot_keys.insert(slot, key);
-        self.fences.insert(slot, base);
+        let bases = self.fences.entry(slot).or_default();
+        if existing.is_none() {
+            bases.clear();
+        }
+        if bases.len() == super::FENCE_HISTORY {
+            bases.pop_front();
+        }
+        bases.push_back(base);
         self.reinject(cp, port, slot, frame, ack.piggy_at);
     }
 

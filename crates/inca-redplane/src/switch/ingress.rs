@@ -169,6 +169,7 @@ impl<A: RedPlaneApp> RedPlane<A> {
             return Ok(());
         };
         let access = self.app.classify(&p, pkt.header());
+        let input = self.observer.as_ref().map(|_| pkt.header().to_vec());
         let acked = dp.register(o.seq_acked, u64::from(slot), |v| *v)?;
         let max_inflight = self.cfg.max_inflight;
         let (seq, issued) = match access {
@@ -211,6 +212,15 @@ impl<A: RedPlaneApp> RedPlane<A> {
         } else {
             false
         };
+        if let (Some(obs), Some(frame), Access::Write) = (&self.observer, &input, access) {
+            obs.issued(
+                now,
+                self.cfg.switch_id,
+                key.as_slice(),
+                frame,
+                (self.fence_of(slot, seq), seq),
+            );
+        }
         let verdict: Verdict = self.app.process(pkt, dp, slot, &key, access)?;
         let out = match verdict.out {
             Out::Drop => None,
@@ -279,7 +289,7 @@ impl<A: RedPlaneApp> RedPlane<A> {
 
     fn release(&self, pkt: &Pkt, now: u64, key: &Bytes, slot: u32, seq: u16) {
         if let Some(obs) = &self.observer {
-            let fence = self.fences.get(&slot).copied().unwrap_or(0);
+            let fence = self.fence_of(slot, seq);
             obs.output(
                 now,
                 self.cfg.switch_id,
@@ -288,6 +298,17 @@ impl<A: RedPlaneApp> RedPlane<A> {
                 (fence, seq),
             );
         }
+    }
+
+    /// The newest grant base of `slot` at or below `seq`: the grant a write
+    /// was issued (or a read acknowledged) under. Sim-only.
+    fn fence_of(&self, slot: u32, seq: u16) -> u16 {
+        let bases = self.fences.get(&slot);
+        bases
+            .and_then(|b| b.iter().rev().find(|&&b| !proto::seq_gt(b, seq)))
+            .or_else(|| bases.and_then(|b| b.front()))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Turns the packet into a request to `shard`: the outer headers and the
@@ -425,7 +446,22 @@ impl<A: RedPlaneApp> RedPlane<A> {
                 let Some(slot) = dp.lookup(o.lease_tbl, key.as_slice())? else {
                     return Ok(());
                 };
-                dp.register(o.lease_expiry, u64::from(slot), |v| *v = 0)?;
+                // A reject of a write at or below `seq_acked` is for a
+                // write of an older grant (its base is below the installed
+                // one) or a duplicate: it says nothing about the installed
+                // lease, so only its loop stops [our choice]. Ending the
+                // lease there made every regrant end the next one (the
+                // older grant's writes in flight are all rejected), a
+                // LEASE_NEW storm whose fences wrapped the 16-bit space.
+                let stale = ack.seq != 0
+                    && dp.register(o.seq_acked, u64::from(slot), |a| {
+                        !proto::seq_gt(ack.seq, *a)
+                    })?;
+                if !stale {
+                    dp.register(o.lease_expiry, u64::from(slot), |v| *v = 0)?;
+                } else {
+                    self.stats.stale_rejects += 1;
+                }
                 if ack.seq != 0 {
                     // Stop the loop for the rejected write.
                     if let Some(shard) = self.shard_of(&key, dp, o)? {

@@ -27,17 +27,18 @@ pub mod config;
 mod egress;
 mod grant;
 mod ingress;
+pub mod occupancy;
 pub mod proto;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use inca_apps::headers::Parsed;
 use inca_switch::hash::HashAlgorithm;
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
-    Handle, MatchKind, Nanos, PacketCtx, ParseError, Program, RegisterHandle, TableDecl,
-    TableHandle,
+    Handle, MatchKind, Nanos, PacketCtx, ParseError, Program, ProgramReport, RegisterHandle,
+    TableDecl, TableHandle,
 };
 
 pub use app::{Access, Bytes, Mode, Out, RedPlaneApp, Verdict};
@@ -51,6 +52,9 @@ pub trait Observer: Send + Sync {
     /// An output for `key` was released, having observed `version`
     /// = (fence, seq).
     fn output(&self, at: Nanos, switch: u32, key: &[u8], frame: &[u8], version: (u16, u16));
+    /// A write for `key` was issued at `version` = (fence, seq); `frame` is
+    /// the input packet as it entered (before the app ran). Default: ignored.
+    fn issued(&self, _at: Nanos, _switch: u32, _key: &[u8], _frame: &[u8], _version: (u16, u16)) {}
 }
 
 /// Punt reason: a NEW/MIGRATE ack for the grant handler.
@@ -64,6 +68,8 @@ pub const LOOP_SESSION: u16 = 0x1000;
 pub const BOOK_SESSION: u16 = 0x2000;
 /// Mirror sessions: renewal clones toward store port `p`.
 pub const RENEW_SESSION: u16 = 0x3000;
+/// Grant bases remembered per slot for tagging outputs (sim-only).
+pub const FENCE_HISTORY: usize = 8;
 /// Bytes kept of bookkeeping and renewal copies (their egress needs only the
 /// metadata; a renewal clone is rebuilt there).
 pub const SMALL_COPY: usize = 64;
@@ -159,8 +165,13 @@ pub struct RpStats {
     pub retransmits: u64,
     /// Writes given up after MAX_RETX.
     pub gave_up: u64,
+    /// Write requests dropped by the emulated request loss
+    /// (`request_drop_permille`).
+    pub requests_dropped: u64,
     /// LEASE_REJECTs received.
     pub rejects: u64,
+    /// LEASE_REJECTs of writes of an older grant (the lease is kept).
+    pub stale_rejects: u64,
     /// Writes dropped because MAX_INFLIGHT were outstanding.
     pub inflight_overflow: u64,
     /// Keys whose hash no shard covers.
@@ -173,8 +184,11 @@ pub struct RpStats {
     pub reinject_drops: u64,
     /// Grants installed by the control plane.
     pub grants: u64,
-    /// Grant acks that only re-injected their packet (grant in progress).
+    /// Grant acks that only re-injected their packet (base not newer than
+    /// the installed grant's).
     pub grants_joined: u64,
+    /// Grant acks for requests sent before the switch (re)booted, ignored.
+    pub pre_boot_acks: u64,
     /// Grants refused: no free slot.
     pub slots_exhausted: u64,
     /// Slots freed by the idle reaper.
@@ -202,8 +216,6 @@ pub(crate) struct Objects {
 pub(crate) struct KeyState {
     pub slot: u32,
     pub base: u16,
-    /// Until then a grant is in progress: later grant acks join it.
-    pub settle_until: Nanos,
 }
 
 /// An app with RedPlane. See the module documentation.
@@ -221,15 +233,23 @@ pub struct RedPlane<A: RedPlaneApp> {
     pub(crate) free_slots: Vec<u32>,
     pub(crate) next_slot: u32,
     pub(crate) announce_version: u32,
-    // Sim-only: the grant base each slot holds, to tag released outputs.
-    pub(crate) fences: BTreeMap<u32, u16>,
+    // When the control plane last started: acks of older requests are
+    // from a previous incarnation.
+    pub(crate) boot: Nanos,
+    // Sim-only: the last few grant bases of each slot, newest last, to tag
+    // a released output with the grant its write was issued under (an ack
+    // of an older grant's write may arrive after a newer grant).
+    pub(crate) fences: BTreeMap<u32, VecDeque<u16>>,
     // Sim-only shadow for spec §6.2.7: the live loop copies by (slot, seq).
     pub(crate) loop_live: BTreeSet<(u32, u16)>,
+    // Sim-only: queue depth seen by requests on the store port (§8 item 8).
+    pub(crate) occupancy: occupancy::LoopOccupancy,
 }
 
 impl<A: RedPlaneApp> RedPlane<A> {
     /// `app` with RedPlane configured by `cfg`.
     pub fn new(app: A, cfg: RedPlaneConfig) -> Self {
+        let occupancy = occupancy::LoopOccupancy::new(cfg.occupancy_bin);
         RedPlane {
             app,
             cfg,
@@ -241,8 +261,10 @@ impl<A: RedPlaneApp> RedPlane<A> {
             free_slots: Vec::new(),
             next_slot: 0,
             announce_version: 0,
+            boot: 0,
             fences: BTreeMap::new(),
             loop_live: BTreeSet::new(),
+            occupancy,
         }
     }
 
@@ -265,6 +287,11 @@ impl<A: RedPlaneApp> RedPlane<A> {
     /// Keys holding a slot (control-plane view).
     pub fn keys(&self) -> usize {
         self.keys.len()
+    }
+
+    /// Queue depth requests met on the store port (spec §8 item 8).
+    pub fn loop_occupancy(&self) -> &occupancy::LoopOccupancy {
+        &self.occupancy
     }
 
     /// Loop copies alive now (spec §6.2.7 bookkeeping).
@@ -360,5 +387,22 @@ impl<A: RedPlaneApp> Program for RedPlane<A> {
 
     fn control(&mut self, event: ControlEvent<RpDigest>, cp: &mut ControlPlane<'_>) {
         self.control_block(event, cp)
+    }
+
+    fn report(&self) -> ProgramReport {
+        let o = &self.occupancy;
+        let s = &self.stats;
+        ProgramReport {
+            counters: vec![
+                ("loop_queue_max_bytes".into(), o.max()),
+                ("loop_queue_samples".into(), o.samples()),
+                ("rp_writes".into(), s.writes),
+                ("rp_retransmits".into(), s.retransmits),
+                ("rp_requests_dropped".into(), s.requests_dropped),
+                ("rp_gave_up".into(), s.gave_up),
+                ("rp_inflight_overflow".into(), s.inflight_overflow),
+            ],
+            series: vec![("loop_queue_max_bytes".into(), o.series())],
+        }
     }
 }

@@ -125,6 +125,8 @@ pub struct Input {
     pub switch: u32,
     /// The frame (header window).
     pub bytes: Vec<u8>,
+    /// For a write, the version the switch issued it under.
+    pub issued: Option<Version>,
 }
 
 /// A released output.
@@ -204,6 +206,7 @@ impl FlowHistory {
                 input: inp.bytes.clone(),
                 kind: classify(&inp.bytes),
                 output: None,
+                issued: inp.issued,
             })
             .collect();
         let mut by_id: BTreeMap<PacketId, Vec<usize>> = BTreeMap::new();
@@ -221,10 +224,41 @@ impl FlowHistory {
             };
             // The earliest input at or before the output that has no output
             // yet; else (several outputs of one input) the latest before it.
-            let fresh = cands
-                .iter()
-                .copied()
-                .find(|&i| ops[i].t_in <= out.time && ops[i].output.is_none());
+            // Best: the input the switch issued this very write for (a
+            // duplicated packet is two inputs with one id).
+            let exact = cands.iter().copied().find(|&i| {
+                ops[i].output.is_none()
+                    && ops[i].issued == Some(out.version)
+                    && ops[i].t_in <= out.time
+            });
+            // A byte-identical copy of an output already attributed (same
+            // version) is the network duplicating the ack that released
+            // it, even when the packet's input was duplicated too.
+            if exact.is_none() {
+                let bytes = out_bytes(&out.bytes);
+                let dup = cands.iter().any(|&i| {
+                    ops[i]
+                        .output
+                        .as_ref()
+                        .is_some_and(|o| o.2 == out.version && o.1.contains(&bytes))
+                });
+                if dup {
+                    continue;
+                }
+            }
+            let fresh = exact.or_else(|| {
+                cands.iter().copied().find(|&i| {
+                    ops[i].t_in <= out.time
+                        && ops[i].output.is_none()
+                        && ops[i].issued.is_none_or(|v| v == out.version)
+                })
+            });
+            let fresh = fresh.or_else(|| {
+                cands
+                    .iter()
+                    .copied()
+                    .find(|&i| ops[i].t_in <= out.time && ops[i].output.is_none())
+            });
             let again = cands.iter().copied().rev().find(|&i| {
                 ops[i].t_in <= out.time
                     && ops[i].output.as_ref().is_some_and(|o| o.2 == out.version)
@@ -234,7 +268,13 @@ impl FlowHistory {
                     let o = ops[i]
                         .output
                         .get_or_insert((out.time, Vec::new(), out.version));
-                    o.1.push(out_bytes(&out.bytes));
+                    let bytes = out_bytes(&out.bytes);
+                    // [our choice] A byte-identical copy with the same
+                    // version is the network duplicating a packet (here the
+                    // ack that released it), which it may do: one output.
+                    if !o.1.contains(&bytes) {
+                        o.1.push(bytes);
+                    }
                 }
                 None => unmatched += 1,
             }
@@ -436,8 +476,27 @@ impl Recorder {
             id: packet_id(frame, true),
             switch,
             bytes: frame.to_vec(),
+            issued: None,
         });
         self.stats.inputs += 1;
+    }
+
+    /// Switch `switch` issued a write at `version` for the packet `frame`
+    /// (recorded as an input before, possibly re-injected since): tags the
+    /// latest such input of the flow.
+    pub fn issued(&mut self, switch: u32, key: &[u8], frame: &[u8], version: Version) {
+        let id = packet_id(frame, true);
+        let Some(f) = self.flows.get_mut(key) else {
+            return;
+        };
+        if let Some(i) = f
+            .inputs
+            .iter_mut()
+            .rev()
+            .find(|i| i.switch == switch && i.id == id && i.issued.is_none())
+        {
+            i.issued = Some(version);
+        }
     }
 
     /// An output was released.
@@ -547,6 +606,10 @@ impl crate::switch::Observer for SharedRecorder {
 
     fn output(&self, at: u64, switch: u32, key: &[u8], frame: &[u8], version: (u16, u16)) {
         self.with(|r| r.output(at, switch, key, frame, version));
+    }
+
+    fn issued(&self, _at: u64, switch: u32, key: &[u8], frame: &[u8], version: (u16, u16)) {
+        self.with(|r| r.issued(switch, key, frame, version));
     }
 }
 

@@ -99,6 +99,9 @@ pub struct Op<I, O> {
     /// The released output: time, what was released, and the version it
     /// observed (for a write, the version it created). `None`: lost.
     pub output: Option<(u64, O, Version)>,
+    /// For a write, the version the switch issued it under, when recorded
+    /// (known even when its output was lost).
+    pub issued: Option<Version>,
 }
 
 /// One committed store update of the flow's key.
@@ -216,10 +219,41 @@ pub fn check_a<M: Spec>(m: &M, ops: &[Op<M::Input, M::Output>], budget: usize) -
 /// any order; it is sorted by version. Writes are matched to log entries by
 /// the version their output was tagged with; a durable write whose output
 /// was lost is replayed from the log's value (needs [`Spec::decode`], else
-/// the answer is [`Verdict::Inconclusive`]).
+/// the answer is [`Verdict::Inconclusive`]). A released write missing from
+/// the log is durable only if a later write of the same grant committed
+/// before the release (the store acks a superseded write unapplied, §5.6).
 pub fn check_b<M: Spec>(m: &M, ops: &[Op<M::Input, M::Output>], log: &[Commit]) -> Verdict {
     // 1. Durable writes in version order.
     let mut writes: Vec<&Commit> = log.iter().filter(|c| !c.grant).collect();
+    // A write the store acked without applying it (spec §5.6: fence < s ≤
+    // last_seq, "older than a newer full value") is durable through the
+    // newer value of the same grant, which includes its effect; the store
+    // acks it only once that value committed. Such a released write takes
+    // its own place in the order, with no value of its own.
+    // A write whose output was lost but whose issued version is known is
+    // placed the same way (a later commit of its grant, at any time).
+    let subsumed: Vec<Commit> = ops
+        .iter()
+        .filter(|op| op.kind == Kind::Write)
+        .filter_map(|op| match (&op.output, op.issued) {
+            (Some((t, _, v)), _) => Some((*t, *v)),
+            (None, Some(v)) => Some((u64::MAX, v)),
+            (None, None) => None,
+        })
+        .filter(|(_, v)| !writes.iter().any(|c| c.version == *v))
+        .filter(|(t, v)| {
+            writes
+                .iter()
+                .any(|c| c.version.0 == v.0 && c.version.1 > v.1 && c.time <= *t)
+        })
+        .map(|(t, v)| Commit {
+            version: v,
+            value: Vec::new(),
+            time: t,
+            grant: false,
+        })
+        .collect();
+    writes.extend(subsumed.iter());
     writes.sort_by_key(|c| c.version);
     writes.dedup_by_key(|c| c.version);
     let pos_of: BTreeMap<Version, usize> = writes
@@ -263,6 +297,15 @@ pub fn check_b<M: Spec>(m: &M, ops: &[Op<M::Input, M::Output>], log: &[Commit]) 
             }
         }
     }
+    // Writes whose output was lost but whose version is known write their
+    // version if it is durable (replayed, output unchecked).
+    for (i, op) in ops.iter().enumerate() {
+        if let (Kind::Write, None, Some(v)) = (op.kind, &op.output, op.issued) {
+            if let Some(&p) = pos_of.get(&v) {
+                writer[p].get_or_insert(i);
+            }
+        }
+    }
     for r in reads.values_mut() {
         r.sort_by_key(|&i| (ops[i].t_in, i));
     }
@@ -300,7 +343,16 @@ pub fn check_b<M: Spec>(m: &M, ops: &[Op<M::Input, M::Output>], log: &[Commit]) 
         match writer[p] {
             Some(i) => {
                 let (out, next) = m.step(&state, &ops[i].input);
-                let rec = &ops[i].output.as_ref().expect("writers have outputs").1;
+                let Some((_, rec, _)) = &ops[i].output else {
+                    // Output lost: replay only.
+                    state = next;
+                    pos[i] = Some(at);
+                    at += 1;
+                    if let Err(v) = replay_reads(&state, p as i64, &mut at, &mut pos) {
+                        return v;
+                    }
+                    continue;
+                };
                 if out != *rec {
                     return Verdict::Violation {
                         reason: format!(
@@ -408,6 +460,7 @@ mod tests {
             input: In::Inc,
             kind: Kind::Write,
             output: out,
+            issued: None,
         }
     }
     fn r(id: u64, t_in: u64, out: Option<(u64, u32, Version)>) -> Op<In, u32> {
@@ -417,6 +470,7 @@ mod tests {
             input: In::Get,
             kind: Kind::Read,
             output: out,
+            issued: None,
         }
     }
     fn c(version: Version, count: u32, time: u64) -> Commit {
@@ -568,6 +622,7 @@ mod tests {
                 input,
                 kind,
                 output: out,
+                issued: None,
             });
         }
         (h, log)

@@ -15,8 +15,11 @@
 //!   [`linearizability::SpecModel`], plus the app oracles of §6.3.
 //! - [`invariants`] — the [`invariants::Monitor`] of the global-view runtime
 //!   invariants of §6.2 (1, 2, 3, 8, 9, 10, 11), fed with timestamped events.
+//! - [`run_check`] — the per-run check of a fault campaign: records a
+//!   simulated run through the observer hooks and judges every flow.
 
 pub mod history;
 pub mod invariants;
 pub mod linearizability;
 pub mod model;
+pub mod run_check;

@@ -95,14 +95,26 @@ impl Worker {
                     rec.committed_seq = e.seq;
                     if !rec.held.is_empty() {
                         // Held reads are FIFO, not seq-sorted: release every
-                        // one this commit covers (under the current fence).
-                        let fence = rec.fence;
+                        // one this commit covers. Owner and fence are checked
+                        // again, not only on arrival (model checker fix 3): a
+                        // grant since then raised last_seq above the read's
+                        // seq without write `seq` ever becoming durable, so
+                        // such a read is dropped (its output is lost).
+                        let (fence, owner) = (rec.fence, rec.owner);
                         let (ok, keep): (Vec<Held>, Vec<Held>) = rec
                             .held
                             .drain(..)
                             .partition(|h| serial_le(h.seq, e.seq) && serial_lt(fence, h.seq));
                         rec.held = keep.into();
+                        let (ok, gone): (Vec<Held>, Vec<Held>) =
+                            ok.into_iter().partition(|h| Some(h.from) == owner);
+                        env.stats.buf_read_dropped += gone.len() as u64;
                         release = ok;
+                        // Reads fenced by a newer grant can never be released.
+                        let before = rec.held.len();
+                        rec.held
+                            .retain(|h| serial_lt(fence, h.seq) && Some(h.from) == owner);
+                        env.stats.buf_read_dropped += (before - rec.held.len()) as u64;
                     }
                 }
                 for h in release {
