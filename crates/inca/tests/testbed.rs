@@ -13,57 +13,16 @@ use std::time::Duration;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+mod common;
+use common::text;
+
 const INCA: &str = env!("CARGO_BIN_EXE_inca");
-
-/// Why these tests cannot run here, if they cannot.
-fn missing(tools: &[&str]) -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2).map(str::to_string));
-    if euid.as_deref() != Some("0") {
-        return Some("not root (network namespaces need it)".into());
-    }
-    for t in tools {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if !found {
-            return Some(format!("{t} is not installed"));
-        }
-    }
-    None
-}
-
-macro_rules! skip_unless {
-    ($($tool:expr),*) => {
-        if let Some(why) = missing(&[$($tool),*]) {
-            // Straight to stderr: the test harness captures eprintln!.
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("skipping a live testbed test: {why}\n").as_bytes(),
-            );
-            return;
-        }
-    };
-}
 
 fn run(program: &str, args: &[&str]) -> Output {
     Command::new(program)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {program}: {e}"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A scenario written to a temporary folder, brought up; taken down on

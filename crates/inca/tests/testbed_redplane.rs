@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+mod common;
+use common::text;
+
 const INCA: &str = env!("CARGO_BIN_EXE_inca");
 /// iperf3's run time, its reporting interval, and when the crash comes.
 const IPERF_SECONDS: u32 = 12;
@@ -34,49 +37,6 @@ fn experiment(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../experiments/live")
         .join(file)
-}
-
-/// Why these tests cannot run here, if they cannot.
-fn missing(tools: &[&str]) -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2).map(str::to_string));
-    if euid.as_deref() != Some("0") {
-        return Some("not root (network namespaces need it)".into());
-    }
-    for t in tools {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if !found {
-            return Some(format!("{t} is not installed"));
-        }
-    }
-    None
-}
-
-macro_rules! skip_unless {
-    ($($tool:expr),*) => {
-        if let Some(why) = missing(&[$($tool),*]) {
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("skipping a live testbed test: {why}\n").as_bytes(),
-            );
-            return;
-        }
-    };
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A scenario copied to a temporary folder and brought up; taken down on
