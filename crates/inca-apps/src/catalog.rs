@@ -46,6 +46,47 @@ pub const APPS: &[(&str, &str, &[&str])] = &[
         "source NAT, exact-match table per direction",
         Nat::PARAMS,
     ),
+    (
+        "firewall",
+        "stateful firewall: connections opened from inside",
+        Firewall::PARAMS,
+    ),
+    (
+        "lb",
+        "L4 load balancer with per-connection affinity",
+        LoadBalancer::PARAMS,
+    ),
+    ("vpn", "VPN gateway (VXLAN tunnels)", VpnGateway::PARAMS),
+    ("epc", "EPC serving gateway (GTP-U)", ServingGateway::PARAMS),
+    ("synproxy", "SYN proxy with SYN cookies", SynProxy::PARAMS),
+    (
+        "heavy_hitter",
+        "heavy-hitter detector (count-min sketch)",
+        HeavyHitter::PARAMS,
+    ),
+    ("univmon", "UnivMon universal sketch", UnivMon::PARAMS),
+    (
+        "superspreader",
+        "superspreader detector",
+        SuperSpreader::PARAMS,
+    ),
+    (
+        "flow_counter",
+        "per-flow packet counters",
+        FlowCounter::PARAMS,
+    ),
+    (
+        "tenant_counters",
+        "per-tenant counters",
+        TenantCounters::PARAMS,
+    ),
+    ("kvstore", "in-switch key-value store", KvStore::PARAMS),
+    (
+        "netcache",
+        "NetCache: hot-key cache for a server KV store",
+        NetCache::PARAMS,
+    ),
+    ("ratelimit", "per-flow rate limiter", RateLimiter::PARAMS),
 ];
 
 /// Something to do with an app once its concrete type is known: the catalog

@@ -22,6 +22,8 @@ use inca_wire::redplane::*;
 
 const S1: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
 const S2: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 2);
+/// A switch no store lists.
+const S3: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 3);
 const ST: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 1);
 const K: usize = 4;
 const V: usize = 4;
@@ -211,6 +213,41 @@ fn regrant_fences_older_writes_and_duplicates_are_acked_unapplied() {
         (r.fence, r.last_seq, r.value.clone()),
         (4098, 4099, vec![9; 4])
     );
+}
+
+/// A repeated LEASE_NEW from the owner that has not written under its
+/// grant joins it (same fence), however long after the grant; once a write
+/// was applied the next one fences again. A fence per request (earlier: per
+/// millisecond) outran a switch control plane busy installing the previous
+/// grant and wrapped the 16-bit fence in the linearizability campaign
+/// (seeds 107, 131 and 189 of experiments/redplane/campaign.toml).
+#[test]
+fn repeated_lease_new_without_writes_joins_the_grant() {
+    let mut h = store(vec![kv_worker()]);
+    let new = |h: &mut Harness<StoreServer>, at: Nanos| {
+        let a = exchange(h, at, req(S1, ReqType::LeaseNew, 0, &KEY, &[0; 4], b"p"));
+        (a[0].t, a[0].seq)
+    };
+    exchange(
+        &mut h,
+        1000,
+        req(S1, ReqType::LeaseNew, 0, &KEY, &[0; 4], b""),
+    );
+    exchange(
+        &mut h,
+        2000,
+        req(S1, ReqType::LeaseRenew, 1, &KEY, &[1; 4], b""),
+    );
+    assert_eq!(new(&mut h, 3000), (AckType::LeaseMigrate, 4097));
+    // 5 and 9 ms later, still no write under fence 4097: joined.
+    assert_eq!(new(&mut h, 5_003_000), (AckType::LeaseMigrate, 4097));
+    assert_eq!(new(&mut h, 9_003_000), (AckType::LeaseMigrate, 4097));
+    exchange(
+        &mut h,
+        9_010_000,
+        req(S1, ReqType::LeaseRenew, 4098, &KEY, &[2; 4], b""),
+    );
+    assert_eq!(new(&mut h, 9_020_000), (AckType::LeaseMigrate, 4098 + 4096));
 }
 
 #[test]
@@ -503,7 +540,7 @@ fn garbage_unknown_ports_and_unlisted_switches_are_counted_and_ignored() {
     let s2 = *h.device.stats();
     assert_eq!(s2.malformed, s.malformed + 2);
     assert_eq!(s2.unknown_port, s.unknown_port + 2);
-    assert_eq!(s2.not_allowed, s.not_allowed + 1);
+    assert_eq!(s2.from_unknown_switch, s.from_unknown_switch + 1);
     assert_eq!(s2.invariant_violations, 0);
     // It still works.
     let a = exchange(
@@ -828,12 +865,18 @@ struct ChainSim {
 }
 
 fn chain_sim(link_delay: Nanos) -> ChainSim {
-    let mut sim = Simulation::new(7, MILLIS);
+    chain_sim_with(7, link_delay, |_| {})
+}
+
+/// The chain of [`chain_sim`] with each store's config adjusted by `tweak`.
+fn chain_sim_with(seed: u64, link_delay: Nanos, tweak: impl Fn(&mut StoreConfig)) -> ChainSim {
+    let mut sim = Simulation::new(seed, MILLIS);
     let mut stores = Vec::new();
     for ip in CHAIN {
         let mut cfg = StoreConfig::new(ip, vec![kv_worker()]);
         cfg.chain = CHAIN.to_vec();
         cfg.allowed_switches = vec![S1, S2];
+        tweak(&mut cfg);
         stores.push(sim.add_node(
             &format!("store{ip}"),
             Box::new(StoreServer::new(cfg).unwrap()),
@@ -847,6 +890,7 @@ fn chain_sim(link_delay: Nanos) -> ChainSim {
         .collect();
     routes.push((S1, 3));
     routes.push((S2, 3));
+    routes.push((S3, 3));
     let hub = sim.add_node("hub", Box::new(Hub { routes }));
     let link = ChannelConfig {
         delay: link_delay,
@@ -1044,19 +1088,127 @@ fn middle_and_tail_failures_keep_the_chain_committing() {
     c.sim.run_until(150 * MILLIS, |_| {});
     assert_eq!(c.store(0).chain_view(), vec![CHAIN[0]]);
     assert!(c.acks().iter().any(|g| g.seq == 2 && g.pkt == b"w2"));
-    // The middle comes back without its state: it stays out of the chain.
+    // The middle comes back without its state: it rejoins behind the head
+    // with a copy, and the write after that commits on both.
     c.sim.schedule(160 * MILLIS, Fault::Restart(c.stores[1]));
     c.send(
         200 * MILLIS,
         req(S1, ReqType::LeaseRenew, 3, &KEY, &[3; 4], b"w3"),
     );
     c.sim.run_until(250 * MILLIS, |_| {});
-    assert_eq!(c.store(0).chain_view(), vec![CHAIN[0]]);
+    assert_eq!(c.store(0).chain_view(), vec![CHAIN[0], CHAIN[1]]);
+    assert_eq!(c.store(1).chain_view(), vec![CHAIN[0], CHAIN[1]]);
     assert!(c.acks().iter().any(|g| g.seq == 3 && g.pkt == b"w3"));
+    for i in [0, 1] {
+        assert_eq!(
+            c.store(i).worker(1).unwrap().record(&KEY).unwrap().last_seq,
+            3
+        );
+    }
+}
+
+/// Chain recovery (§5.7): a restarted replica rejoins as the new tail with a
+/// copy of the state, so a later failure of another member loses nothing.
+/// Crash the middle, restart it, crash the head, restart it, crash the new
+/// head, crash the last original member: every write acknowledged at any
+/// point is still in the one remaining replica, which only ever had its
+/// state from transfers. Writes keep flowing throughout, so transfers run
+/// while the chain is busy.
+#[test]
+fn restarted_replicas_rejoin_as_tail_and_no_committed_write_is_lost() {
+    let mut c = chain_sim(5_000);
+    let keys: Vec<[u8; 4]> = (0..24u8).map(|i| [0, 0, 7, i]).collect();
+    // Which node the switch talks to: the head as it will be after each
+    // failure has been detected (requests in between are lost or redirected).
+    let head_at = |t: Nanos| -> Ipv4Addr {
+        match t {
+            t if t < 150 * MILLIS => CHAIN[0],
+            t if t < 350 * MILLIS => CHAIN[2],
+            _ => CHAIN[1],
+        }
+    };
+    for k in &keys {
+        c.send(1000, req(S1, ReqType::LeaseNew, 0, k, &[0; 4], b""));
+    }
+    // Keys 0..12 are written only before the first failure; 12..24 all the
+    // time (each write renews the lease).
+    let mut seq = vec![0u16; keys.len()];
+    let mut t = MILLIS;
+    let mut n = 0usize;
+    while t < 540 * MILLIS {
+        let i = if t < 9 * MILLIS { n % 24 } else { 12 + n % 12 };
+        seq[i] += 1;
+        let s = seq[i];
+        c.send(
+            t,
+            req_to(
+                head_at(t),
+                S1,
+                ReqType::LeaseRenew,
+                s,
+                &keys[i],
+                &s.to_be_bytes().repeat(2),
+                b"w",
+            ),
+        );
+        n += 1;
+        t += 250_000;
+    }
+    let views = |c: &ChainSim, idx: &[usize]| -> Vec<Vec<Ipv4Addr>> {
+        idx.iter().map(|&i| c.store(i).chain_view()).collect()
+    };
+    c.sim.schedule(10 * MILLIS, Fault::Crash(c.stores[1]));
+    c.sim.schedule(60 * MILLIS, Fault::Restart(c.stores[1]));
+    c.sim.run_until(140 * MILLIS, |_| {});
+    let rejoined = vec![CHAIN[0], CHAIN[2], CHAIN[1]];
+    assert_eq!(views(&c, &[0, 1, 2]), vec![rejoined.clone(); 3]);
+    assert_eq!(c.store(1).stats().rejoins, 1);
+    assert_eq!(c.store(2).stats().joins_admitted, 1);
+    assert!(c.store(2).stats().sync_chunks_sent > 0);
+    // Quiet moment between writes: every replica holds the same records.
+    let d = c.store(0).worker(1).unwrap().dump();
+    assert_eq!(d.len(), 24);
+    assert_eq!(c.store(1).worker(1).unwrap().dump(), d);
+    assert_eq!(c.store(2).worker(1).unwrap().dump(), d);
+
+    c.sim.schedule(150 * MILLIS, Fault::Crash(c.stores[0]));
+    c.sim.schedule(250 * MILLIS, Fault::Restart(c.stores[0]));
+    c.sim.run_until(340 * MILLIS, |_| {});
     assert_eq!(
-        c.store(0).worker(1).unwrap().record(&KEY).unwrap().last_seq,
-        3
+        views(&c, &[0, 1, 2]),
+        vec![vec![CHAIN[2], CHAIN[1], CHAIN[0]]; 3]
     );
+    c.sim.schedule(350 * MILLIS, Fault::Crash(c.stores[2]));
+    c.sim.run_until(440 * MILLIS, |_| {});
+    assert_eq!(views(&c, &[0, 1]), vec![vec![CHAIN[1], CHAIN[0]]; 2]);
+    assert!(c.store(1).is_head());
+    c.sim.schedule(450 * MILLIS, Fault::Crash(c.stores[0]));
+    c.sim.run_until(600 * MILLIS, |_| {});
+    assert_eq!(c.store(1).chain_view(), vec![CHAIN[1]]);
+
+    // Every acknowledged write is in the last replica standing.
+    let mut acked = vec![0u16; keys.len()];
+    for g in c.acks().iter().filter(|g| g.t == AckType::LeaseRenew) {
+        let i = keys.iter().position(|k| k[..] == g.key[..]).unwrap();
+        acked[i] = acked[i].max(g.seq);
+    }
+    assert!(acked[..12].iter().all(|&a| a > 0), "{acked:?}");
+    // The chain serves again after each failure: the last writes commit.
+    assert_eq!(acked[12..], seq[12..], "writes stalled");
+    let w = c.store(1).worker(1).unwrap();
+    for (i, k) in keys.iter().enumerate() {
+        let r = w.record(k).unwrap_or_else(|| panic!("key {i} lost"));
+        assert!(
+            r.last_seq >= acked[i],
+            "key {i}: acked {} but the survivor has {}",
+            acked[i],
+            r.last_seq
+        );
+        assert_eq!(r.value, r.last_seq.to_be_bytes().repeat(2), "key {i}");
+    }
+    for i in 0..3 {
+        assert_eq!(c.store(i).stats().invariant_violations, 0, "store {i}");
+    }
 }
 
 #[test]
@@ -1194,6 +1346,208 @@ fn workers_serve_in_parallel_and_port_times_never_go_back() {
     assert_eq!(t.last().unwrap().at, 1000 + 20 * 250);
 }
 
+/// A joiner whose source dies in the middle of the copy gives the copy up,
+/// leaves, and rejoins behind the next tail with a complete copy; nothing
+/// is committed on its behalf meanwhile.
+#[test]
+fn a_joiner_whose_source_dies_mid_copy_starts_over() {
+    let mut c = chain_sim(5_000);
+    // 20,000 keys: a copy of several hundred chunks.
+    let n = 20_000u32;
+    for i in 0..n {
+        let k = (0x0100_0000 | i).to_be_bytes();
+        c.send(
+            MILLIS + u64::from(i) * 300,
+            req(S1, ReqType::LeaseNew, 0, &k, &[0; 4], b""),
+        );
+    }
+    c.sim.schedule(10 * MILLIS, Fault::Crash(c.stores[1]));
+    c.sim.schedule(20 * MILLIS, Fault::Restart(c.stores[1]));
+    // Step until the tail admits the restarted middle, then kill the tail.
+    let mut t = 20 * MILLIS;
+    while c.store(2).stats().joins_admitted == 0 {
+        t += 2_000;
+        assert!(t < 200 * MILLIS, "never admitted");
+        c.sim.run_until(t, |_| {});
+    }
+    c.sim.schedule(t + 20_000, Fault::Crash(c.stores[2]));
+    c.sim.run_until(t + 20_000, |_| {});
+    assert_eq!(c.store(1).stats().rejoins, 0, "the copy finished too soon");
+    assert!(c.store(1).stats().sync_chunks_received > 0);
+    c.sim.run_until(t + 200 * MILLIS, |_| {});
+    let s = c.store(1).stats();
+    assert_eq!((s.syncs_abandoned, s.rejoins), (1, 1), "{s:?}");
+    assert_eq!(c.store(0).stats().joins_admitted, 1);
+    assert_eq!(c.store(0).chain_view(), vec![CHAIN[0], CHAIN[1]]);
+    assert_eq!(c.store(1).chain_view(), vec![CHAIN[0], CHAIN[1]]);
+    let d = c.store(0).worker(1).unwrap().dump();
+    assert_eq!(d.len(), n as usize);
+    assert_eq!(c.store(1).worker(1).unwrap().dump(), d);
+    assert_eq!(
+        c.store(1).worker(1).unwrap().update_ids(),
+        c.store(0).worker(1).unwrap().update_ids()
+    );
+    // And it serves as the tail: a write commits through it.
+    let k = 0x0100_0005u32.to_be_bytes();
+    c.send(
+        c.sim.now() + MILLIS,
+        req(S1, ReqType::LeaseRenew, 1, &k, &[9; 4], b"after"),
+    );
+    c.sim.run_until(c.sim.now() + 5 * MILLIS, |_| {});
+    assert!(c.acks().iter().any(|g| g.pkt == b"after"));
+    assert_eq!(
+        c.store(1).worker(1).unwrap().record(&k).unwrap().value,
+        vec![9; 4]
+    );
+}
+
+/// Issue 8 / §5.6: leases never give a flow two owners. Three switches
+/// (S3 not in the stores' allowlist) act on three keys at random times —
+/// asking for the lease when they hold none, writing or renewing when they
+/// do, and sometimes writing with a stale sequence number after their lease
+/// lapsed — while the chain's head crashes and later rejoins. Each switch
+/// tracks its lease the way §5.4 has it (valid from the grant's arrival
+/// until its request's send time + LEASE_PERIOD − LEASE_GUARD, extended by
+/// every ack, ended by LEASE_REJECT). At no time do two switches hold a
+/// valid lease on one key; the lease does move between S1 and S2 (the
+/// MIGRATE path after expiry), and S3 never hears a word.
+#[test]
+fn leases_never_give_a_key_two_owners_and_unlisted_switches_get_nothing() {
+    const PERIOD: Nanos = 50 * MILLIS;
+    const GUARD: Nanos = MILLIS;
+    let keys: [[u8; 4]; 3] = [[0, 0, 9, 1], [0, 0, 9, 2], [0, 0, 9, 3]];
+    let switches = [S1, S2, S3];
+    let mut handovers = 0;
+    for seed in 0..4u64 {
+        let mut c = chain_sim_with(seed, 3_000, |cfg| cfg.lease_period = PERIOD);
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ (seed + 1).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        // Per (switch, key): lease end as the switch sees it, next seq, and
+        // its validity intervals [start, end).
+        let mut end = [[0 as Nanos; 3]; 3];
+        let mut seq = [[0u16; 3]; 3];
+        let mut intervals: Vec<Vec<Vec<(Nanos, Nanos)>>> = vec![vec![Vec::new(); 3]; 3];
+        let mut sent_at: Vec<Nanos> = Vec::new();
+        let mut seen_acks = 0;
+        let mut head = CHAIN[0];
+        let crash_at = 1_200 * MILLIS;
+        c.sim.schedule(crash_at, Fault::Crash(c.stores[0]));
+        c.sim
+            .schedule(crash_at + 300 * MILLIS, Fault::Restart(c.stores[0]));
+        let mut now = MILLIS;
+        while now < 3 * SECONDS {
+            for (si, &sw) in switches.iter().enumerate() {
+                if next(3) != 0 {
+                    continue;
+                }
+                let ki = next(3) as usize;
+                let valid = now < end[si][ki];
+                let (t, s) = match (valid, next(10)) {
+                    (true, 0..=6) => {
+                        seq[si][ki] = seq_next(seq[si][ki]);
+                        (ReqType::LeaseRenew, seq[si][ki])
+                    }
+                    (true, _) => (ReqType::LeaseRenew, 0),
+                    // Adversarial: a write under a lease that has lapsed.
+                    (false, 0..=1) if seq[si][ki] != 0 => (ReqType::LeaseRenew, seq[si][ki]),
+                    (false, _) => (ReqType::LeaseNew, 0),
+                };
+                let ident = sent_at.len() as u16;
+                sent_at.push(now);
+                let ep = rp_endpoints([2, 0, 0, 0, 0, 1], sw, [2, 0, 0, 0, 0, 9], head, ident);
+                let r = RequestRepr {
+                    req_type: t,
+                    seq: s,
+                    key: &keys[ki],
+                    value: &s.to_be_bytes().repeat(2),
+                    piggyback: b"",
+                };
+                c.send(now, build_request_frame(&ep, PORT, &r).unwrap());
+            }
+            now += 200_000 + next(15 * MILLIS);
+            c.sim.run_until(now, |_| {});
+            if let Some(a) = c.announces().last() {
+                head = a.new_head;
+            }
+            let acks = c.acks();
+            for g in &acks[seen_acks..] {
+                let si = switches.iter().position(|&s| s == g.to).unwrap();
+                assert_ne!(
+                    g.to, S3,
+                    "seed {seed}: an unlisted switch was answered: {g:?}"
+                );
+                let ki = keys.iter().position(|k| k[..] == g.key[..]).unwrap();
+                let sent = sent_at[usize::from(g.ident)];
+                let cur = &mut intervals[si][ki];
+                match g.t {
+                    AckType::LeaseReject => {
+                        if end[si][ki] > g.at {
+                            end[si][ki] = g.at;
+                            if let Some(last) = cur.last_mut() {
+                                last.1 = last.1.min(g.at);
+                            }
+                        }
+                        continue;
+                    }
+                    AckType::LeaseNew | AckType::LeaseMigrate => seq[si][ki] = g.seq,
+                    _ => {}
+                }
+                let new_end = sent + PERIOD - GUARD;
+                if g.at >= end[si][ki] {
+                    if new_end > g.at {
+                        cur.push((g.at, new_end));
+                    }
+                } else if let Some(last) = cur.last_mut() {
+                    last.1 = last.1.max(new_end);
+                }
+                end[si][ki] = end[si][ki].max(new_end);
+            }
+            seen_acks = acks.len();
+        }
+        for ki in 0..3 {
+            let mut all: Vec<(Nanos, Nanos, usize)> = intervals
+                .iter()
+                .enumerate()
+                .flat_map(|(si, per_key)| per_key[ki].iter().map(move |&(a, b)| (a, b, si)))
+                .collect();
+            all.sort();
+            for w in all.windows(2) {
+                assert!(
+                    w[1].0 >= w[0].1 || w[1].2 == w[0].2,
+                    "seed {seed} key {ki}: switches {} and {} both held the lease: {:?} and {:?}",
+                    w[0].2,
+                    w[1].2,
+                    w[0],
+                    w[1]
+                );
+                if w[1].2 != w[0].2 {
+                    handovers += 1;
+                }
+            }
+        }
+        assert!(c.store(1).stats().from_unknown_switch > 0, "seed {seed}");
+        assert!(
+            !c.sim
+                .node::<Client>(c.client)
+                .unwrap()
+                .got
+                .iter()
+                .any(|(_, f)| { parse_udp_frame(f).is_ok_and(|i| i.dst_ip == S3) }),
+            "seed {seed}: a frame went to the unlisted switch"
+        );
+        assert_eq!(c.store(0).chain_view(), vec![CHAIN[1], CHAIN[2], CHAIN[0]]);
+        for i in 0..3 {
+            assert_eq!(c.store(i).stats().invariant_violations, 0);
+        }
+    }
+    assert!(handovers >= 10, "the lease hardly moved: {handovers}");
+}
+
 /// A chain whose middle and tail links have loss, duplication and reordering.
 fn impaired_chain_sim(seed: u64, loss: f64) -> ChainSim {
     let mut sim = Simulation::new(seed, MILLIS);
@@ -1243,9 +1597,11 @@ fn impaired_chain_sim(seed: u64, loss: f64) -> ChainSim {
     }
 }
 
-/// §6.2.3 and §6.2.5 under impairments and a middle or tail crash: every
-/// write that reaches the head is acked exactly in order, each ack leaves
-/// only after the tail has applied it, and the live replicas agree.
+/// §6.2.3 and §6.2.5 under impairments and a middle or tail crash and
+/// restart: every write that reaches the head is acked exactly in order,
+/// each ack leaves only after the tail has applied it, the restarted
+/// replica rejoins (its copy crossing the lossy links while writes go on)
+/// and all three replicas agree.
 #[test]
 fn short_chain_fault_campaign() {
     for seed in 0..12u64 {
@@ -1254,6 +1610,10 @@ fn short_chain_fault_campaign() {
         let victim = 1 + (seed as usize % 2); // middle or tail
         let crash_at = (2 + seed) * MILLIS;
         c.sim.schedule(crash_at, Fault::Crash(c.stores[victim]));
+        // Back before or after the others notice it died.
+        let down = [5, 45][seed as usize / 2 % 2] * MILLIS;
+        c.sim
+            .schedule(crash_at + down, Fault::Restart(c.stores[victim]));
         // Requests on the head's own link can be lost too. The lease request
         // is retried until granted (each grant re-fences, so use the last);
         // every write is sent 3 times, which the store must treat as
@@ -1289,7 +1649,7 @@ fn short_chain_fault_campaign() {
                 b"w",
             );
             for r in 0..3u64 {
-                c.send(start + u64::from(s) * 40_000 + r * 7_000, f.clone());
+                c.send(start + u64::from(s) * 600_000 + r * 7_000, f.clone());
             }
         }
         c.sim.run_until(200 * MILLIS, |_| {});
@@ -1305,26 +1665,29 @@ fn short_chain_fault_campaign() {
             c.acks().iter().all(|g| g.t != AckType::LeaseReject),
             "seed {seed}: a write was rejected"
         );
-        let live: Vec<usize> = (0..3).filter(|&i| i != victim).collect();
-        let d0 = c.store(live[0]).worker(1).unwrap().dump();
-        for &i in &live {
+        assert_eq!(c.store(victim).stats().rejoins, 1, "seed {seed}");
+        let d0 = c.store(0).worker(1).unwrap().dump();
+        for i in 0..3 {
             assert_eq!(
                 c.store(i).worker(1).unwrap().dump(),
                 d0,
                 "seed {seed}: replicas differ"
             );
             assert_eq!(c.store(i).stats().invariant_violations, 0);
+            let mut expect = CHAIN.to_vec();
+            expect.retain(|&a| a != CHAIN[victim]);
+            expect.push(CHAIN[victim]);
             assert_eq!(
-                c.store(i).chain_view().len(),
-                2,
+                c.store(i).chain_view(),
+                expect,
                 "seed {seed}: view of store {i}"
+            );
+            assert_eq!(
+                c.store(i).worker(1).unwrap().update_ids(),
+                c.store(0).worker(1).unwrap().update_ids(),
+                "seed {seed}: store {i}'s log is not the head's"
             );
         }
         assert_eq!(d0[0].2, base + n);
-        assert_eq!(
-            c.store(live[0]).worker(1).unwrap().update_ids(),
-            c.store(live[1]).worker(1).unwrap().update_ids(),
-            "seed {seed}: tail's log is not the head's"
-        );
     }
 }

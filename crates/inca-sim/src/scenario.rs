@@ -90,6 +90,19 @@ pub trait SwitchFactory {
         let _ = setup;
         Err(format!("unknown server kind {kind:?}"))
     }
+
+    /// Sources for a `tuples` workload's `craft` (adversarial keys aimed at
+    /// the hash units of the switch program in `request`; see
+    /// [`crate::nodes::attack`]).
+    fn craft_sources(
+        &self,
+        request: &crate::nodes::attack::CraftRequest,
+    ) -> Result<Vec<std::net::SocketAddrV4>, String> {
+        Err(format!(
+            "no system here crafts keys for program {:?}",
+            request.program
+        ))
+    }
 }
 
 /// What a factory gets to build a `[[server]]` node.
@@ -537,6 +550,22 @@ impl Loaded {
         })
     }
 
+    /// Where the `i`-th `[[name]]` header of the file is, for errors about
+    /// a table none of whose fields carries a position (a fault that names
+    /// no kind). `None` when the tables are written some other way.
+    fn table_header(&self, name: &str, i: usize) -> Option<std::ops::Range<usize>> {
+        let header = format!("[[{name}]]");
+        let mut at = 0;
+        let mut found = Vec::new();
+        for line in self.text.split_inclusive('\n') {
+            if line.trim_start().starts_with(&header) {
+                found.push(at..at + line.trim_end().len());
+            }
+            at += line.len();
+        }
+        found.into_iter().nth(i)
+    }
+
     fn err_at(
         &self,
         span: std::ops::Range<usize>,
@@ -839,6 +868,9 @@ impl Loaded {
         }
         let mut ends: Vec<(End, End)> = Vec::new();
         let mut neighbours: BTreeMap<(NodeId, PortId), (NodeId, PortId)> = BTreeMap::new();
+        // Where each (node, port) is named, for errors found once the node's
+        // port count is known.
+        let mut end_spans: BTreeMap<(NodeId, PortId), std::ops::Range<usize>> = BTreeMap::new();
         for l in &sc.link {
             let parse_end = |e: &Spanned<String>, field: &str| -> Result<End, ScenarioError> {
                 let (n, p) = e.get_ref().split_once(':').ok_or_else(|| {
@@ -867,6 +899,7 @@ impl Loaded {
             let a = parse_end(&l.a, "a")?;
             let b = parse_end(&l.b, "b")?;
             for (x, y, span) in [(&a, &b, l.a.span()), (&b, &a, l.b.span())] {
+                end_spans.insert((x.node, x.port), span.clone());
                 if neighbours
                     .insert((x.node, x.port), (y.node, y.port))
                     .is_some()
@@ -907,6 +940,23 @@ impl Loaded {
                 .iter()
                 .map(|(k, v)| (k.clone(), value_text(v)))
                 .collect();
+            let id = NodeId(names.len() as u32);
+            let ports = profile.data_path.ports;
+            if let Some(((_, p), span)) = end_spans
+                .range((id, 0)..=(id, PortId::MAX))
+                .find(|((_, p), _)| *p >= ports)
+            {
+                return Err(self.err_at(
+                    span.clone(),
+                    "link",
+                    format!(
+                        "port {p} of {}: a {} has ports 0 to {}",
+                        s.name.get_ref(),
+                        s.profile.get_ref(),
+                        ports.saturating_sub(1)
+                    ),
+                ));
+            }
             let node = factory
                 .build(s.program.get_ref(), &params, profile)
                 .map_err(|e| self.err_at(s.program.span(), "program", e))?;
@@ -1008,7 +1058,23 @@ impl Loaded {
                 .find(|(_, (a, b))| (a.node == id && a.port == 0) || (b.node == id && b.port == 0))
                 .and_then(|(l, _)| l.rate.or(sc.defaults.link.rate))
                 .unwrap_or(ChannelConfig::default().rate_bps);
-            let host = Host::new(h.clone(), port_mac(id, 0), gateway_mac, link_rate)
+            let mut config = h.clone();
+            crate::nodes::attack::resolve_crafts(&mut config.workloads, |target, mut req| {
+                let s = sc
+                    .switch
+                    .iter()
+                    .find(|s| s.name.get_ref() == target)
+                    .ok_or_else(|| format!("target {target:?} is not a switch of this scenario"))?;
+                req.program = s.program.get_ref().clone();
+                req.params = s
+                    .params
+                    .iter()
+                    .map(|(k, v)| (k.clone(), value_text(v)))
+                    .collect();
+                factory.craft_sources(&req)
+            })
+            .map_err(|e| self.err_at(name.span(), "host", e))?;
+            let host = Host::new(config, port_mac(id, 0), gateway_mac, link_rate)
                 .map_err(|e| self.err_at(name.span(), "host", e))?;
             let got = sim.add_node(name.get_ref(), Box::new(host));
             debug_assert_eq!(got, id);
@@ -1050,8 +1116,10 @@ impl Loaded {
             is_host.push(true);
         }
 
-        // Links.
+        // Links. Their captures are opened last, once nothing else can fail,
+        // so a scenario with an error leaves no results folder behind.
         let mut link_ids: BTreeMap<String, LinkId> = BTreeMap::new();
+        let mut captures = Vec::new();
         for (l, (a, b)) in sc.link.iter().zip(&ends) {
             let name = l.name.clone().unwrap_or_else(|| {
                 format!("{}-{}", order[a.node.0 as usize], order[b.node.0 as usize])
@@ -1068,11 +1136,8 @@ impl Loaded {
                     format!("two links are named {name:?}: give one a name"),
                 ));
             }
-            if let (Some(file), Some(dir)) = (&l.capture, out) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| ScenarioError(format!("{}: {e}", dir.display())))?;
-                sim.capture(id, &dir.join(file))
-                    .map_err(|e| self.err_at(l.a.span(), "capture", e))?;
+            if let Some(file) = &l.capture {
+                captures.push((id, file, l.a.span()));
             }
         }
 
@@ -1100,7 +1165,7 @@ impl Loaded {
                 })
                 .collect()
         };
-        for f in &sc.fault {
+        for (i, f) in sc.fault.iter().enumerate() {
             let kinds = [
                 f.link_down.is_some(),
                 f.link_up.is_some(),
@@ -1112,10 +1177,14 @@ impl Loaded {
                 f.loss.is_some(),
             ];
             if kinds.iter().filter(|&&k| k).count() != 1 {
-                return Err(ScenarioError(format!(
-                    "{}: fault at {} ns: give exactly one of link_down, link_up, crash, restart, pause, partition, heal, loss",
-                    self.origin, f.at
-                )));
+                return Err(self.err_at(
+                    self.table_header("fault", i).unwrap_or(0..0),
+                    "fault",
+                    format!(
+                        "fault at {} ns: give exactly one of link_down, link_up, crash, restart, pause, partition, heal, loss",
+                        f.at
+                    ),
+                ));
             }
             let after = f.duration.map(|d| f.at + d);
             if let Some(l) = &f.link_down {
@@ -1173,6 +1242,14 @@ impl Loaded {
         }
         if let Some(r) = &sc.random_faults {
             self.random_faults(r, &mut sim, seed, &names, &link_ids, &is_host, sc.duration)?;
+        }
+        if let (false, Some(dir)) = (captures.is_empty(), out) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| ScenarioError(format!("{}: {e}", dir.display())))?;
+            for (id, file, span) in captures {
+                sim.capture(id, &dir.join(file))
+                    .map_err(|e| self.err_at(span, "capture", e))?;
+            }
         }
         Ok(Built {
             sim,

@@ -225,6 +225,29 @@ impl ControlPlane<'_> {
         self.issue(op, latency, true)
     }
 
+    /// Sets entries `first .. first + count` of a register array to zero
+    /// with a caller-given cost: a bulk clear done in slices, so that other
+    /// operations on the FIFO channel interleave with it instead of waiting
+    /// for the whole array (TEA's sketch epochs). Entries past the end are
+    /// ignored.
+    pub fn register_clear_range_timed<T: RegisterValue>(
+        &mut self,
+        reg: RegisterHandle<T>,
+        first: u64,
+        count: u64,
+        latency: Nanos,
+    ) -> u64 {
+        let op = Op::Objects(Box::new(move |o: &mut Objects, _| {
+            for i in first..first.saturating_add(count) {
+                if o.register_write(reg.id(), i, 0).is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        }));
+        self.issue(op, latency, true)
+    }
+
     /// Reconfigures one meter.
     pub fn meter_configure(&mut self, meter: Handle, index: u64, config: MeterConfig) -> u64 {
         let op = Op::Objects(Box::new(move |o: &mut Objects, now| {

@@ -14,6 +14,10 @@ use crate::objects::{AccessError, DataPlane, Declare, DeclareError, ObjectId};
 use crate::placement::Gress;
 use crate::table::MatchSpec;
 
+/// Extra bytes `PacketCtx::insert_header` reserves: a RoCE pad (at most 3)
+/// and the 4-byte ICRC that `append_roce_icrc` may add next.
+const ICRC_TRAILER_ROOM: usize = 8;
+
 /// A program could not parse a packet: the switch counts it and drops it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("parse error: {0}")]
@@ -224,7 +228,16 @@ impl<M, D> PacketCtx<M, D> {
         if at > self.frame.len().min(self.parse_depth) {
             return false;
         }
-        self.frame.splice(at..at, bytes.iter().copied());
+        // Grow, move the tail up, copy the header in: two memmoves. (A
+        // `splice` with a byte iterator cost TEA's lookup path 12% of its
+        // instructions; docs/performance.md.) The room reserved includes a
+        // RoCE pad and ICRC, the trailer an encapsulated frame often gets
+        // next, so one allocation serves both.
+        let (old, n) = (self.frame.len(), bytes.len());
+        self.frame.reserve(n + ICRC_TRAILER_ROOM);
+        self.frame.resize(old + n, 0);
+        self.frame.copy_within(at..old, at + n);
+        self.frame[at..at + n].copy_from_slice(bytes);
         true
     }
 
@@ -399,4 +412,31 @@ pub enum ControlEvent<D> {
     },
     /// A message from outside the switch (management network, experiment).
     Message(ControlMessage),
+}
+
+#[cfg(test)]
+mod insert_header_tests {
+    use super::*;
+
+    fn ctx(frame: Vec<u8>, depth: usize) -> PacketCtx<(), ()> {
+        PacketCtx::new(frame, depth, (), 0, 0, PacketKind::Normal)
+    }
+
+    #[test]
+    fn insert_moves_the_tail_and_respects_the_window() {
+        let mut p = ctx((0..10).collect(), 6);
+        assert!(p.insert_header(4, &[0xa, 0xb, 0xc]));
+        assert_eq!(p.frame, [0, 1, 2, 3, 0xa, 0xb, 0xc, 4, 5, 6, 7, 8, 9]);
+        assert!(p.insert_header(0, &[0xe]));
+        assert_eq!(p.frame[..3], [0xe, 0, 1]);
+        assert_eq!(p.len(), 14);
+        // Beyond the header window: refused, frame unchanged.
+        assert!(!p.insert_header(7, &[1]));
+        assert_eq!(p.len(), 14);
+        // At the end of a frame shorter than the window: an append.
+        let mut q = ctx(vec![1, 2], 64);
+        assert!(q.insert_header(2, &[3]));
+        assert!(q.insert_header(1, &[]));
+        assert_eq!(q.frame, [1, 2, 3]);
+    }
 }

@@ -261,6 +261,25 @@ pub fn judge(
     commits: &[CommitRecord],
     grace: Nanos,
 ) -> Result<(), Violation> {
+    match violations(lookups, commits, grace).1 {
+        None => Ok(()),
+        Some((what, l)) => Err(Violation {
+            seed,
+            what,
+            lookup: Some(l),
+        }),
+    }
+}
+
+/// Like [`judge`], but goes on: the number of lookups that broke the rules,
+/// and the first of them with what was wrong.
+pub fn violations(
+    lookups: &[LookupRecord],
+    commits: &[CommitRecord],
+    grace: Nanos,
+) -> (u64, Option<(String, LookupRecord)>) {
+    let mut count = 0;
+    let mut first = None;
     let mut hist: BTreeMap<&[u8], Vec<&CommitRecord>> = BTreeMap::new();
     for c in commits {
         hist.entry(c.key.as_slice()).or_default().push(c);
@@ -269,16 +288,18 @@ pub fn judge(
         h.sort_by_key(|c| (c.at, c.started));
     }
     for l in lookups {
-        let bad = |what: String| Violation {
-            seed,
-            what,
-            lookup: Some(l.clone()),
+        let mut bad = |what: String| {
+            count += 1;
+            if first.is_none() {
+                first = Some((what, l.clone()));
+            }
         };
         if l.path == LookupPath::Dram && l.at - l.checked_at >= grace {
-            return Err(bad(format!(
+            bad(format!(
                 "lookup in flight {} ns, longer than T_GRACE {grace} ns",
                 l.at - l.checked_at
-            )));
+            ));
+            continue;
         }
         let h = hist.get(l.key.as_slice()).map(Vec::as_slice).unwrap_or(&[]);
         // The value committed last before the SRAM check, and every value
@@ -296,11 +317,8 @@ pub fn judge(
                 .map(|c| c.value.clone()),
         );
         if !ok.contains(&l.value) {
-            return Err(bad(format!(
-                "returned {:02x?}, allowed {:02x?}",
-                l.value, ok
-            )));
+            bad(format!("returned {:02x?}, allowed {:02x?}", l.value, ok));
         }
     }
-    Ok(())
+    (count, first)
 }

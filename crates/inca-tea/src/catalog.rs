@@ -16,6 +16,7 @@
 //! | `entries` | 10000000 | table size: buckets for this many entries at load ≤ 0.9 |
 //! | `preload` | 0 | synthetic entries installed before traffic (see [`preload_entries`]) |
 //! | `seed` | 1 | control-plane RNG seed |
+//! | `check` | 0 | 1: checked mode, every lookup judged against the operation history ([`TeaSwitch::checked`]) |
 //! | `switch_ip` | 10.0.0.254 | the switch's RDMA address (the servers' `controller_ip`) |
 //! | `outside_port` / `inside_port` | 1 / 0 | NAT, firewall, VPN sides |
 //! | `public` | 198.51.100.1 | NAT: first public address |
@@ -69,6 +70,7 @@ pub const PARAMS: &[&str] = &[
     "load_percent",
     "preload",
     "seed",
+    "check",
     "switch_ip",
     "outside_port",
     "inside_port",
@@ -135,6 +137,12 @@ fn config(p: &Params, key_len: usize, value_len: usize) -> Result<TeaConfig, Str
         .map_err(e)? as u16;
     c.switch_ip = Ipv4Addr::from(p.ipv4("switch_ip", [10, 0, 0, 254]).map_err(e)?);
     Ok(c)
+}
+
+/// log2 of the bucket count the program would get from `p` for keys and
+/// values of these widths (crafted bucket collisions need it).
+pub fn table_log2_buckets(p: &Params, key_len: usize, value_len: usize) -> Result<u32, String> {
+    config(p, key_len, value_len).map(|c| c.log2_buckets)
 }
 
 /// Deterministic synthetic entries for experiments [our choice]: for the
@@ -208,9 +216,16 @@ fn program_for<N: TeaNf>(
     let cfg = config(p, nf.key_len(), nf.value_len())?;
     let n = p.number("preload", 0, 0, 100_000_000).map_err(e)?;
     let seed = p.count("seed", 1, u64::MAX).map_err(e)?;
+    let checked = p.number("check", 0, 0, 1).map_err(e)? == 1;
     let prog = TeaSwitch::new(nf, cfg)?.with_seed(seed);
     Ok(if preload {
-        prog.with_preload(preload_entries(program, n, p))
+        let entries = preload_entries(program, n, p);
+        let prog = if checked {
+            prog.checked(entries.clone())
+        } else {
+            prog
+        };
+        prog.with_preload(entries)
     } else {
         prog
     })
@@ -225,11 +240,16 @@ fn program(program: &str, params: &Params, preload: bool) -> Result<AnyTea, Stri
     Ok(match program {
         "tea_nat" => {
             let public = params.ipv4("public", [198, 51, 100, 1]).map_err(e)?;
+            // [our choice] The allocator hands out at most as many flows as
+            // the table is sized for (two entries each): a new-flow flood
+            // must not grow its map past what the table could ever hold
+            // (it was 2^32, unbounded in practice; issue 8).
+            let entries = params.count("entries", 10_000_000, 1 << 31).map_err(e)?;
             let nf = TeaNat::new(
                 port("outside_port", 1)?,
                 port("inside_port", 0)?,
                 public,
-                1 << 32,
+                (entries / 2).max(1),
             );
             AnyTea::Nat(program_for(nf, params, program, preload)?)
         }

@@ -8,8 +8,10 @@
 //! - [`switch`] — the TEA switch: data-plane lookup blocks as a switch program over a `TeaNf`, and its control plane.
 //! - [`catalog`] — the TEA NFs by name ("tea_nat", ...) for scenarios and `inca check`.
 //! - [`campaign`] — the randomized lookup-correctness campaign (spec §6 item 3 end to end).
+//! - [`attack`] — keys crafted to collide in the sketch, the Bloom filter and the buckets (issue 8).
 //! - [`nf`] — TEA NAT, stateful firewall, L4 load balancer and VPN gateway as `TeaNf`s.
 
+pub mod attack;
 pub mod campaign;
 pub mod catalog;
 pub mod nf;

@@ -395,3 +395,35 @@ proptest! {
         }
     }
 }
+
+/// Issue 8: keys crafted to share one bucket fill the four cells of buckets
+/// i and i+1; every later insert goes to the stash without a displacement
+/// chain (which could only shuffle them, at T_GRACE a move), and every key
+/// stays readable.
+#[test]
+fn inserts_into_a_bucket_full_of_its_own_keys_stash_at_once() {
+    use inca_tea::attack::{bucket_index, colliding, five_tuple_space};
+    let mut t = table(10, &[GB], 1, TableConfig::default());
+    let (template, free) = five_tuple_space(
+        (std::net::Ipv4Addr::new(10, 128, 0, 0), 12),
+        (1024, 65535),
+        std::net::SocketAddrV4::new(std::net::Ipv4Addr::new(192, 0, 2, 1), 5000),
+        17,
+    );
+    let keys = colliding(&template, &free, 12, |k| bucket_index(10, k));
+    assert_eq!(keys.len(), 12);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for (n, k) in keys.iter().enumerate() {
+        let plan = t.insert(k, &[n as u8; V], &mut rng).unwrap();
+        match (n, plan.outcome) {
+            (0..=3, Outcome::Placed { displacements }) => assert_eq!(displacements, 0),
+            (4.., Outcome::Stashed { .. }) => {}
+            (n, o) => panic!("key {n}: {o:?}"),
+        }
+    }
+    let s = t.stats();
+    assert_eq!((s.displacements, s.stash_entries, s.hopeless), (0, 8, 8));
+    for (n, k) in keys.iter().enumerate() {
+        assert_eq!(t.get(k), Some(&[n as u8; V][..]));
+    }
+}

@@ -1,5 +1,6 @@
 //! Property tests: every header round-trips through emit/parse, and no view,
-//! repr parser, ICRC helper or capture reader panics on arbitrary bytes.
+//! repr parser (RedPlane's included), ICRC helper or capture reader (pcap
+//! and pcapng, whatever follows the magic) panics on arbitrary bytes.
 
 use std::net::Ipv4Addr;
 
@@ -291,6 +292,50 @@ fn poke_all(b: &[u8]) {
     let _ = fill_frame_icrc(&mut m);
     let _ = fill_icrc(&mut m);
     let _ = read_capture_bytes(b);
+    poke_redplane(b);
+}
+
+/// Every RedPlane view and repr, at the K and V of each app and beyond.
+fn poke_redplane(b: &[u8]) {
+    use inca_wire::redplane as rp;
+    if let Ok(i) = rp::parse_udp_frame(b) {
+        assert!(i.payload.len() <= b.len());
+    }
+    for (k, v) in [(0, 0), (4, 4), (6, 6), (4, 12), (13, 4), (64, 64)] {
+        if let Ok(r) = rp::Request::new_checked(b, k, v) {
+            let _ = (r.type_byte(), r.seq(), r.key(), r.value(), r.piggyback());
+            if let Ok(repr) = rp::RequestRepr::parse(&r) {
+                assert_eq!(repr.to_vec(), b, "a request re-emits its own bytes");
+            }
+        }
+        if let Ok(a) = rp::Ack::new_checked(b, k, v) {
+            let _ = (a.ack_type(), a.seq(), a.key(), a.value(), a.piggyback());
+            let _ = rp::AckRepr::parse(&a).to_vec();
+        }
+        if let Ok(u) = rp::ChainUpdate::new_checked(b, k, v) {
+            let _ = rp::ChainUpdateRepr::parse(&u).to_vec();
+        }
+        if let Ok(s) = rp::ChainSnap::new_checked(b, k, v) {
+            let _ = rp::ChainSnapRepr::parse(&s).to_vec();
+        }
+    }
+    if let Ok(a) = rp::ChainAck::new_checked(b) {
+        let _ = a.update_id();
+    }
+    if let Ok(h) = rp::Heartbeat::new_checked(b) {
+        let _ = rp::HeartbeatRepr::parse(&h).to_vec();
+    }
+    if let Ok(h) = rp::HeadAnnounce::new_checked(b) {
+        let _ = rp::HeadAnnounceRepr::parse(&h).to_vec();
+    }
+}
+
+/// `b` with its first four bytes replaced by `magic`, so the reader that
+/// magic selects runs on the rest, whatever the random bytes were.
+fn with_magic(b: &[u8], magic: u32) -> Vec<u8> {
+    let mut m = magic.to_be_bytes().to_vec();
+    m.extend_from_slice(b.get(4..).unwrap_or(&[]));
+    m
 }
 
 /// A valid RoCE frame to mutate, so the fuzzer reaches deep paths.
@@ -375,6 +420,13 @@ proptest! {
             if f.len() > off {
                 poke_all(&f[off..]);
             }
+        }
+    }
+
+    #[test]
+    fn random_bytes_behind_each_capture_magic_never_panic(b in proptest::collection::vec(any::<u8>(), 0..300)) {
+        for magic in [0xA1B2_C3D4, 0xD4C3_B2A1, 0xA1B2_3C4D, 0x4D3C_B2A1, 0x0A0D_0D0A] {
+            let _ = read_capture_bytes(&with_magic(&b, magic));
         }
     }
 

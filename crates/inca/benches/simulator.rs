@@ -3,51 +3,32 @@
 //! core. Reported twice from the same runs: simulator events per second, and
 //! packets that crossed the whole path (generator to sink) per second.
 
-use std::path::Path;
-
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use inca::factory::AppFactory;
-use inca_sim::nodes::host::Host;
+use inca::bench::sim::{build, run, scenario};
 use inca_sim::scenario::{Built, Loaded};
 
-fn scenario() -> Loaded {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/two-switches-load.toml");
-    Loaded::from_file(&path, &[]).expect("benchmark scenario loads")
+// The scenario and the run are `inca bench sim`'s (crates/inca/src/bench/sim.rs).
+fn setup(loaded: &Loaded) -> Built {
+    build(loaded).expect("benchmark scenario builds")
 }
 
-fn build(loaded: &Loaded) -> Built {
-    loaded
-        .build(&AppFactory::default(), None, None)
-        .expect("benchmark scenario builds")
-}
-
-/// (events, packets delivered to the sink) of one run.
-fn run(mut built: Built) -> (u64, u64) {
-    let sink = built.sim.node_id("sink").expect("sink");
-    built.sim.run_until(built.duration, |_| {});
-    let delivered = built
-        .sim
-        .node::<Host>(sink)
-        .expect("host")
-        .stats()
-        .rx_packets;
-    (built.sim.stats().events, delivered)
+fn run_once(built: Built) -> (u64, u64) {
+    run(built).expect("benchmark scenario runs")
 }
 
 fn bench(c: &mut Criterion) {
-    let loaded = scenario();
-    let (events, packets) = run(build(&loaded));
+    let loaded = scenario(&[]).expect("benchmark scenario loads");
+    let (events, packets) = run_once(setup(&loaded));
     println!("one run: {events} events, {packets} packets end to end");
     let mut group = c.benchmark_group("simulator_two_switches");
     group.sample_size(10);
     group.throughput(Throughput::Elements(events));
     group.bench_function("events", |b| {
-        b.iter_batched(|| build(&loaded), run, BatchSize::PerIteration)
+        b.iter_batched(|| setup(&loaded), run_once, BatchSize::PerIteration)
     });
     group.throughput(Throughput::Elements(packets));
     group.bench_function("end_to_end_packets", |b| {
-        b.iter_batched(|| build(&loaded), run, BatchSize::PerIteration)
+        b.iter_batched(|| setup(&loaded), run_once, BatchSize::PerIteration)
     });
     group.finish();
 }

@@ -32,6 +32,10 @@ pub struct AppFactory {
     /// RedPlane's recorder and checker for this run, once a RedPlane
     /// device was built (checked mode only).
     redplane: RefCell<Option<RunChecker>>,
+    /// The RedPlane addresses of the RedPlane switches built so far: the
+    /// allowlist of state stores whose params give none (scenarios build
+    /// switches before servers).
+    redplane_switches: RefCell<Vec<std::net::Ipv4Addr>>,
 }
 
 impl AppFactory {
@@ -42,6 +46,7 @@ impl AppFactory {
             checked: true,
             checks: RefCell::new(Vec::new()),
             redplane: RefCell::new(None),
+            redplane_switches: RefCell::new(Vec::new()),
         }
     }
 
@@ -104,6 +109,9 @@ impl SwitchFactory for AppFactory {
         }
         let pairs: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let params = Params::parse(pairs.iter().map(String::as_str)).map_err(|e| e.to_string())?;
+        if program.starts_with("redplane_") {
+            self.note_redplane_switch(program, &params);
+        }
         match program {
             "redplane_hh" | "redplane_async_counter" => {
                 inca_redplane::snapshot::catalog::build(program, &params, &profile)
@@ -122,7 +130,14 @@ impl SwitchFactory for AppFactory {
     fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, String> {
         match kind {
             "redplane_store" => {
-                let table = with_addresses(setup, "gateway_mac");
+                let mut table = with_addresses(setup, "gateway_mac");
+                let switches = self.redplane_switches.borrow();
+                if !switches.is_empty() {
+                    let list = switches.iter().map(|ip| ip.to_string().into()).collect();
+                    table
+                        .entry("allowed_switches")
+                        .or_insert(toml::Value::Array(list));
+                }
                 let config: inca_redplane::store::config::StoreConfig = toml::Value::Table(table)
                     .try_into()
                     .map_err(|e| format!("params: {e}"))?;
@@ -144,6 +159,44 @@ impl SwitchFactory for AppFactory {
             _ => Err(format!(
                 "unknown server kind {kind:?}; the kinds are redplane_store and tea_dram"
             )),
+        }
+    }
+
+    /// Keys crafted against a switch's hash units (`tuples` workloads'
+    /// `craft`; only TEA crafts them).
+    fn craft_sources(
+        &self,
+        request: &inca_sim::nodes::attack::CraftRequest,
+    ) -> Result<Vec<std::net::SocketAddrV4>, String> {
+        if request.program.starts_with("tea_") {
+            inca_tea::attack::craft_sources(request)
+        } else {
+            Err(format!(
+                "program {:?} has no crafted keys (TEA programs do)",
+                request.program
+            ))
+        }
+    }
+}
+
+impl AppFactory {
+    /// Remembers a RedPlane switch's RedPlane address (`rp_ip`, or
+    /// `switch_ip` for the bounded-mode programs); bad params are reported
+    /// by the build itself.
+    fn note_redplane_switch(&self, program: &str, params: &Params) {
+        let ip = match program {
+            "redplane_hh" | "redplane_async_counter" => {
+                inca_redplane::snapshot::config::SnapshotConfig::from_params(params)
+                    .ok()
+                    .map(|c| c.switch_ip)
+            }
+            _ => inca_redplane::switch::RedPlaneConfig::from_params(params)
+                .ok()
+                .map(|c| c.ip.into()),
+        };
+        let mut list = self.redplane_switches.borrow_mut();
+        if let Some(ip) = ip.filter(|ip| !list.contains(ip)) {
+            list.push(ip);
         }
     }
 }

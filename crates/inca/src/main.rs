@@ -10,7 +10,10 @@
 //! - `inca testbed` builds a scenario's topology live (namespaces, veth,
 //!   node processes).
 //!
-//! Later issues add `plan` and `bench`.
+//! - `inca bench` runs the benchmarks with their baselines and prints one
+//!   table (written as JSON too).
+//!
+//! A later issue adds `plan`.
 
 mod campaign;
 mod node;
@@ -154,6 +157,29 @@ enum Command {
         /// Image format: png or svg (repeatable; default both).
         #[arg(long)]
         format: Vec<String>,
+    },
+    /// Run the benchmarks (default all) with their baselines side by side;
+    /// print one table and write it as JSON.
+    Bench {
+        /// Benchmarks to run (see `inca bench --list`).
+        names: Vec<String>,
+        /// Timed runs of each (the table shows their median).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Where to write the JSON (default target/inca-bench.json).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Smaller amounts of work (a smoke test; noisier figures).
+        #[arg(long)]
+        quick: bool,
+        /// List the benchmarks.
+        #[arg(long)]
+        list: bool,
+        /// Run N iterations of each named benchmark's measured work once,
+        /// untimed, for a profiler: valgrind --tool=callgrind
+        /// --collect-atstart=no --toggle-collect='*bench*profiled*'.
+        #[arg(long, value_name = "N")]
+        profile_iterations: Option<u64>,
     },
     /// TEA's offline experiments (no simulation): e10 BLP vs cuckoo, e11
     /// range rules, e12 cost calculator; a CSV and a plot into --out.
@@ -307,6 +333,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Bench {
+            names,
+            runs,
+            json,
+            quick,
+            list,
+            profile_iterations,
+        } => match bench_cmd(names, runs, json, quick, list, profile_iterations) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("inca bench: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
         Command::TeaOffline {
             experiment,
             capacity,
@@ -335,6 +375,44 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `inca bench`: the table on stdout, progress on stderr, JSON to a file.
+fn bench_cmd(
+    names: Vec<String>,
+    runs: usize,
+    json: Option<PathBuf>,
+    quick: bool,
+    list: bool,
+    profile_iterations: Option<u64>,
+) -> anyhow::Result<()> {
+    use inca::bench;
+    if list {
+        for b in bench::all() {
+            println!("{:14} {} ({})", b.name, b.what, b.unit);
+        }
+        return Ok(());
+    }
+    if let Some(n) = profile_iterations {
+        for line in bench::profile(&names, n)? {
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    let opts = bench::Options { names, runs, quick };
+    let report = bench::run(&opts, |name| eprintln!("inca bench: {name}..."))?;
+    print!("{}", report.render());
+    let path = json.unwrap_or_else(|| PathBuf::from("target/inca-bench.json"));
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    println!("wrote {}", path.display());
+    if report.rows.iter().any(|r| r.status.starts_with("failed")) {
+        anyhow::bail!("a benchmark failed (see its row)");
+    }
+    Ok(())
 }
 
 fn load_profile(profile: &str, profile_set: &[String]) -> anyhow::Result<Profile> {

@@ -1,25 +1,58 @@
-//! Chain membership (specs/redplane.md §5.7 "Node failure"). The "store
-//! configuration master" is modelled as logic replicated in every node
-//! [our choice]: each node knows the static chain order, hears a heartbeat
-//! from every member every `heartbeat_interval`, and removes a member it has
-//! not heard from for `misses` intervals. Removal is sticky and spreads:
-//! heartbeats carry the sender's removed-member bitmap, which receivers
-//! OR into their own, so every live node converges on the same view and
-//! computes the same head and tail. A node that finds itself removed (or
-//! restarted without its state) leaves the chain: it serves nothing until a
-//! rejoin, which is not modelled.
+//! Chain membership (specs/redplane.md §5.7 "Node failure", and replica
+//! rejoin). The "store configuration master" is modelled as logic
+//! replicated in every node [our choice]: each node knows the static member
+//! list, hears a heartbeat from every member every `heartbeat_interval`, and
+//! removes a member it has not heard from for `misses` intervals.
+//!
+//! The view is a grow-only map, merged by maximum, so every live node
+//! converges on the same view and computes the same head and tail: per
+//! static member an [`Entry`] `(epoch, stamp)`. An even epoch means "in the
+//! chain", an odd one "out"; removal moves an even epoch to the next odd one,
+//! a rejoin moves an odd epoch to the next even one. Entries merge by
+//! lexicographic maximum, so a removal or a rejoin, once seen, is never
+//! undone by an older view. The live chain is the members with even epochs
+//! ordered by `(stamp, position)`: original members have stamp 0, and a
+//! member that rejoins gets the view version of its admission as its stamp,
+//! which is larger than every earlier stamp, so it joins as the new tail
+//! (classic chain replication). The view version is the sum of the epochs:
+//! it grows with every change and is equal on nodes with equal views.
+//!
+//! A node that restarted has lost its view as well as its state; until a
+//! heartbeat tells it that the others count it as out ([`Membership::learning`]),
+//! it is not in the chain whatever its own entry says, and its heartbeats
+//! carry the "restarted" flag, which makes receivers remove it.
 
 use std::net::Ipv4Addr;
 
 use inca_switch::device::Nanos;
+
+/// One member's place in the view: `epoch` even = in the chain.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Entry {
+    /// Even: in the chain; odd: out. Only grows.
+    pub epoch: u32,
+    /// Order among live members (0 for original members).
+    pub stamp: u32,
+}
+
+impl Entry {
+    /// Whether the member is in the chain.
+    pub fn live(self) -> bool {
+        self.epoch.is_multiple_of(2)
+    }
+}
+
+/// Bytes one [`Entry`] takes in a heartbeat's view extension.
+pub const ENTRY_LEN: usize = 8;
 
 /// One node's view of its chain.
 #[derive(Debug, Clone)]
 pub struct Membership {
     members: Vec<Ipv4Addr>,
     me: usize,
-    removed: u32,
+    entries: Vec<Entry>,
     last_heard: Vec<Nanos>,
+    learning: bool,
 }
 
 impl Membership {
@@ -31,80 +64,145 @@ impl Membership {
         Membership {
             members,
             me: idx,
-            removed: 0,
+            entries: vec![Entry::default(); n],
             last_heard: vec![now; n],
+            learning: false,
         }
     }
 
-    /// The removed-member bitmap.
+    /// The same after a restart: the view is unknown and this node is out
+    /// until it has learned the others' view and rejoined.
+    pub fn restarted(members: Vec<Ipv4Addr>, me: Ipv4Addr, now: Nanos) -> Self {
+        Membership {
+            learning: true,
+            ..Membership::new(members, me, now)
+        }
+    }
+
+    /// Whether this node restarted and has not yet heard that it is out.
+    pub fn learning(&self) -> bool {
+        self.learning
+    }
+
+    /// The removed-member bitmap (bit i: static member i is out).
     pub fn removed(&self) -> u32 {
-        self.removed
+        let mut r = 0u32;
+        for (i, e) in self.entries.iter().enumerate().take(32) {
+            if !e.live() || (i == self.me && self.learning) {
+                r |= 1 << i;
+            }
+        }
+        r
     }
 
-    /// How many membership changes this view has seen (the same number on
-    /// every node with the same view).
+    /// The view version: grows with every change, equal for equal views.
     pub fn version(&self) -> u32 {
-        self.removed.count_ones()
-    }
-
-    /// Whether this node is still in the chain.
-    pub fn in_chain(&self) -> bool {
-        self.removed & (1 << self.me) == 0
-    }
-
-    /// Takes this node out of the chain (it restarted without its state).
-    pub fn leave(&mut self) {
-        self.removed |= 1 << self.me;
-    }
-
-    fn alive(&self) -> impl Iterator<Item = (usize, Ipv4Addr)> + '_ {
-        self.members
+        self.entries
             .iter()
-            .copied()
-            .enumerate()
-            .filter(|(i, _)| self.removed & (1 << i) == 0)
+            .fold(0u32, |a, e| a.wrapping_add(e.epoch))
+    }
+
+    /// Every member's entry, in static order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Whether this node is in the chain.
+    pub fn in_chain(&self) -> bool {
+        !self.learning && self.entries[self.me].live()
+    }
+
+    /// Whether static member `ip` is in the chain in this view.
+    pub fn is_live(&self, ip: Ipv4Addr) -> bool {
+        self.index(ip)
+            .is_some_and(|i| self.entries[i].live() && !(i == self.me && self.learning))
+    }
+
+    fn index(&self, ip: Ipv4Addr) -> Option<usize> {
+        self.members.iter().position(|&m| m == ip)
+    }
+
+    /// Takes this node out of the chain (it lost its state, or gave up a
+    /// state transfer). Returns whether the view changed.
+    pub fn leave(&mut self) -> bool {
+        let me = self.me;
+        self.remove(me)
+    }
+
+    fn remove(&mut self, i: usize) -> bool {
+        let e = &mut self.entries[i];
+        if e.live() {
+            e.epoch = e.epoch.wrapping_add(1);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Admits `ip` (out in this view) as the new tail. Returns whether it
+    /// was admitted.
+    pub fn admit(&mut self, ip: Ipv4Addr) -> bool {
+        let Some(i) = self.index(ip) else {
+            return false;
+        };
+        if i == self.me || self.entries[i].live() {
+            return false;
+        }
+        self.entries[i].epoch = self.entries[i].epoch.wrapping_add(1);
+        self.entries[i].stamp = self.version();
+        true
+    }
+
+    fn order(&self) -> Vec<usize> {
+        let mut live: Vec<usize> = (0..self.members.len())
+            .filter(|&i| self.entries[i].live() && !(i == self.me && self.learning))
+            .collect();
+        live.sort_by_key(|&i| (self.entries[i].stamp, i));
+        live
     }
 
     /// The live chain, head first.
     pub fn chain(&self) -> Vec<Ipv4Addr> {
-        self.alive().map(|(_, a)| a).collect()
+        self.order().into_iter().map(|i| self.members[i]).collect()
     }
 
     /// The current head.
     pub fn head(&self) -> Option<Ipv4Addr> {
-        self.alive().next().map(|(_, a)| a)
-    }
-
-    /// This node's successor, if it is in the chain and not the tail.
-    pub fn successor(&self) -> Option<Ipv4Addr> {
-        if !self.in_chain() {
-            return None;
-        }
-        self.alive().find(|&(i, _)| i > self.me).map(|(_, a)| a)
-    }
-
-    /// This node's predecessor, if it is in the chain and not the head.
-    pub fn predecessor(&self) -> Option<Ipv4Addr> {
-        if !self.in_chain() {
-            return None;
-        }
-        self.alive()
-            .filter(|&(i, _)| i < self.me)
-            .last()
-            .map(|(_, a)| a)
-    }
-
-    /// Every live member before this node (they keep logs to trim).
-    pub fn predecessors(&self) -> Vec<Ipv4Addr> {
-        self.alive()
-            .filter(|&(i, _)| i < self.me)
-            .map(|(_, a)| a)
-            .collect()
+        self.order().first().map(|&i| self.members[i])
     }
 
     /// The current tail.
     pub fn tail(&self) -> Option<Ipv4Addr> {
-        self.alive().last().map(|(_, a)| a)
+        self.order().last().map(|&i| self.members[i])
+    }
+
+    fn my_position(&self) -> Option<(Vec<usize>, usize)> {
+        if !self.in_chain() {
+            return None;
+        }
+        let order = self.order();
+        let pos = order.iter().position(|&i| i == self.me)?;
+        Some((order, pos))
+    }
+
+    /// This node's successor, if it is in the chain and not the tail.
+    pub fn successor(&self) -> Option<Ipv4Addr> {
+        let (order, pos) = self.my_position()?;
+        order.get(pos + 1).map(|&i| self.members[i])
+    }
+
+    /// This node's predecessor, if it is in the chain and not the head.
+    pub fn predecessor(&self) -> Option<Ipv4Addr> {
+        let (order, pos) = self.my_position()?;
+        pos.checked_sub(1).map(|p| self.members[order[p]])
+    }
+
+    /// Every live member before this node (they keep logs to trim).
+    pub fn predecessors(&self) -> Vec<Ipv4Addr> {
+        match self.my_position() {
+            Some((order, pos)) => order[..pos].iter().map(|&i| self.members[i]).collect(),
+            None => Vec::new(),
+        }
     }
 
     /// Whether `ip` is in the static chain.
@@ -112,7 +210,7 @@ impl Membership {
         self.members.contains(&ip)
     }
 
-    /// Every other member (heartbeat destinations), in chain order.
+    /// Every other member (heartbeat destinations), in static order.
     pub fn others(&self) -> Vec<Ipv4Addr> {
         self.members
             .iter()
@@ -122,47 +220,99 @@ impl Membership {
             .collect()
     }
 
-    /// A heartbeat from `from` with its removed bitmap and restart flag.
-    /// Returns whether the view changed.
+    /// The view extension of a heartbeat: every entry, epoch then stamp,
+    /// big-endian, in static order.
+    pub fn encode_entries(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(self.entries.len() * ENTRY_LEN);
+        for e in &self.entries {
+            b.extend_from_slice(&e.epoch.to_be_bytes());
+            b.extend_from_slice(&e.stamp.to_be_bytes());
+        }
+        b
+    }
+
+    /// Parses a view extension for this chain (`None` if it has the wrong
+    /// length).
+    pub fn decode_entries(&self, b: &[u8]) -> Option<Vec<Entry>> {
+        if b.len() != self.members.len() * ENTRY_LEN {
+            return None;
+        }
+        Some(
+            b.chunks_exact(ENTRY_LEN)
+                .map(|c| Entry {
+                    epoch: u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
+                    stamp: u32::from_be_bytes([c[4], c[5], c[6], c[7]]),
+                })
+                .collect(),
+        )
+    }
+
+    /// A heartbeat from `from`: its removed bitmap, its restart flag and, if
+    /// it sent one, its full view. Returns whether the view changed.
     pub fn on_heartbeat(
         &mut self,
         now: Nanos,
         from: Ipv4Addr,
         removed: u32,
         restarted: bool,
+        view: Option<&[Entry]>,
     ) -> bool {
-        let Some(i) = self.members.iter().position(|&m| m == from) else {
+        let Some(f) = self.index(from) else {
             return false;
         };
-        let before = self.removed;
-        self.last_heard[i] = now;
-        let mask = if self.members.len() >= 32 {
-            u32::MAX
-        } else {
-            (1u32 << self.members.len()) - 1
-        };
-        self.removed |= removed & mask;
+        self.last_heard[f] = now;
+        let before = (self.entries.clone(), self.learning);
+        match view {
+            Some(v) if v.len() == self.entries.len() => {
+                for (i, e) in v.iter().enumerate() {
+                    // A restarted sender does not know its own entry.
+                    if i == f && restarted {
+                        continue;
+                    }
+                    self.entries[i] = self.entries[i].max(*e);
+                }
+            }
+            _ => {
+                // A heartbeat without a view: only its removals are known.
+                for i in 0..self.members.len().min(32) {
+                    if removed & (1 << i) != 0 {
+                        self.remove(i);
+                    }
+                }
+            }
+        }
         if restarted {
             // It lost its state: it must not be counted as a replica.
-            self.removed |= 1 << i;
+            self.remove(f);
         }
-        self.removed != before
+        if self.learning && !self.entries[self.me].live() {
+            // The others count this node as out: its view is current enough
+            // to ask for a rejoin.
+            self.learning = false;
+        }
+        (self.entries.clone(), self.learning) != before
     }
 
     /// Removes members not heard from for `misses × interval`. Returns
     /// whether the view changed.
     pub fn tick(&mut self, now: Nanos, interval: Nanos, misses: u32) -> bool {
-        let before = self.removed;
         if !self.in_chain() {
             return false;
         }
         let limit = interval.saturating_mul(u64::from(misses));
+        let mut changed = false;
         for i in 0..self.members.len() {
             if i != self.me && now.saturating_sub(self.last_heard[i]) > limit {
-                self.removed |= 1 << i;
+                changed |= self.remove(i);
             }
         }
-        self.removed != before
+        changed
+    }
+
+    /// Whether `ip` was heard from within `limit` of `now`.
+    pub fn heard_within(&self, ip: Ipv4Addr, now: Nanos, limit: Nanos) -> bool {
+        self.index(ip)
+            .is_some_and(|i| now.saturating_sub(self.last_heard[i]) <= limit)
     }
 }
 
@@ -180,7 +330,7 @@ mod tests {
         assert_eq!(m.head(), Some(ip(1)));
         assert_eq!(m.successor(), Some(ip(3)));
         assert_eq!(m.predecessor(), Some(ip(1)));
-        m.on_heartbeat(25, ip(3), 0, false);
+        m.on_heartbeat(25, ip(3), 0, false, None);
         assert!(!m.tick(30, 10, 3));
         assert!(m.tick(31, 10, 3)); // ip(1) not heard for > 30
         assert_eq!(m.head(), Some(ip(2)));
@@ -188,9 +338,50 @@ mod tests {
         assert_eq!(m.version(), 1);
         // A restarted member is removed at once, and removals spread.
         let mut n = Membership::new(vec![ip(1), ip(2), ip(3)], ip(3), 0);
-        assert!(n.on_heartbeat(5, ip(2), 0b001, false));
+        assert!(n.on_heartbeat(5, ip(2), 0b001, false, None));
         assert_eq!(n.head(), Some(ip(2)));
-        assert!(n.on_heartbeat(6, ip(2), 0b001, true));
+        assert!(n.on_heartbeat(6, ip(2), 0b001, true, None));
         assert_eq!(n.chain(), vec![ip(3)]);
+    }
+
+    #[test]
+    fn a_rejoined_member_is_the_new_tail_and_views_converge() {
+        let chain = vec![ip(1), ip(2), ip(3)];
+        let mut a = Membership::new(chain.clone(), ip(1), 0);
+        let mut c = Membership::new(chain.clone(), ip(3), 0);
+        // ip(2) restarts: it knows nothing and is out until told so.
+        let mut b = Membership::restarted(chain.clone(), ip(2), 0);
+        assert!(!b.in_chain() && b.learning());
+        assert!(c.on_heartbeat(1, ip(2), b.removed(), true, Some(b.entries())));
+        assert_eq!(c.chain(), vec![ip(1), ip(3)]);
+        let cv = c.entries().to_vec();
+        assert!(b.on_heartbeat(2, ip(3), c.removed(), false, Some(&cv)));
+        assert!(!b.learning() && !b.in_chain());
+        assert_eq!(b.tail(), Some(ip(3)));
+        // The tail admits it behind itself.
+        assert!(c.admit(ip(2)));
+        assert!(!c.admit(ip(2)), "admitted twice");
+        assert_eq!(c.chain(), vec![ip(1), ip(3), ip(2)]);
+        assert_eq!(c.successor(), Some(ip(2)));
+        let cv = c.entries().to_vec();
+        assert!(a.on_heartbeat(3, ip(3), c.removed(), false, Some(&cv)));
+        assert!(b.on_heartbeat(3, ip(3), c.removed(), false, Some(&cv)));
+        assert_eq!(a.chain(), c.chain());
+        assert_eq!(b.chain(), c.chain());
+        assert_eq!(b.predecessor(), Some(ip(3)));
+        assert_eq!((a.version(), b.version()), (c.version(), c.version()));
+        // An older view (ip(2) out) does not undo the rejoin.
+        let stale = vec![
+            Entry::default(),
+            Entry { epoch: 1, stamp: 0 },
+            Entry::default(),
+        ];
+        assert!(!a.on_heartbeat(4, ip(1), 0b010, false, Some(&stale)));
+        assert_eq!(a.chain(), vec![ip(1), ip(3), ip(2)]);
+        // The head dies: the rejoined member stays the tail.
+        c.on_heartbeat(99, ip(2), 0, false, Some(b.entries()));
+        assert!(c.tick(100, 10, 3));
+        assert_eq!(c.chain(), vec![ip(3), ip(2)]);
+        assert_eq!(c.predecessor(), None);
     }
 }

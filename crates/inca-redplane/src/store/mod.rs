@@ -38,9 +38,24 @@
 //!   take over as head or tail with exactly the committed prefix known.
 //! - A request reaching a live chain member that is not the head is answered
 //!   with a HEAD_ANNOUNCE naming the head, and dropped.
-//! - A replica that restarts (state lost) leaves the chain for good; rejoin
-//!   with a state transfer is not modelled. A server without a chain just
+//! - A replica that restarts (state lost), or finds itself removed from
+//!   the view while alive, drops its state and rejoins as the new tail
+//!   (chain recovery, §5.7): once the others count it as out, it sends JOIN
+//!   (UDP 9000 → 9000: type 0x16 | view version 4) to the tail of its view
+//!   every heartbeat; the tail admits it behind itself (see [`membership`])
+//!   and copies every worker's state to it (`worker/sync.rs`). Until the
+//!   copy is installed the joiner commits nothing, so the chain's commits
+//!   pause for the length of the transfer; a joiner whose source leaves the
+//!   chain, or whose transfer stalls for `heartbeat_misses` heartbeats,
+//!   leaves and asks again. A chain whose members all lost their state does
+//!   not re-form (its data is gone; serving empty records would silently
+//!   hand out fresh state for live flows). A server without a chain just
 //!   restarts empty.
+//! - Requests from a source not in `allowed_switches` (when the list is
+//!   non-empty) are dropped without an answer and counted
+//!   (`from_unknown_switch`): answering would make the store a reflector.
+//!   An empty list admits any source, for stand-alone use; scenarios get
+//!   their RedPlane switches' addresses filled in by the scenario factory.
 //! - Snapshot entries from a switch that does not own the partition's lease
 //!   are rejected (LEASE_REJECT), never staged. A LEASE_NEW on a partition
 //!   is answered with one SNAPSHOT_RESTORE per entry, the last carrying the
@@ -72,6 +87,10 @@ pub use membership::Membership;
 pub use observer::{CommitEvent, GrantEvent, GrantKind, StoreObserver};
 pub use stats::Stats;
 pub use worker::{Env, Record, Worker};
+
+/// JOIN: a member out of its chain asks the tail to admit it (UDP 9000 →
+/// 9000): type 1 | the sender's view version 4.
+pub const JOIN_TYPE: u8 = 0x16;
 
 const TOKEN_TX: u64 = 1;
 const TOKEN_HEARTBEAT: u64 = 2;
@@ -108,6 +127,13 @@ pub struct StoreServer {
     armed: BTreeMap<u64, Nanos>,
     forced: Vec<(u64, Nanos)>,
     seen_switches: BTreeSet<Ipv4Addr>,
+    /// When this node last left its chain (JOINs wait a heartbeat after it,
+    /// so heartbeats it sent before are no longer in flight).
+    out_since: Nanos,
+    /// While a state transfer is being received: the member sending it.
+    join_source: Option<Ipv4Addr>,
+    /// When the transfer last made progress.
+    sync_progress: Nanos,
 }
 
 impl StoreServer {
@@ -135,6 +161,9 @@ impl StoreServer {
             armed: BTreeMap::new(),
             forced: Vec::new(),
             seen_switches: BTreeSet::new(),
+            out_since: 0,
+            join_source: None,
+            sync_progress: 0,
         };
         s.boot(0);
         Ok(s)
@@ -182,13 +211,19 @@ impl StoreServer {
 
     fn boot(&mut self, now: Nanos) {
         if self.cfg.replicated() {
-            let mut m = Membership::new(self.cfg.chain.clone(), self.cfg.ip, now);
-            if self.restarted {
-                // It lost its state: it cannot serve as a replica any more.
-                m.leave();
-            }
+            let m = if self.restarted {
+                // It lost its state (and its view): out until it rejoins.
+                for w in &mut self.workers {
+                    w.await_sync();
+                }
+                self.out_since = now;
+                Membership::restarted(self.cfg.chain.clone(), self.cfg.ip, now)
+            } else {
+                Membership::new(self.cfg.chain.clone(), self.cfg.ip, now)
+            };
             self.membership = Some(m);
         }
+        self.join_source = None;
         self.role = self.compute_role();
     }
 
@@ -288,13 +323,20 @@ impl StoreServer {
             };
             self.on_request(now, usize::from(i), &info);
         } else if port == rp::NODE_CONTROL_PORT {
-            self.on_heartbeat(now, &info);
+            match info.payload.first().copied() {
+                Some(JOIN_TYPE) => self.on_join(now, &info),
+                _ => self.on_heartbeat(now, &info),
+            }
         } else if let Some(w) = rp::worker_of_port(port.wrapping_sub(rp::CHAIN_PORT_OFFSET)) {
             let Some(i) = self.by_number[usize::from(w)] else {
                 self.stats.unknown_port += 1;
                 return;
             };
-            self.on_chain(now, usize::from(i), &info);
+            match info.payload.first().copied() {
+                Some(worker::SYNC_TYPE) => self.on_sync(now, usize::from(i), &info),
+                Some(worker::SYNC_ACK_TYPE) => self.on_sync_ack(now, usize::from(i), &info),
+                _ => self.on_chain(now, usize::from(i), &info),
+            }
         } else {
             self.stats.unknown_port += 1;
         }
@@ -303,7 +345,7 @@ impl StoreServer {
     fn on_request(&mut self, now: Nanos, i: usize, info: &rp::UdpFrameInfo<'_>) {
         let from = info.src_ip;
         if !self.cfg.allowed_switches.is_empty() && !self.cfg.allowed_switches.contains(&from) {
-            self.stats.not_allowed += 1;
+            self.stats.from_unknown_switch += 1;
             return;
         }
         if info.src_port != rp::SWITCH_PORT {
@@ -396,8 +438,44 @@ impl StoreServer {
             self.stats.not_member += 1;
             return;
         }
-        if m.on_heartbeat(now, info.src_ip, hb.removed(), hb.flags() & 1 != 0) {
+        // The sender's whole view follows the fixed header [our choice];
+        // a heartbeat without it carries only its removals.
+        let ext = &info.payload[rp::HEARTBEAT_LEN..];
+        let view = if ext.is_empty() {
+            None
+        } else {
+            let Some(v) = m.decode_entries(ext) else {
+                self.stats.malformed += 1;
+                return;
+            };
+            Some(v)
+        };
+        if m.on_heartbeat(
+            now,
+            info.src_ip,
+            hb.removed(),
+            hb.flags() & 1 != 0,
+            view.as_deref(),
+        ) {
             self.view_changed(now);
+        }
+    }
+
+    /// Sends this node's view to every other member.
+    fn send_heartbeats(&mut self, now: Nanos) {
+        let Some(m) = &self.membership else {
+            return;
+        };
+        let mut hb = HeartbeatRepr {
+            config_version: m.version(),
+            removed: m.removed(),
+            flags: u8::from(m.learning()),
+        }
+        .to_vec();
+        hb.extend_from_slice(&m.encode_entries());
+        for o in m.others() {
+            self.send_now(now, o, rp::NODE_CONTROL_PORT, rp::NODE_CONTROL_PORT, &hb);
+            self.stats.heartbeats_sent += 1;
         }
     }
 
@@ -406,21 +484,115 @@ impl StoreServer {
             return;
         };
         let changed = m.tick(now, self.cfg.heartbeat_interval, self.cfg.heartbeat_misses);
-        let hb = HeartbeatRepr {
-            config_version: m.version(),
-            removed: m.removed(),
-            flags: u8::from(self.restarted),
-        }
-        .to_vec();
-        let others = m.others();
-        for o in others {
-            self.send_now(now, o, rp::NODE_CONTROL_PORT, rp::NODE_CONTROL_PORT, &hb);
-            self.stats.heartbeats_sent += 1;
-        }
+        self.send_heartbeats(now);
         if changed {
             self.view_changed(now);
         }
+        self.rejoin_step(now);
         self.scratch_timer(TOKEN_HEARTBEAT, now + self.cfg.heartbeat_interval);
+    }
+
+    /// Once per heartbeat: a node out of its chain asks the tail to admit
+    /// it; a joiner whose transfer stalled gives up (and asks again later).
+    fn rejoin_step(&mut self, now: Nanos) {
+        let interval = self.cfg.heartbeat_interval;
+        let stall = interval.saturating_mul(u64::from(self.cfg.heartbeat_misses));
+        let Some(m) = &mut self.membership else {
+            return;
+        };
+        if m.in_chain() {
+            if self.join_source.is_some() && now > self.sync_progress + stall {
+                self.stats.syncs_abandoned += 1;
+                m.leave();
+                self.view_changed(now);
+            }
+            return;
+        }
+        if m.learning() || now < self.out_since + interval {
+            return;
+        }
+        let Some(tail) = m.tail() else {
+            // Nobody is left to copy the state from.
+            return;
+        };
+        let mut b = vec![JOIN_TYPE];
+        b.extend_from_slice(&m.version().to_be_bytes());
+        self.send_now(now, tail, rp::NODE_CONTROL_PORT, rp::NODE_CONTROL_PORT, &b);
+        self.stats.join_requests += 1;
+    }
+
+    /// JOIN from a member out of the chain: the tail admits it behind itself
+    /// and starts copying its state, if it is not copying to another one.
+    fn on_join(&mut self, now: Nanos, info: &rp::UdpFrameInfo<'_>) {
+        let from = info.src_ip;
+        if info.payload.len() < 5 {
+            self.stats.malformed += 1;
+            return;
+        }
+        let Some(m) = &mut self.membership else {
+            self.stats.not_member += 1;
+            return;
+        };
+        if !m.is_member(from) || from == self.cfg.ip {
+            self.stats.not_member += 1;
+            return;
+        }
+        let busy = self.join_source.is_some()
+            || self.workers.iter().any(|w| w.syncing() || w.sending_sync());
+        if !self.role.in_chain || !self.role.is_tail || busy || m.is_live(from) {
+            return;
+        }
+        if !m.admit(from) {
+            return;
+        }
+        self.stats.joins_admitted += 1;
+        self.view_changed(now);
+        if self.role.successor != Some(from) {
+            return;
+        }
+        // Spread the new view at once, ahead of the copy: the head must
+        // take acks from the new tail, which must know where its copy
+        // comes from before the first chunk arrives.
+        self.send_heartbeats(now);
+        for i in 0..self.workers.len() {
+            self.with_worker(i, now, now, |w, env| w.start_sync_out(env, from));
+        }
+    }
+
+    /// A SYNC chunk from the member copying its state to this joiner.
+    fn on_sync(&mut self, now: Nanos, i: usize, info: &rp::UdpFrameInfo<'_>) {
+        let from = info.src_ip;
+        // While a copy is received its source is the predecessor (else the
+        // join was abandoned); a late resend of an installed copy is
+        // answered by the worker.
+        if !self.role.in_chain || Some(from) != self.role.predecessor {
+            self.stats.not_member += 1;
+            return;
+        }
+        let Some(done) = self.admit(i, now) else {
+            return;
+        };
+        let is_tail = self.role.is_tail;
+        let payload = info.payload;
+        self.with_worker(i, now, done, |w, env| {
+            w.sync_chunk(env, from, payload, is_tail)
+        });
+        self.sync_progress = now;
+        if self.join_source.is_some() && self.workers.iter().all(|w| !w.syncing()) {
+            self.join_source = None;
+            self.stats.rejoins += 1;
+        }
+    }
+
+    /// SYNC_ACK from the joiner this node is copying to.
+    fn on_sync_ack(&mut self, now: Nanos, i: usize, info: &rp::UdpFrameInfo<'_>) {
+        let from = info.src_ip;
+        if !self.role.in_chain || Some(from) != self.role.successor {
+            self.stats.not_member += 1;
+            return;
+        }
+        let payload = info.payload;
+        self.with_worker(i, now, now, |w, env| w.sync_ack(env, from, payload));
     }
 
     /// Applies a membership change: new head, new tail, new successor.
@@ -429,10 +601,38 @@ impl StoreServer {
         let role = self.compute_role();
         let old = std::mem::replace(&mut self.role, role);
         let new = self.role.clone();
+        let n = self.workers.len();
         if !new.in_chain {
+            if old.in_chain || self.join_source.is_some() {
+                // Removed while alive (or gave up a transfer): its state may
+                // miss updates, so it is dropped and copied again on rejoin.
+                for w in &mut self.workers {
+                    w.await_sync();
+                }
+                self.stats.left_chain += 1;
+                self.out_since = now;
+                self.join_source = None;
+            }
             return;
         }
-        let n = self.workers.len();
+        if !old.in_chain {
+            // Just admitted: the predecessor copies the state to it.
+            self.join_source = new.predecessor;
+            self.sync_progress = now;
+            if new.predecessor.is_none() {
+                self.abandon_join(now);
+                return;
+            }
+        } else if self.join_source.is_some() && new.predecessor != self.join_source {
+            // The copy's source left: nobody will finish it.
+            self.abandon_join(now);
+            return;
+        }
+        if new.successor != old.successor {
+            for w in &mut self.workers {
+                w.cancel_sync_out();
+            }
+        }
         if new.is_head && !old.is_head {
             self.stats.became_head += 1;
             for i in 0..n {
@@ -450,6 +650,16 @@ impl StoreServer {
                 self.with_worker(i, now, now, |w, env| w.became_tail(env, is_head));
             }
         }
+    }
+
+    fn abandon_join(&mut self, now: Nanos) {
+        self.stats.syncs_abandoned += 1;
+        if let Some(m) = &mut self.membership {
+            m.leave();
+        }
+        self.view_changed(now);
+        // Tell the others at once, so they stop waiting for this node.
+        self.send_heartbeats(now);
     }
 
     /// HEAD_ANNOUNCE to every configured and every seen switch.
@@ -587,8 +797,8 @@ impl Device for StoreServer {
         self.armed.clear();
         self.forced.clear();
         self.seen_switches.clear();
-        // A replica that lost its state must not rejoin as if it had it; a
-        // lone server just starts empty.
+        // A replica that lost its state must not rejoin as if it had it (it
+        // rejoins with a copy); a lone server just starts empty.
         self.restarted = self.cfg.replicated();
         self.start(now, out);
     }
@@ -610,6 +820,10 @@ impl Node for StoreServer {
             .insert("is_head".into(), u64::from(self.role.is_head));
         r.counters
             .insert("chain_length".into(), self.chain_view().len() as u64);
+        r.counters.insert(
+            "in_chain".into(),
+            u64::from(self.role.in_chain && self.join_source.is_none()),
+        );
         for w in &self.workers {
             let (a, c) = w.update_ids();
             r.counters

@@ -65,12 +65,34 @@ pub struct GrantEvent<'a> {
     pub time: Nanos,
 }
 
+/// The head's lease record of a key changed: a grant, a join, or an
+/// accepted request that extended it, or this node became head (reported
+/// once per owned record). Reported at once, not at commit: this is the
+/// head's view that a switch's lease must nest in (spec §6.2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseEvent<'a> {
+    /// The reporting (head) node.
+    pub node: Ipv4Addr,
+    /// Worker number.
+    pub worker: u16,
+    /// The lease key.
+    pub key: &'a [u8],
+    /// The owner (`None`: no owner).
+    pub owner: Option<Ipv4Addr>,
+    /// Lease expiry, local time.
+    pub expiry: Nanos,
+    /// When.
+    pub time: Nanos,
+}
+
 /// Receives store events. All methods have empty defaults.
 pub trait StoreObserver {
     /// A mutation committed.
     fn committed(&mut self, _event: &CommitEvent<'_>) {}
     /// A lease grant committed.
     fn lease_granted(&mut self, _event: &GrantEvent<'_>) {}
+    /// The head's lease record of a key changed (see [`LeaseEvent`]).
+    fn lease_changed(&mut self, _event: &LeaseEvent<'_>) {}
     /// A snapshot epoch of a partition (identified by its lease key) committed.
     fn snapshot_committed(&mut self, _worker: u16, _partition: &[u8], _epoch: u16, _time: Nanos) {}
 }

@@ -31,8 +31,8 @@ stats! {
     unknown_port,
     /// Frames addressed to another IP.
     not_for_me,
-    /// Requests from an address not configured as a switch.
-    not_allowed,
+    /// Requests from an address not in `allowed_switches` (dropped, no answer).
+    from_unknown_switch,
     /// Chain traffic from outside the chain.
     not_member,
     /// Requests at a node that is not the head (answered with HEAD_ANNOUNCE).
@@ -120,6 +120,27 @@ stats! {
     became_head,
     /// HEAD_ANNOUNCEs sent to switches.
     announces_sent,
+    /// Times this node left its chain while alive (removed, or a failed
+    /// transfer) and dropped its state.
+    left_chain,
+    /// JOINs sent (once per heartbeat while out of the chain).
+    join_requests,
+    /// Joiners this node admitted as the new tail.
+    joins_admitted,
+    /// Times this node completed a rejoin (every worker's copy installed).
+    rejoins,
+    /// Transfers abandoned by this joiner (source left, or stalled).
+    syncs_abandoned,
+    /// SYNC chunks sent (first sends).
+    sync_chunks_sent,
+    /// SYNC chunks resent (go-back-N).
+    sync_chunks_resent,
+    /// SYNC chunks accepted in order.
+    sync_chunks_received,
+    /// Worker copies installed here.
+    syncs_completed,
+    /// Worker copies fully acknowledged by their joiner.
+    syncs_sent,
     /// §6.2.4 violations seen locally ((fence, last_seq) decreased, or the
     /// value changed without last_seq increasing). Must stay 0.
     invariant_violations,

@@ -19,23 +19,22 @@ use inca_wire::MacAddr;
 
 use super::apps::StoreApp;
 use super::config::WorkerConfig;
-use super::observer::{CommitEvent, GrantEvent, GrantKind, StoreObserver};
+use super::observer::{CommitEvent, GrantEvent, GrantKind, LeaseEvent, StoreObserver};
 use super::stats::Stats;
 
 mod replication;
 mod snapshot;
+mod sync;
 
 use replication::{LogEntry, LogKind};
 use snapshot::Partition;
+use sync::{SyncIn, SyncOut};
+pub use sync::{SYNC_ACK_TYPE, SYNC_TYPE, SYNC_WINDOW};
 
 /// Deferred LEASE_NEW requests per key (§3.4).
 pub const MAX_DEFERRED: usize = 32;
 /// Held BUF_READs per key (§3.4).
 pub const MAX_HELD: usize = 64;
-/// A repeated LEASE_NEW from the owner within this long of its grant joins
-/// the grant (see `lease_new`) [our choice]. The switch's boot quiet period
-/// (`crate::switch::config::BOOT_QUIET`) must not be shorter.
-pub const GRANT_JOIN_WINDOW: Nanos = 1_000_000;
 /// Chain updates a replica keeps ahead of a gap [our choice].
 pub const MAX_EARLY: usize = 4096;
 /// Snapshot epochs staged per partition at once [our choice].
@@ -166,6 +165,12 @@ pub struct Worker {
     wakeups: BTreeSet<(Nanos, Vec<u8>)>,
     /// Time the worker's CPU is busy until.
     pub busy_until: Nanos,
+    /// A state transfer this worker is waiting for or receiving (rejoin).
+    sync_in: Option<SyncIn>,
+    /// A state transfer this worker is sending to a joiner.
+    sync_out: Option<SyncOut>,
+    /// The session of the last transfer installed here.
+    synced_session: Option<u32>,
 }
 
 impl Worker {
@@ -190,6 +195,9 @@ impl Worker {
             pending: BTreeMap::new(),
             wakeups: BTreeSet::new(),
             busy_until: 0,
+            sync_in: None,
+            sync_out: None,
+            synced_session: None,
         }
     }
 
@@ -240,14 +248,13 @@ impl Worker {
         v
     }
 
-    /// When this worker next needs a timer: a key wakeup or a chain resend.
+    /// When this worker next needs a timer: a key wakeup, a chain resend or
+    /// a state-transfer resend.
     pub fn next_deadline(&self, chain_rto: Nanos, is_head: bool) -> Option<Nanos> {
         let w = self.wakeups.first().map(|(t, _)| *t);
         let c = (is_head && !self.log.is_empty()).then(|| self.log_sent_at + chain_rto);
-        match (w, c) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let s = self.sync_deadline(chain_rto);
+        [w, c, s].into_iter().flatten().min()
     }
 
     fn reply(
@@ -297,26 +304,72 @@ impl Worker {
             env.stats.malformed += 1;
             return;
         };
+        // The head's lease record before, for the observer (§6.2.1).
+        let watched = env
+            .observer
+            .is_some()
+            .then(|| self.lease_key(req.key).map(|(lk, _)| lk))
+            .flatten()
+            .map(|lk| {
+                let before = self.records.get(&lk).map(|r| (r.owner, r.expiry));
+                (lk, before)
+            });
+        self.handle_request(env, from, ident, &req);
+        if let Some((lk, before)) = watched {
+            self.report_lease(env, &lk, before);
+        }
+    }
+
+    /// Tells the observer the lease record of `lk` if it differs from
+    /// `before` (head only).
+    fn report_lease(
+        &self,
+        env: &mut Env<'_>,
+        lk: &[u8],
+        before: Option<(Option<Ipv4Addr>, Nanos)>,
+    ) {
+        let (Some(obs), Some(rec)) = (env.observer.as_mut(), self.records.get(lk)) else {
+            return;
+        };
+        if before != Some((rec.owner, rec.expiry)) {
+            obs.lease_changed(&LeaseEvent {
+                node: env.ip,
+                worker: self.number,
+                key: lk,
+                owner: rec.owner,
+                expiry: rec.expiry,
+                time: env.now,
+            });
+        }
+    }
+
+    fn handle_request(
+        &mut self,
+        env: &mut Env<'_>,
+        from: Ipv4Addr,
+        ident: u16,
+        req: &RequestRepr<'_>,
+    ) {
         match req.req_type {
             ReqType::LeaseNew => {
                 env.stats.rx_lease_new += 1;
-                self.lease_new(env, from, ident, &req)
+                self.lease_new(env, from, ident, req)
             }
             ReqType::LeaseRenew if req.seq == 0 => {
                 env.stats.rx_renew += 1;
-                self.renew(env, from, ident, &req)
+                self.renew(env, from, ident, req)
             }
             ReqType::LeaseRenew => {
                 env.stats.rx_write += 1;
-                self.write(env, from, ident, &req)
+                self.write(env, from, ident, req)
             }
             ReqType::BufRead => {
                 env.stats.rx_buf_read += 1;
-                self.buf_read(env, from, ident, &req)
+                self.buf_read(env, from, ident, req)
             }
             ReqType::Snapshot => {
                 env.stats.rx_snapshot += 1;
-                self.snapshot(env, from, ident, &req)
+                self.snapshot(env, from, ident, req)
             }
         }
     }
@@ -391,26 +444,27 @@ impl Worker {
             }
             Some(rec) => {
                 let free = rec.owner.is_none() || rec.expiry <= now || rec.owner == Some(from);
-                // [our choice] A repeated LEASE_NEW from the owner shortly
-                // after its grant, with no write under that grant yet, joins
-                // the grant: same fence, lease extended. Spec §5.6 applies a
-                // new fence every time, but every packet of a burst without
-                // a lease sends LEASE_NEW, and the campaign showed a fence
-                // per packet wrapping the 16-bit space (8 × FENCE_GAP =
-                // 2^15) past older writes still in flight, which RFC 1982
-                // then ranks newer than the fence. Safe: a switch that
-                // restarts accepts no grant for a request sent within
-                // `GRANT_JOIN_WINDOW` of its boot (the switch's boot quiet
-                // period), so a joined grant is never one an earlier
-                // incarnation wrote under.
-                // Also joined, at any time: a grant still committing (the
-                // owner cannot have written under it; a stalled chain would
-                // otherwise add a fence per request until they wrap).
-                let join = rec.owner == Some(from)
-                    && rec.expiry > now
-                    && rec.last_seq == rec.fence
-                    && (now < rec.granted_at + GRANT_JOIN_WINDOW
-                        || rec.last_update > self.committed_id);
+                // [our choice] A repeated LEASE_NEW from the owner that has
+                // not written under its grant (last_seq == fence) joins the
+                // grant: same fence, lease extended. Spec §5.6 applies a new
+                // fence every time, but every packet without a lease sends
+                // LEASE_NEW, and a fence per request (or per millisecond, the
+                // earlier join window) outran a switch whose control plane
+                // was busy installing the previous grant: each grant was
+                // stale on arrival, its writes were rejected, the switch
+                // asked again, and 8 fences later (8 × FENCE_GAP = 2^15) the
+                // 16-bit serial order wrapped, so writes of long-gone grants
+                // ranked above the fence (campaign seeds 32, 107, 131, 189).
+                // Safe: a fence only has to invalidate writes issued under
+                // an earlier grant, and with last_seq == fence none reached
+                // this head. The same switch's writes still in flight are
+                // ones its current incarnation remembers (values are full, so
+                // applying them later is fine); an earlier incarnation's
+                // cannot outlive the boot quiet period
+                // (`crate::switch::config::BOOT_QUIET`, longer than any
+                // packet stays in the network), during which the switch
+                // accepts no grant.
+                let join = rec.owner == Some(from) && rec.expiry > now && rec.last_seq == rec.fence;
                 if join {
                     env.stats.grants_joined += 1;
                     rec.expiry = now + env.lease_period;
@@ -625,6 +679,7 @@ impl Worker {
         if is_head && !self.log.is_empty() && now >= self.log_sent_at + chain_rto {
             self.resend_log(env);
         }
+        self.sync_out_wake(env, chain_rto);
     }
 
     fn wake_key(&mut self, env: &mut Env<'_>, lk: &[u8]) {
@@ -640,6 +695,7 @@ impl Worker {
             let first = rec.deferred.pop_front();
             if let Some(d) = first {
                 self.grant(env, lk, d.from, d.ident, &d.key, &d.packet);
+                self.report_lease(env, lk, None);
             }
             // The new owner's other deferred requests: MIGRATE_ACK without a
             // new fence; other switches keep waiting.

@@ -61,9 +61,11 @@ fn parse_route(item: &str) -> Result<Route, String> {
 
 /// After a (re)start the control plane accepts no grant for a request sent
 /// within this long of the boot [our choice]: the store lets a repeated
-/// LEASE_NEW join a grant made within `store::worker::GRANT_JOIN_WINDOW`
-/// (same fence), and such a grant must never be one an earlier incarnation
-/// of this switch wrote under. Must not be shorter than that window.
+/// LEASE_NEW from the owner join its grant (same fence) while no write was
+/// applied under it, and such a grant must never be one an earlier
+/// incarnation of this switch wrote under. Must be longer than any write of
+/// that incarnation can stay in flight (links, queues, reordering: well
+/// under 1 ms in the simulated topologies).
 pub const BOOT_QUIET: Nanos = 1_000_000;
 
 /// RedPlane switch parameters. Defaults are spec §5.11.

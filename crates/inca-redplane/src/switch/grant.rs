@@ -42,6 +42,9 @@ impl<A: RedPlaneApp> RedPlane<A> {
                 // A (re)start: acks of requests sent before now belong to a
                 // previous incarnation (see `grant`).
                 self.boot = cp.now();
+                if let Some(obs) = &self.observer {
+                    obs.lease_lost(cp.now(), self.cfg.switch_id, None);
+                }
                 for s in &self.cfg.shards {
                     cp.table_add(o.shard_map, shard_spec(s.lo, s.hi), *s);
                 }
@@ -76,6 +79,9 @@ impl<A: RedPlaneApp> RedPlane<A> {
             } => self.announce(cp, &frame),
             ControlEvent::Digest(RpDigest::GaveUp { slot, .. }) => {
                 cp.register_write(o.lease_expiry, u64::from(slot), 0u32);
+                if let (Some(obs), Some(key)) = (&self.observer, self.slot_keys.get(&slot)) {
+                    obs.lease_lost(cp.now(), self.cfg.switch_id, Some(key.as_slice()));
+                }
             }
             ControlEvent::IdleTimeout { table, spec } if table == o.lease_tbl.id() => {
                 let MatchSpec::Exact(k) = &spec else {
@@ -106,7 +112,8 @@ impl<A: RedPlaneApp> RedPlane<A> {
             self.stats.malformed += 1;
             return;
         }
-        let end = u32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]);
+        // 0 means revoked: a real end that wraps to it is cut one unit short.
+        let end = u32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]).max(1);
         let Some(ack) = read_ack(frame, 14, kb, vb)
             .filter(|a| matches!(a.kind, proto::LEASE_NEW_ACK | proto::LEASE_MIGRATE_ACK))
         else {
@@ -175,19 +182,31 @@ impl<A: RedPlaneApp> RedPlane<A> {
         // failure, and a newer grant replaces the app state with the
         // store's: writes under the older base will be fenced), then the
         // registers, then lease_tbl last.
+        //
+        // A re-grant of an installed key first revokes the lease
+        // (`lease_expiry = 0`, which no ack extends: see `ingress::ack`)
+        // and validates it again last. The writes below reach the data
+        // plane one by one, 20 µs apart; without the revocation, packets
+        // of the older grant kept running on the freshly installed value
+        // in between, and their increments (issued under the older base,
+        // hence fenced and never durable) leaked into the new grant's
+        // state: Sync-Counter counted one too many (campaign seed 10).
         let mutant = self.cfg.mutant;
+        if existing.is_some() {
+            cp.register_write(o.lease_expiry, u64::from(slot), 0u32);
+        }
         if mutant == Some(Mutant::NoStateTransfer) {
             self.app
                 .install(cp, &key, &Bytes::zeroed(self.app.value_bytes()), slot);
         } else {
             self.app.install(cp, &key, &value, slot);
         }
-        if mutant == Some(Mutant::SkipFence) && existing.is_some() {
-            cp.register_write(o.lease_expiry, u64::from(slot), end);
-        } else {
-            self.write_seq_registers(cp, slot, base, end);
+        if mutant != Some(Mutant::SkipFence) || existing.is_none() {
+            self.write_seq_registers(cp, slot, base);
         }
         cp.register_write(o.renew_sent, u64::from(slot), proto::lease_units(now));
+        // The lease last of the registers: it makes the others live.
+        cp.register_write(o.lease_expiry, u64::from(slot), end);
         let spec = MatchSpec::Exact(key.as_slice().to_vec().into());
         if existing.is_some() {
             cp.table_modify(o.lease_tbl, spec, slot);
@@ -207,7 +226,7 @@ impl<A: RedPlaneApp> RedPlane<A> {
         self.reinject(cp, port, slot, frame, ack.piggy_at);
     }
 
-    fn write_seq_registers(&mut self, cp: &mut ControlPlane<'_>, slot: u32, base: u16, end: u32) {
+    fn write_seq_registers(&mut self, cp: &mut ControlPlane<'_>, slot: u32, base: u16) {
         let Some(o) = self.obj else {
             return;
         };
@@ -215,7 +234,6 @@ impl<A: RedPlaneApp> RedPlane<A> {
         cp.register_write(o.seq_issued, i, base);
         cp.register_write(o.seq_acked, i, base);
         cp.register_write(o.last_acked, i, base);
-        cp.register_write(o.lease_expiry, i, end);
     }
 
     /// Sends the waiting packet back into ingress behind the grant's writes

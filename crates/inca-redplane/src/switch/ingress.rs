@@ -146,7 +146,8 @@ impl<A: RedPlaneApp> RedPlane<A> {
         let lease = match slot {
             Some(s) => {
                 let e = dp.register(o.lease_expiry, u64::from(s), |v| *v)?;
-                time_gt(e, now_u).then_some((s, e))
+                // 0 = revoked, whatever the clock says.
+                (e != 0 && time_gt(e, now_u)).then_some((s, e))
             }
             None => None,
         };
@@ -170,6 +171,20 @@ impl<A: RedPlaneApp> RedPlane<A> {
         };
         let access = self.app.classify(&p, pkt.header());
         let input = self.observer.as_ref().map(|_| pkt.header().to_vec());
+        if let (Some(obs), Some(frame)) = (&self.observer, &input) {
+            // The register holds bits [47:16] of the end: rebuild it in ns
+            // from `now` (it lies ahead of now, less than 2^31 units).
+            let ahead = u64::from(expiry.wrapping_sub(now_u)) << 16;
+            let lease_until = ((now >> 16) << 16) + ahead;
+            let run = super::Run {
+                switch: self.cfg.switch_id,
+                key: key.as_slice(),
+                frame,
+                reinjected,
+                lease_until,
+            };
+            obs.ran(now, &run);
+        }
         let acked = dp.register(o.seq_acked, u64::from(slot), |v| *v)?;
         let max_inflight = self.cfg.max_inflight;
         let (seq, issued) = match access {
@@ -409,8 +424,11 @@ impl<A: RedPlaneApp> RedPlane<A> {
                     return Ok(());
                 };
                 if fresh {
+                    // [our choice] A revoked lease (0: a reject, a give-up,
+                    // or a re-grant being installed) is never extended by
+                    // an ack; only the control plane validates it again.
                     dp.register(o.lease_expiry, u64::from(slot), |v| {
-                        if time_gt(end, *v) {
+                        if *v != 0 && time_gt(end, *v) {
                             *v = end;
                         }
                     })?;
@@ -459,6 +477,9 @@ impl<A: RedPlaneApp> RedPlane<A> {
                     })?;
                 if !stale {
                     dp.register(o.lease_expiry, u64::from(slot), |v| *v = 0)?;
+                    if let Some(obs) = &self.observer {
+                        obs.lease_lost(now, self.cfg.switch_id, Some(key.as_slice()));
+                    }
                 } else {
                     self.stats.stale_rejects += 1;
                 }

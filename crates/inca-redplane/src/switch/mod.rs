@@ -19,8 +19,10 @@
 //! sequence number of the grant the switch holds, `seq` the write the output
 //! belongs to, or for a read the last acknowledged write). Release happens
 //! in ingress: a read forwarded at once, or a packet taken out of a
-//! RENEW_ACK / BUF_READ_ACK. The observer sees sim-only metadata; nothing it
-//! does affects the switch.
+//! RENEW_ACK / BUF_READ_ACK; (3) when the app runs on a packet
+//! ([`Observer::ran`], at its arrival or when it is re-injected after a
+//! grant) and when a write is issued ([`Observer::issued`]). The observer
+//! sees sim-only metadata; nothing it does affects the switch.
 
 pub mod app;
 pub mod config;
@@ -29,6 +31,8 @@ mod grant;
 mod ingress;
 pub mod occupancy;
 pub mod proto;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -55,6 +59,32 @@ pub trait Observer: Send + Sync {
     /// A write for `key` was issued at `version` = (fence, seq); `frame` is
     /// the input packet as it entered (before the app ran). Default: ignored.
     fn issued(&self, _at: Nanos, _switch: u32, _key: &[u8], _frame: &[u8], _version: (u16, u16)) {}
+    /// The app ran on a data packet for `key` under a lease valid until
+    /// `lease_until` (ns): at its arrival (`reinjected` false, right after
+    /// [`Observer::input`]) or when the control plane re-injected it after a
+    /// grant. A packet the network duplicated between switch and store (its
+    /// LEASE_NEW or the grant ack carrying it) is re-injected, and runs, once
+    /// per copy. Default: ignored.
+    fn ran(&self, _at: Nanos, _run: &Run<'_>) {}
+    /// The switch stopped holding the lease of `key` (a reject, a give-up),
+    /// or of every key (`None`: the control plane (re)started). Default:
+    /// ignored.
+    fn lease_lost(&self, _at: Nanos, _switch: u32, _key: Option<&[u8]>) {}
+}
+
+/// One run of the app, for [`Observer::ran`].
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    /// Switch id.
+    pub switch: u32,
+    /// The flow key.
+    pub key: &'a [u8],
+    /// The packet as it entered (header window).
+    pub frame: &'a [u8],
+    /// Re-injected after a grant (not at its arrival).
+    pub reinjected: bool,
+    /// The end of the lease it ran under, ns.
+    pub lease_until: Nanos,
 }
 
 /// Punt reason: a NEW/MIGRATE ack for the grant handler.

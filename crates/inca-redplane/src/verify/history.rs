@@ -127,6 +127,16 @@ pub struct Input {
     pub bytes: Vec<u8>,
     /// For a write, the version the switch issued it under.
     pub issued: Option<Version>,
+    /// When the app ran on it (at arrival, or when re-injected after a
+    /// grant); `None`: it never ran (yet).
+    pub ran_at: Option<u64>,
+    /// The end of the lease it ran under (ns).
+    pub lease_until: Option<u64>,
+    /// A copy the network made between switch and store (a duplicated
+    /// LEASE_NEW or grant ack re-injects the packet once more): a second
+    /// input with the original's time, bytes and id [our choice, see
+    /// [`Recorder::ran`]].
+    pub duplicate: bool,
 }
 
 /// A released output.
@@ -177,6 +187,14 @@ pub struct FlowHistory {
     pub overflow: u64,
     /// Outputs no recorded input explains (set by [`FlowHistory::ops`]).
     pub unmatched_outputs: u64,
+    /// For each output, the input it was attributed to (set by
+    /// [`FlowHistory::ops`]; `None`: unmatched).
+    pub attribution: Vec<Option<usize>>,
+    /// Leases a switch stopped holding: (time, switch id).
+    pub leases_lost: Vec<(u64, u32)>,
+    /// The store head's lease record over time: (time, owner IPv4 as u32
+    /// or none, expiry).
+    pub store_leases: Vec<(u64, Option<u32>, u64)>,
 }
 
 impl FlowHistory {
@@ -216,10 +234,12 @@ impl FlowHistory {
             }
         }
         let mut unmatched = 0;
+        let mut attribution = Vec::with_capacity(self.outputs.len());
         for out in &self.outputs {
             let found = |id: Option<PacketId>| id.and_then(|id| by_id.get(&id));
             let Some(cands) = found(out.id).or_else(|| found(out.alt_id)) else {
                 unmatched += 1;
+                attribution.push(None);
                 continue;
             };
             // The earliest input at or before the output that has no output
@@ -236,13 +256,14 @@ impl FlowHistory {
             // it, even when the packet's input was duplicated too.
             if exact.is_none() {
                 let bytes = out_bytes(&out.bytes);
-                let dup = cands.iter().any(|&i| {
+                let dup = cands.iter().copied().find(|&i| {
                     ops[i]
                         .output
                         .as_ref()
                         .is_some_and(|o| o.2 == out.version && o.1.contains(&bytes))
                 });
-                if dup {
+                if dup.is_some() {
+                    attribution.push(dup);
                     continue;
                 }
             }
@@ -263,6 +284,7 @@ impl FlowHistory {
                 ops[i].t_in <= out.time
                     && ops[i].output.as_ref().is_some_and(|o| o.2 == out.version)
             });
+            attribution.push(fresh.or(again));
             match fresh.or(again) {
                 Some(i) => {
                     let o = ops[i]
@@ -280,29 +302,37 @@ impl FlowHistory {
             }
         }
         self.unmatched_outputs = unmatched;
+        self.attribution = attribution;
         ops
     }
 }
 
 impl FlowHistory {
-    /// The monitor events this history implies (spec §6.2 items 3 and 8):
-    /// tail commits, grants and releases, in time order. A release's
-    /// `computed_at` is its matched input's time (the output time when no
-    /// input matches). `switch_ip` maps a switch id (the switch observer's)
+    /// The monitor events this history implies (spec §6.2 items 1, 2, 3
+    /// and 8): the head's lease records, tail commits, grants, the switches'
+    /// lease uses (each app run) and losses, and releases, in time order. A release's
+    /// `computed_at` is when the app ran on its matched input (the output
+    /// time when no input matches). `switch_ip` maps a switch id (the switch observer's)
     /// to its RedPlane IPv4 address as u32 (the store's owner id).
     pub fn monitor_events(
         &mut self,
         key: &[u8],
         switch_ip: impl Fn(u32) -> u32,
     ) -> Vec<super::invariants::Event> {
+        self.monitor_events_with(key, &[], switch_ip)
+    }
+
+    /// [`FlowHistory::monitor_events`] with `lost`: losses of every key's
+    /// lease (a switch restart, see [`Recorder::leases_lost_all`]) besides
+    /// the flow's own.
+    pub fn monitor_events_with(
+        &mut self,
+        key: &[u8],
+        lost: &[(u64, u32)],
+        switch_ip: impl Fn(u32) -> u32,
+    ) -> Vec<super::invariants::Event> {
         use super::invariants::Event;
-        let ops = self.ops(|_| Kind::Read, |b| b.to_vec());
-        let mut computed: BTreeMap<(u64, Version), u64> = BTreeMap::new();
-        for op in &ops {
-            if let Some((t, _, v)) = &op.output {
-                computed.insert((*t, *v), op.t_in);
-            }
-        }
+        self.ops(|_| Kind::Read, |b| b.to_vec());
         let mut ev: Vec<(u64, u8, Event)> = Vec::new();
         for c in &self.commits {
             let e = Event::Commit {
@@ -321,11 +351,17 @@ impl FlowHistory {
             };
             ev.push((g.time, 1, e));
         }
-        for o in &self.outputs {
-            let computed_at = computed
-                .get(&(o.time, o.version))
+        for (n, o) in self.outputs.iter().enumerate() {
+            // When the app ran on the input (a re-injected packet runs after
+            // its grant, well after it arrived); a copy of an output the
+            // network duplicated was computed with the original.
+            let computed_at = self
+                .attribution
+                .get(n)
                 .copied()
-                .unwrap_or(o.time);
+                .flatten()
+                .and_then(|i| self.inputs.get(i))
+                .map_or(o.time, |i| i.ran_at.unwrap_or(i.time));
             let e = Event::Release {
                 time: o.time,
                 switch: switch_ip(o.switch),
@@ -333,10 +369,39 @@ impl FlowHistory {
                 version: o.version,
                 computed_at,
             };
-            ev.push((o.time, 2, e));
+            ev.push((o.time, 3, e));
         }
-        // Commits before grants before releases at equal times: a release
-        // at the commit's instant is legal.
+        for &(time, owner, expiry) in &self.store_leases {
+            let e = Event::StoreLease {
+                time,
+                key: key.to_vec(),
+                owner,
+                expiry,
+            };
+            ev.push((time, 0, e));
+        }
+        for &(time, switch) in lost.iter().chain(&self.leases_lost) {
+            let e = Event::LeaseLost {
+                time,
+                switch: switch_ip(switch),
+                key: Some(key.to_vec()),
+            };
+            ev.push((time, 1, e));
+        }
+        for i in &self.inputs {
+            if let (Some(time), Some(until)) = (i.ran_at, i.lease_until) {
+                let e = Event::LeaseUsed {
+                    time,
+                    switch: switch_ip(i.switch),
+                    key: key.to_vec(),
+                    until,
+                };
+                ev.push((time, 2, e));
+            }
+        }
+        // Store records, commits and grants before a switch's losses, uses
+        // and releases at equal times: a release at the commit's instant
+        // is legal.
         ev.sort_by_key(|&(t, rank, _)| (t, rank));
         ev.into_iter().map(|(_, _, e)| e).collect()
     }
@@ -416,12 +481,15 @@ pub struct RecorderStats {
     pub overflow: u64,
     /// Events dropped because `max_flows` flows were already tracked.
     pub untracked: u64,
+    /// Inputs recorded as network copies of another (see [`Recorder::ran`]).
+    pub duplicates: u64,
 }
 
 /// Records per-flow histories with bounded memory.
 #[derive(Clone, Debug)]
 pub struct Recorder {
     flows: BTreeMap<Vec<u8>, FlowHistory>,
+    lost_all: Vec<(u64, u32)>,
     cap_per_flow: usize,
     max_flows: usize,
     stats: RecorderStats,
@@ -438,6 +506,9 @@ impl Default for Recorder {
 pub const DEFAULT_CAP_PER_FLOW: usize = 4096;
 /// Default number of flows tracked [our choice].
 pub const DEFAULT_MAX_FLOWS: usize = 65_536;
+/// Store lease records kept per flow, as a multiple of the per-flow cap
+/// (one per accepted request) [our choice].
+pub const STORE_LEASE_FACTOR: usize = 4;
 
 impl Recorder {
     /// A recorder keeping at most `cap_per_flow` events of each kind per
@@ -445,6 +516,7 @@ impl Recorder {
     pub fn new(cap_per_flow: usize, max_flows: usize) -> Self {
         Recorder {
             flows: BTreeMap::new(),
+            lost_all: Vec::new(),
             cap_per_flow,
             max_flows,
             stats: RecorderStats::default(),
@@ -477,25 +549,83 @@ impl Recorder {
             switch,
             bytes: frame.to_vec(),
             issued: None,
+            ran_at: None,
+            lease_until: None,
+            duplicate: false,
         });
         self.stats.inputs += 1;
     }
 
-    /// Switch `switch` issued a write at `version` for the packet `frame`
-    /// (recorded as an input before, possibly re-injected since): tags the
-    /// latest such input of the flow.
-    pub fn issued(&mut self, switch: u32, key: &[u8], frame: &[u8], version: Version) {
+    /// The app ran on a packet of `key` at `time` (see
+    /// [`crate::switch::Observer::ran`]). At arrival it is the input just
+    /// recorded; a re-injected packet is the earliest input with its id
+    /// that has not run. A re-injected packet whose inputs have all run is
+    /// a copy the network made between switch and store: it is recorded
+    /// as one more input, right after the one it copies, with its time
+    /// [our choice: both copies entered the network at that instant; the
+    /// switch runs the app once per copy, as it would for a packet
+    /// duplicated before the switch].
+    pub fn ran(&mut self, time: u64, run: &crate::switch::Run<'_>) {
+        let (switch, key, frame) = (run.switch, run.key, run.frame);
+        let id = packet_id(frame, true);
+        let until = Some(run.lease_until);
+        let cap = self.cap_per_flow;
+        let Some(f) = self.flows.get_mut(key) else {
+            return;
+        };
+        let same = |i: &Input| i.switch == switch && i.id == id;
+        if !run.reinjected {
+            if let Some(i) = f.inputs.iter_mut().rev().find(|i| same(i)) {
+                if i.ran_at.is_none() {
+                    i.ran_at = Some(time);
+                    i.lease_until = until;
+                }
+            }
+            return;
+        }
+        if let Some(i) = f.inputs.iter_mut().find(|i| same(i) && i.ran_at.is_none()) {
+            i.ran_at = Some(time);
+            i.lease_until = until;
+            return;
+        }
+        let Some(at) = f.inputs.iter().rposition(same) else {
+            return;
+        };
+        if f.inputs.len() >= cap {
+            f.overflow += 1;
+            self.stats.overflow += 1;
+            return;
+        }
+        let copy = Input {
+            ran_at: Some(time),
+            lease_until: until,
+            issued: None,
+            duplicate: true,
+            bytes: frame.to_vec(),
+            ..f.inputs[at].clone()
+        };
+        f.inputs.insert(at + 1, copy);
+        self.stats.inputs += 1;
+        self.stats.duplicates += 1;
+    }
+
+    /// Switch `switch` issued a write at `version` at `time` for the packet
+    /// `frame` (recorded as an input before, possibly re-injected since):
+    /// tags the input the app just ran on (see [`Recorder::ran`]), else the
+    /// latest untagged input with its id.
+    pub fn issued(&mut self, time: u64, switch: u32, key: &[u8], frame: &[u8], version: Version) {
         let id = packet_id(frame, true);
         let Some(f) = self.flows.get_mut(key) else {
             return;
         };
-        if let Some(i) = f
+        let untagged = |i: &Input| i.switch == switch && i.id == id && i.issued.is_none();
+        let at = f
             .inputs
-            .iter_mut()
-            .rev()
-            .find(|i| i.switch == switch && i.id == id && i.issued.is_none())
-        {
-            i.issued = Some(version);
+            .iter()
+            .rposition(|i| untagged(i) && i.ran_at == Some(time))
+            .or_else(|| f.inputs.iter().rposition(untagged));
+        if let Some(at) = at {
+            f.inputs[at].issued = Some(version);
         }
     }
 
@@ -545,6 +675,55 @@ impl Recorder {
         });
         f.commit_owners.push(owner);
         self.stats.commits += 1;
+    }
+
+    /// Switch `switch` stopped holding the lease of `key`, or of every key
+    /// (`None`).
+    pub fn lease_lost(&mut self, time: u64, switch: u32, key: Option<&[u8]>) {
+        let cap = self.cap_per_flow;
+        match key {
+            None => {
+                if self.lost_all.len() < cap {
+                    self.lost_all.push((time, switch));
+                } else {
+                    // Every flow misses it: none can be judged fully.
+                    for f in self.flows.values_mut() {
+                        f.overflow += 1;
+                    }
+                    self.stats.overflow += 1;
+                }
+            }
+            Some(key) => {
+                let Some(f) = self.flows.get_mut(key) else {
+                    return;
+                };
+                if f.leases_lost.len() >= cap {
+                    f.overflow += 1;
+                    self.stats.overflow += 1;
+                    return;
+                }
+                f.leases_lost.push((time, switch));
+            }
+        }
+    }
+
+    /// Losses of every key's lease (a switch restart): (time, switch id).
+    pub fn leases_lost_all(&self) -> &[(u64, u32)] {
+        &self.lost_all
+    }
+
+    /// The store head's lease record of `key` changed. Every accepted
+    /// request extends it, so a flow keeps up to [`STORE_LEASE_FACTOR`] ×
+    /// the per-flow cap of these.
+    pub fn store_lease(&mut self, time: u64, key: &[u8], owner: Option<u32>, expiry: u64) {
+        let cap = self.cap_per_flow.saturating_mul(STORE_LEASE_FACTOR);
+        let Some(f) = self.flow(key) else { return };
+        if f.store_leases.len() >= cap {
+            f.overflow += 1;
+            self.stats.overflow += 1;
+            return;
+        }
+        f.store_leases.push((time, owner, expiry));
     }
 
     /// The store granted a lease on `key`.
@@ -608,8 +787,16 @@ impl crate::switch::Observer for SharedRecorder {
         self.with(|r| r.output(at, switch, key, frame, version));
     }
 
-    fn issued(&self, _at: u64, switch: u32, key: &[u8], frame: &[u8], version: (u16, u16)) {
-        self.with(|r| r.issued(switch, key, frame, version));
+    fn issued(&self, at: u64, switch: u32, key: &[u8], frame: &[u8], version: (u16, u16)) {
+        self.with(|r| r.issued(at, switch, key, frame, version));
+    }
+
+    fn ran(&self, at: u64, run: &crate::switch::Run<'_>) {
+        self.with(|r| r.ran(at, run));
+    }
+
+    fn lease_lost(&self, at: u64, switch: u32, key: Option<&[u8]>) {
+        self.with(|r| r.lease_lost(at, switch, key));
     }
 }
 
@@ -617,6 +804,11 @@ impl crate::store::observer::StoreObserver for SharedRecorder {
     fn committed(&mut self, e: &crate::store::observer::CommitEvent<'_>) {
         let owner = e.owner.map_or(0, u32::from);
         self.with(|r| r.commit(e.time, e.key, e.fence, e.seq, e.value, owner));
+    }
+
+    fn lease_changed(&mut self, e: &crate::store::observer::LeaseEvent<'_>) {
+        let owner = e.owner.map(u32::from);
+        self.with(|r| r.store_lease(e.time, e.key, owner, e.expiry));
     }
 
     fn lease_granted(&mut self, e: &crate::store::observer::GrantEvent<'_>) {
@@ -686,6 +878,70 @@ mod tests {
             Some(PacketId::Probe { flow: 3, seq: 9 })
         );
         assert_eq!(packet_id(&[0u8; 10], true), None);
+    }
+
+    fn run<'a>(key: &'a [u8], frame: &'a [u8], reinjected: bool) -> crate::switch::Run<'a> {
+        crate::switch::Run {
+            switch: 1,
+            key,
+            frame,
+            reinjected,
+            lease_until: 1_000,
+        }
+    }
+
+    /// Campaign seed 32: the network duplicated the grant ack carrying a
+    /// packet, the switch re-injected and ran it twice (two writes, two
+    /// outputs). The copy is a second input with the original's time, and
+    /// each output is computed when its copy ran.
+    #[test]
+    fn a_packet_run_twice_is_two_inputs() {
+        let mut r = Recorder::default();
+        let key = b"k".as_slice();
+        let frame = udp(1, &probe(0, 10));
+        r.input(10, 1, key, &frame);
+        r.ran(20, &run(key, &frame, true));
+        r.issued(20, 1, key, &frame, (0, 8));
+        r.ran(21, &run(key, &frame, true));
+        r.issued(21, 1, key, &frame, (0, 9));
+        r.output(40, 1, key, &udp(1, &probe(0, 10)), (0, 8));
+        r.output(41, 1, key, &udp(1, &probe(0, 10)), (0, 9));
+        assert_eq!(r.stats().duplicates, 1);
+        let f = r.flows_mut().get_mut(key).unwrap();
+        let ops = f.ops(|_| Kind::Write, |b| b.to_vec());
+        assert_eq!(ops.len(), 2);
+        let got: Vec<_> = ops
+            .iter()
+            .map(|o| (o.t_in, o.issued, o.output.as_ref().map(|x| x.2)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (10, Some((0, 8)), Some((0, 8))),
+                (10, Some((0, 9)), Some((0, 9)))
+            ]
+        );
+        let computed: Vec<u64> = f
+            .monitor_events(key, |s| s)
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::verify::invariants::Event::Release { computed_at, .. } => Some(computed_at),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(computed, vec![20, 21]);
+        // Each run is a lease use (§6.2.1, 6.2.2) until the lease's end.
+        let used: Vec<(u64, u64)> = f
+            .monitor_events(key, |s| s)
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::verify::invariants::Event::LeaseUsed { time, until, .. } => {
+                    Some((time, until))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(used, vec![(20, 1_000), (21, 1_000)]);
     }
 
     #[test]

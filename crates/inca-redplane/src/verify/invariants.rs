@@ -21,7 +21,13 @@
 //! O(switches + fences), excerpts are ring buffers, and at most
 //! [`MAX_VIOLATIONS`] violations are kept (the rest are counted).
 //!
-//! Versions compare with RFC 1982 serial arithmetic on 16 bits (§5.6).
+//! Versions are ordered by the store's commit order, not by comparing
+//! fences [our choice]: each fence a key commits (a grant, or the record's
+//! creation) opens an *era*, and a version (f, s) ranks as (era of f, s),
+//! with seqs compared in RFC 1982 serial arithmetic within an era (§5.6).
+//! Fences advance by FENCE_GAP per grant and wrap the 16-bit space after
+//! 16 grants, so serial comparison of fences alone misorders a key that
+//! was re-granted 8 or more times in one run.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -37,14 +43,6 @@ pub fn serial_lt(a: u16, b: u16) -> bool {
 
 /// A (fence, seq) version; fences order first.
 pub type Version = (u16, u16);
-
-fn version_lt(a: Version, b: Version) -> bool {
-    if a.0 != b.0 {
-        serial_lt(a.0, b.0)
-    } else {
-        serial_lt(a.1, b.1)
-    }
-}
 
 /// Something that happened, with its time (ns).
 #[derive(Clone, Debug)]
@@ -169,19 +167,50 @@ pub struct Violation {
     pub excerpt: Vec<String>,
 }
 
+/// A version's place in a key's commit order: (era, seq).
+type Rank = (u32, u16);
+
+fn rank_lt(a: Rank, b: Rank) -> bool {
+    if a.0 != b.0 {
+        a.0 < b.0
+    } else {
+        serial_lt(a.1, b.1)
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct KeyState {
     /// Head's view: owner and expiry.
     store: Option<(Option<u32>, u64)>,
     /// Lease each switch believes it holds: switch → until.
     held: BTreeMap<u32, u64>,
-    /// Highest committed seq per fence, with the commit time.
-    committed: BTreeMap<u16, u16>,
-    /// Latest committed version.
-    latest: Option<Version>,
-    /// Per switch: grant times and the committed version at that moment.
-    grants: BTreeMap<u32, Vec<(u64, Version)>>,
+    /// The era each fence value opened last, and the current fence.
+    eras: BTreeMap<u16, u32>,
+    fence: Option<u16>,
+    /// Highest committed seq per era.
+    committed: BTreeMap<u32, u16>,
+    /// Rank of the latest committed write (grant fences change no state).
+    latest_write: Option<Rank>,
+    /// Per switch: grant times and the latest write committed then.
+    grants: BTreeMap<u32, Vec<(u64, Option<Rank>)>>,
     recent: VecDeque<String>,
+}
+
+impl KeyState {
+    /// The era of fence `f`, opening a new one if `f` is not the current
+    /// fence.
+    fn era(&mut self, f: u16) -> u32 {
+        if self.fence != Some(f) {
+            let next = self.eras.values().max().map_or(1, |e| e + 1);
+            self.eras.insert(f, next);
+            self.fence = Some(f);
+        }
+        self.eras[&f]
+    }
+
+    fn rank(&self, v: Version) -> Option<Rank> {
+        self.eras.get(&v.0).map(|&e| (e, v.1))
+    }
 }
 
 /// The runtime invariant monitor.
@@ -280,24 +309,28 @@ impl Monitor {
             }
             Event::Commit { key, version, .. } => {
                 let ks = self.keys.entry(key).or_default();
-                let e = ks.committed.entry(version.0).or_insert(version.1);
+                let era = ks.era(version.0);
+                let e = ks.committed.entry(era).or_insert(version.1);
                 if serial_lt(*e, version.1) {
                     *e = version.1;
                 }
-                if ks.latest.is_none_or(|l| version_lt(l, version)) {
-                    ks.latest = Some(version);
+                // seq == fence: a grant's fence (or the new record), which
+                // changes no state; a write always has seq > fence.
+                if version.0 != version.1 {
+                    ks.latest_write = Some((era, version.1));
                 }
             }
             Event::Grant {
                 key, owner, base, ..
             } => {
                 let ks = self.keys.entry(key).or_default();
-                let at = ks.latest.unwrap_or((0, 0));
-                let at = if version_lt(at, (base, base)) {
-                    (base, base)
-                } else {
-                    at
-                };
+                ks.era(base);
+                // [our choice] The version "committed when the switch got
+                // its lease" is the latest committed *write*: the grant's
+                // own fence changes no state, and ranking outputs against
+                // it flagged reads of the unchanged state by a switch that
+                // had not yet installed a re-grant it had asked for.
+                let at = ks.latest_write;
                 ks.grants.entry(owner).or_default().push((t, at));
             }
             Event::Release {
@@ -308,17 +341,16 @@ impl Monitor {
                 ..
             } => {
                 let ks = self.keys.entry(key.clone()).or_default();
-                let durable = ks
-                    .committed
-                    .get(&version.0)
-                    .is_some_and(|&s| !serial_lt(s, version.1));
+                let rank = ks.rank(version);
+                let committed = rank.and_then(|r| ks.committed.get(&r.0).copied());
+                let durable = committed.is_some_and(|s| !serial_lt(s, version.1));
                 let at_grant = ks
                     .grants
                     .get(&switch)
                     .and_then(|g| g.iter().rev().find(|(gt, _)| *gt <= computed_at))
-                    .map(|&(_, v)| v);
+                    .and_then(|&(_, v)| v);
                 if !durable {
-                    let c = ks.committed.get(&version.0).copied();
+                    let c = committed;
                     self.report(
                         3,
                         &key,
@@ -330,15 +362,15 @@ impl Monitor {
                         ),
                     );
                 }
-                if let Some(g) = at_grant {
-                    if version_lt(version, g) {
+                if let (Some(g), Some(r)) = (at_grant, rank) {
+                    if rank_lt(r, g) {
                         self.report(
                             8,
                             &key,
                             t,
                             format!(
                                 "switch {switch} computed an output at {computed_at} from version {version:?}, \
-                                 older than {g:?} committed when it got its lease"
+                                 older than the write (era, seq) = {g:?} committed when it got its lease"
                             ),
                         );
                     }
@@ -536,6 +568,78 @@ mod tests {
             computed_at: 1200,
         });
         assert!(m.violations().is_empty(), "{:?}", m.violations());
+    }
+
+    fn commit(m: &mut Monitor, time: u64, version: Version) {
+        m.observe(Event::Commit {
+            time,
+            key: k(),
+            version,
+        });
+    }
+
+    fn grant(m: &mut Monitor, time: u64, owner: u32, base: u16) {
+        commit(m, time, (base, base));
+        m.observe(Event::Grant {
+            time,
+            key: k(),
+            owner,
+            base,
+        });
+    }
+
+    fn release(m: &mut Monitor, time: u64, version: Version, computed_at: u64) {
+        m.observe(Event::Release {
+            time,
+            switch: 1,
+            key: k(),
+            version,
+            computed_at,
+        });
+    }
+
+    /// Campaign seed 6: the store fenced its owner again (a repeated
+    /// LEASE_NEW) while the switch still read the unchanged state under
+    /// the previous grant; the fence changes no state, so such a read is
+    /// not stale. An output older than a committed write still is.
+    #[test]
+    fn a_fence_alone_does_not_make_a_read_stale() {
+        let mut m = Monitor::new();
+        grant(&mut m, 0, 1, 0);
+        commit(&mut m, 10, (0, 1));
+        commit(&mut m, 20, (0, 2));
+        grant(&mut m, 30, 1, 4098);
+        release(&mut m, 40, (0, 2), 35);
+        assert!(m.violations().is_empty(), "{:?}", m.violations());
+        release(&mut m, 50, (0, 1), 45);
+        let got: Vec<u8> = m.violations().iter().map(|v| v.invariant).collect();
+        assert_eq!(got, vec![8]);
+    }
+
+    /// Campaign seeds 32 and 107: 16 grants of FENCE_GAP = 4096 bring a
+    /// key's fence back to the same 16-bit value. Versions rank by the
+    /// order the store committed their fences, so an output under the
+    /// reused fence is judged against that fence's latest era (where seq
+    /// 50 was never committed), not the first one (where seq 100 was).
+    #[test]
+    fn versions_rank_by_commit_order_across_fence_wraparound() {
+        let mut m = Monitor::new();
+        grant(&mut m, 0, 1, 0);
+        commit(&mut m, 10, (0, 100));
+        let mut t = 100;
+        for g in 1..=16u16 {
+            let base = g.wrapping_mul(4096);
+            grant(&mut m, t, 1, base);
+            if g < 16 {
+                commit(&mut m, t + 10, (base, base + 1));
+                release(&mut m, t + 20, (base, base + 1), t + 5);
+            }
+            t += 100;
+        }
+        assert!(m.violations().is_empty(), "{:?}", m.violations());
+        release(&mut m, t, (0, 50), t - 10);
+        let got: Vec<u8> = m.violations().iter().map(|v| v.invariant).collect();
+        assert_eq!(got, vec![3]);
     }
 
     #[test]

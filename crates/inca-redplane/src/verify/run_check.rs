@@ -171,6 +171,7 @@ impl RpVisitor for JudgeVisit<'_, '_> {
         };
         let from_l3 = |b: &[u8]| b.get(14..).unwrap_or(&[]).to_vec();
         let mut monitor = Monitor::new();
+        let lost = rec.leases_lost_all().to_vec();
         for (key, flow) in rec.flows_mut().iter_mut() {
             judge.report.flows += 1;
             if !flow.complete() {
@@ -202,7 +203,8 @@ impl RpVisitor for JudgeVisit<'_, '_> {
                 );
             }
             let ips = judge.ips;
-            for e in flow.monitor_events(key, |sw| ips.get(&sw).copied().unwrap_or(sw)) {
+            for e in flow.monitor_events_with(key, &lost, |sw| ips.get(&sw).copied().unwrap_or(sw))
+            {
                 monitor.observe(e);
             }
         }

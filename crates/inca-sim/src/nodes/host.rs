@@ -12,11 +12,15 @@
 //! - `pcap` — replays a capture with its original timing, sped up, looped;
 //! - `request` — a request/response client measuring round-trip times, with
 //!   `echo` as the matching responder;
-//! - `tcp` / `tcp_sink` — bulk TCP transfers through [`crate::tcp::TcpStack`].
+//! - `tcp` / `tcp_sink` — bulk TCP transfers through [`crate::tcp::TcpStack`];
+//! - `udp` frames shaped for particular NFs (TCP with `tcp_flags`, VXLAN with
+//!   `vxlan_vni`, flows varying the destination): [`super::encap`];
+//! - `new_flows` / `tuples` — adversarial traffic (a new-flow flood, keys
+//!   crafted to collide in a switch's hash units): [`super::attack`].
 //!
 //! And, whatever its workloads, it measures what it receives: counters, a
 //! one-way latency histogram from the [`Probe`] header every generated UDP
-//! payload starts with, a received-bytes series, and each TCP flow's goodput
+//! payload starts with, received-bytes and received-frames series, and each TCP flow's goodput
 //! and outcome.
 //!
 //! # Timing
@@ -76,6 +80,9 @@ use crate::engine::Node;
 use crate::link::WIRE_OVERHEAD_BYTES;
 use crate::metrics::{LatencyHistogram, NodeReport, Series};
 use crate::tcp::{FlowId, FlowStats, Outcome, Role, TcpConfig, TcpStack};
+
+use super::attack::{nth_source, NewFlowsConfig, TuplesConfig};
+use super::encap::{self, Shape, L4};
 
 // ---------------------------------------------------------------------------
 // Constants.
@@ -359,6 +366,10 @@ pub enum WorkloadConfig {
     Tcp(TcpSendConfig),
     /// `kind = "tcp_sink"`: accepts TCP connections and discards the data.
     TcpSink(TcpSinkConfig),
+    /// `kind = "new_flows"`: a new-flow flood ([`super::attack`]).
+    NewFlows(NewFlowsConfig),
+    /// `kind = "tuples"`: traffic over a list of (crafted) sources.
+    Tuples(TuplesConfig),
 }
 
 impl WorkloadConfig {
@@ -370,6 +381,8 @@ impl WorkloadConfig {
             WorkloadConfig::Echo(_) => "echo",
             WorkloadConfig::Tcp(_) => "tcp",
             WorkloadConfig::TcpSink(_) => "tcp_sink",
+            WorkloadConfig::NewFlows(_) => "new_flows",
+            WorkloadConfig::Tuples(_) => "tuples",
         }
     }
 
@@ -381,6 +394,8 @@ impl WorkloadConfig {
             WorkloadConfig::Echo(c) => c.name.as_deref(),
             WorkloadConfig::Tcp(c) => c.name.as_deref(),
             WorkloadConfig::TcpSink(c) => c.name.as_deref(),
+            WorkloadConfig::NewFlows(c) => c.name.as_deref(),
+            WorkloadConfig::Tuples(c) => c.name.as_deref(),
         }
     }
 }
@@ -400,7 +415,20 @@ impl WorkloadConfig {
 /// src_prefix = "10.0.0.0/24"       # random source addresses; default the host's
 /// zipf = 0.99                      # flow popularity skew; default uniform
 /// vlan = 7                         # 802.1Q tag with this VID; default untagged
+/// tcp_flags = 2                    # send TCP segments with these flags (here SYN)
+/// flows_at = "dst"                 # random flows vary the destination, not the source
+/// vxlan_vni = 1                    # wrap every frame in VXLAN with this VNI
 /// ```
+///
+/// `tcp_flags`, `flows_at` and `vxlan_vni` shape frames for NFs that need
+/// them ([`super::encap`]): a firewall learning connections from inside SYNs,
+/// a VPN gateway looking up ⟨VNI, inner destination⟩. With `flows_at =
+/// "dst"`, `src_prefix`/`src_ports` describe the destinations drawn, the
+/// source is the host's address and `src_port`, and `dst` gives only the
+/// destination of VXLAN's outer header (its port is then unused). With
+/// `vxlan_vni` the generated 5-tuple is the inner frame's; the outer header
+/// goes from the host to `dst`'s address, port 4789. `size` counts the
+/// whole frame; it is raised to fit the headers and the probe.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpConfig {
@@ -435,6 +463,23 @@ pub struct UdpConfig {
     /// [our choice: the tag's 4 bytes count in `size`, so frames keep the
     /// size asked for]. Absent: untagged.
     pub vlan: Option<u16>,
+    /// Send TCP segments with these flags instead of UDP datagrams.
+    pub tcp_flags: Option<u8>,
+    /// Which end of the flow the random flows vary. Default the source.
+    pub flows_at: Option<FlowsAt>,
+    /// Wrap every frame in VXLAN with this VNI (0..=16,777,215).
+    pub vxlan_vni: Option<u32>,
+}
+
+/// Which end of a generated flow `flows = N` varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowsAt {
+    /// The source address and port (the default).
+    #[default]
+    Src,
+    /// The destination address and port.
+    Dst,
 }
 
 /// Replay of a pcap or pcapng file. Source and destination MACs are
@@ -750,6 +795,14 @@ impl SizeDist {
         }
     }
 
+    /// Smallest size.
+    pub fn min(&self) -> usize {
+        match self {
+            SizeDist::Fixed(s) | SizeDist::Uniform(s, _) => *s,
+            SizeDist::Mix { sizes, .. } => sizes.iter().copied().min().unwrap_or(MIN_PROBE_FRAME),
+        }
+    }
+
     /// Mean size.
     pub fn mean(&self) -> f64 {
         match self {
@@ -875,10 +928,25 @@ enum FlowPlan {
         prefix: Option<(u32, u8)>,
         zipf: Option<Arc<Zipf>>,
     },
+    /// A new 5-tuple per packet: packet i uses source i of the space.
+    Fresh {
+        prefix: (Ipv4Addr, u8),
+        ports: (u16, u16),
+    },
+    /// Round robin over fixed sources.
+    List {
+        sources: Arc<Vec<(Ipv4Addr, u16)>>,
+    },
 }
 
 #[derive(Debug, Clone)]
 struct UdpPlan {
+    /// Whether payloads start with a probe (attack workloads send none).
+    probe: bool,
+    /// TCP or UDP, VXLAN or not.
+    shape: Shape,
+    /// With `flows_at = "dst"`: the source port; the flows are destinations.
+    dst_flows: Option<u16>,
     dst: SocketAddrV4,
     sched: Schedule,
     flows: FlowPlan,
@@ -1127,10 +1195,10 @@ impl Plan {
                                     format!("{n} is outside 1..={MAX_FLOWS}"),
                                 ));
                             }
-                            if c.src_port.is_some() {
+                            if c.src_port.is_some() && c.flows_at != Some(FlowsAt::Dst) {
                                 return Err(invalid(
                                     &format!("{field}.src_port"),
-                                    "with flows = N use src_ports",
+                                    "with flows = N use src_ports (or flows_at = \"dst\")",
                                 ));
                             }
                             let ports = match c.src_ports {
@@ -1188,11 +1256,122 @@ impl Plan {
                         }
                         v => v,
                     };
+                    let dst_flows = match c.flows_at.unwrap_or_default() {
+                        FlowsAt::Src => None,
+                        FlowsAt::Dst if c.flows.is_none() => {
+                            return Err(invalid(
+                                &format!("{field}.flows_at"),
+                                "\"dst\" only with flows = N",
+                            ))
+                        }
+                        FlowsAt::Dst => Some(c.src_port.unwrap_or(default_port)),
+                    };
+                    let vxlan = match c.vxlan_vni {
+                        Some(v) if v > 0x00ff_ffff => {
+                            return Err(invalid(
+                                &format!("{field}.vxlan_vni"),
+                                format!("{v} does not fit in 24 bits"),
+                            ))
+                        }
+                        v => v,
+                    };
+                    let shape = Shape {
+                        l4: c.tcp_flags.map_or(L4::Udp, L4::Tcp),
+                        vxlan,
+                    };
+                    let least = shape.headers() + PROBE_LEN;
+                    if !shape.is_plain() && sched.size.min() < least {
+                        notes.push(format!(
+                            "{name}: frames smaller than {least} B are raised to {least} B (headers and probe)"
+                        ));
+                    }
                     Kind::Udp(UdpPlan {
+                        probe: true,
+                        shape,
+                        dst_flows,
                         dst,
                         sched,
                         flows,
                         vlan,
+                    })
+                }
+                WorkloadConfig::NewFlows(c) => {
+                    let dst = c
+                        .dst
+                        .ok_or_else(|| invalid(&format!("{field}.dst"), "missing (ip:port)"))?;
+                    let sched = resolve_schedule(
+                        &field, &c.rate, c.pps, &c.size, &c.start, &c.stop, c.count, link_rate,
+                        &mut notes,
+                    )?;
+                    let pf = format!("{field}.src_prefix");
+                    let prefix = c
+                        .src_prefix
+                        .as_deref()
+                        .ok_or_else(|| invalid(&pf, "missing (a.b.c.d/len)"))
+                        .and_then(|s| {
+                            super::attack::parse_prefix(s)
+                                .ok_or_else(|| invalid(&pf, format!("{s:?} is not a.b.c.d/len")))
+                        })?;
+                    let ports = match c.src_ports {
+                        Some([lo, hi]) if lo > hi || lo == 0 => {
+                            return Err(invalid(
+                                &format!("{field}.src_ports"),
+                                format!("[{lo}, {hi}] is not a range of non-zero ports"),
+                            ))
+                        }
+                        Some([lo, hi]) => (lo, hi),
+                        None => (1024, 65535),
+                    };
+                    notes.push(format!(
+                        "{name}: new-flow flood over {} sources; later packets reuse them",
+                        super::attack::space(prefix, ports)
+                    ));
+                    Kind::Udp(UdpPlan {
+                        probe: false,
+                        shape: Shape::default(),
+                        dst_flows: None,
+                        dst,
+                        sched,
+                        flows: FlowPlan::Fresh { prefix, ports },
+                        vlan: None,
+                    })
+                }
+                WorkloadConfig::Tuples(c) => {
+                    let dst = c
+                        .dst
+                        .ok_or_else(|| invalid(&format!("{field}.dst"), "missing (ip:port)"))?;
+                    let sched = resolve_schedule(
+                        &field, &c.rate, c.pps, &c.size, &c.start, &c.stop, c.count, link_rate,
+                        &mut notes,
+                    )?;
+                    if c.craft.is_some() {
+                        return Err(invalid(
+                            &format!("{field}.craft"),
+                            "crafted sources are computed by a scenario (its factory knows the target switch)",
+                        ));
+                    }
+                    if c.sources.is_empty() || c.sources.len() > super::attack::MAX_SOURCES {
+                        return Err(invalid(
+                            &format!("{field}.sources"),
+                            format!(
+                                "{} sources; give 1..={}",
+                                c.sources.len(),
+                                super::attack::MAX_SOURCES
+                            ),
+                        ));
+                    }
+                    Kind::Udp(UdpPlan {
+                        probe: false,
+                        shape: Shape::default(),
+                        dst_flows: None,
+                        dst,
+                        sched,
+                        flows: FlowPlan::List {
+                            sources: Arc::new(
+                                c.sources.iter().map(|s| (*s.ip(), s.port())).collect(),
+                            ),
+                        },
+                        vlan: None,
                     })
                 }
                 WorkloadConfig::Pcap(c) => {
@@ -1620,6 +1799,8 @@ struct Metrics {
     latency: LatencyHistogram,
     rtt: LatencyHistogram,
     rx_series: Series,
+    /// Frames received per bin (a packet rate whatever the frame sizes).
+    rx_packet_series: Series,
     /// Exact (smallest, largest) one-way latency and RTT: the histograms
     /// keep three significant digits, tests and summaries want exact values.
     latency_range: Option<(Nanos, Nanos)>,
@@ -1659,6 +1840,7 @@ impl Host {
             latency: LatencyHistogram::default(),
             rtt: LatencyHistogram::default(),
             rx_series: Series::new(plan.bin),
+            rx_packet_series: Series::new(plan.bin),
             latency_range: None,
             rtt_range: None,
             archived_flows: Vec::new(),
@@ -1754,7 +1936,9 @@ impl Host {
             let gen = match &w.kind {
                 Kind::Udp(p) => {
                     let flows = match &p.flows {
-                        FlowPlan::Single { .. } => Vec::new(),
+                        FlowPlan::Single { .. }
+                        | FlowPlan::Fresh { .. }
+                        | FlowPlan::List { .. } => Vec::new(),
                         FlowPlan::Random {
                             n, ports, prefix, ..
                         } => draw_flows(*n, *ports, *prefix, plan.ip, rng),
@@ -1829,6 +2013,7 @@ impl Host {
         m.stats.rx_packets += 1;
         m.stats.rx_bytes += frame.len() as u64;
         m.rx_series.add_at(now, frame.len() as u64);
+        m.rx_packet_series.add_at(now, 1);
         let Ok(eth) = EthernetFrame::new_checked(frame) else {
             m.stats.rx_malformed += 1;
             return false;
@@ -1861,7 +2046,11 @@ impl Host {
                         true
                     }
                     _ => {
-                        m.stats.rx_other += 1;
+                        // Generated TCP segments (`tcp_flags`) carry a probe.
+                        match encap::tcp_payload(ip.payload()).and_then(Probe::parse) {
+                            Some(probe) => record_one_way(m, now, &probe),
+                            None => m.stats.rx_other += 1,
+                        }
                         false
                     }
                 }
@@ -1872,6 +2061,13 @@ impl Host {
                     return false;
                 };
                 let payload = udp.payload();
+                if udp.dst_port() == encap::VXLAN_PORT && Probe::parse(payload).is_none() {
+                    if let Some(probe) = encap::vxlan_inner_payload(payload).and_then(Probe::parse)
+                    {
+                        record_one_way(m, now, &probe);
+                        return false;
+                    }
+                }
                 self.on_udp(
                     now,
                     ip.src_addr(),
@@ -1939,12 +2135,7 @@ impl Host {
             }
             return;
         }
-        if probe.tx_time <= now {
-            metrics.latency.record(now - probe.tx_time);
-            widen(&mut metrics.latency_range, now - probe.tx_time);
-        } else {
-            metrics.stats.rx_probe_future += 1;
-        }
+        record_latency(metrics, now, &probe);
         if let Some(&(_, w)) = plan.echoes.iter().find(|(port, _)| *port == dport) {
             // Any destination address is answered: links are point to point,
             // and a load balancer may have delivered a virtual address.
@@ -2096,6 +2287,22 @@ impl Host {
     }
 }
 
+/// A probe that is no request's response: counted, and its one-way latency
+/// recorded.
+fn record_one_way(m: &mut Metrics, now: Nanos, probe: &Probe) {
+    m.stats.rx_probes += 1;
+    record_latency(m, now, probe);
+}
+
+fn record_latency(m: &mut Metrics, now: Nanos, probe: &Probe) {
+    if probe.tx_time <= now {
+        m.latency.record(now - probe.tx_time);
+        widen(&mut m.latency_range, now - probe.tx_time);
+    } else {
+        m.stats.rx_probe_future += 1;
+    }
+}
+
 fn widen(range: &mut Option<(Nanos, Nanos)>, v: Nanos) {
     *range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
 }
@@ -2186,7 +2393,11 @@ fn step(
 ) -> Option<Vec<u8>> {
     match (&wl.kind, gen) {
         (Kind::Udp(p), Gen::Udp { clock, flows }) => {
-            let size = p.sched.size.sample(rng);
+            let mut size = p.sched.size.sample(rng);
+            if !p.shape.is_plain() {
+                // Pace by the frame actually sent.
+                size = size.max(p.shape.headers() + PROBE_LEN + p.vlan.map_or(0, |_| VLAN_TAG_LEN));
+            }
             let seq = clock.sent;
             clock.advance(size);
             if !send {
@@ -2194,6 +2405,17 @@ fn step(
             }
             let (flow, (src, sport)) = match &p.flows {
                 FlowPlan::Single { src_port } => (0, (plan.ip, *src_port)),
+                FlowPlan::Fresh { prefix, ports } => (0, nth_source(*prefix, *ports, seq)),
+                FlowPlan::List { sources } => {
+                    let i = (seq % sources.len().max(1) as u64) as usize;
+                    (
+                        i,
+                        sources
+                            .get(i)
+                            .copied()
+                            .unwrap_or((plan.ip, DEFAULT_UDP_PORT_BASE)),
+                    )
+                }
                 FlowPlan::Random { n, zipf, .. } => {
                     let f = match zipf {
                         Some(z) => z.sample(rng),
@@ -2214,6 +2436,10 @@ fn step(
                 tx_time: now,
             };
             let mut ep = plan.endpoints(src, *p.dst.ip());
+            let (src, sport, dst, dport) = match p.dst_flows {
+                Some(port) => (plan.ip, port, src, sport),
+                None => (src, sport, *p.dst.ip(), p.dst.port()),
+            };
             let size = match p.vlan {
                 Some(vid) => {
                     ep.vlan = Some(VlanTag {
@@ -2225,7 +2451,26 @@ fn step(
                 }
                 None => size,
             };
-            probe_frame(&ep, sport, p.dst.port(), size, probe, scratch)
+            if !p.shape.is_plain() {
+                // A VXLAN outer header goes from the host to `dst`.
+                ep.src_ip = plan.ip;
+                ep.dst_ip = *p.dst.ip();
+                let payload_len = size.saturating_sub(p.shape.headers()).max(PROBE_LEN);
+                scratch.clear();
+                scratch.resize(payload_len, 0);
+                probe.write(scratch);
+                p.shape.build(&ep, src, sport, dst, dport, scratch)
+            } else if p.dst_flows.is_some() {
+                ep.src_ip = src;
+                ep.dst_ip = dst;
+                probe_frame(&ep, sport, dport, size, probe, scratch)
+            } else if p.probe {
+                probe_frame(&ep, sport, p.dst.port(), size, probe, scratch)
+            } else {
+                scratch.clear();
+                scratch.resize(size.saturating_sub(UDP_FRAME_HEADERS), 0);
+                build_udp_frame(&ep, sport, p.dst.port(), scratch, true).ok()
+            }
         }
         (Kind::Request(p), Gen::Request { clock, outstanding }) => {
             let size = p.sched.size.sample(rng);
@@ -2456,6 +2701,8 @@ impl Node for Host {
         }
         r.series
             .insert("rx_bytes".into(), self.metrics.rx_series.clone());
+        r.series
+            .insert("rx_packets".into(), self.metrics.rx_packet_series.clone());
         r.notes.extend(self.plan.notes.iter().cloned());
         let bin = self
             .state
@@ -2776,6 +3023,115 @@ backlog = 4
         }
         let bad = text.replace("vlan = 7", "vlan = 4095");
         assert!(host(&bad).unwrap_err().to_string().contains("vlan"));
+    }
+
+    /// Runs `h` until its generators stop; returns the frames it sent.
+    fn sent_frames(h: &mut Host) -> Vec<Vec<u8>> {
+        let (mut r, mut out, mut frames) = (rng(), Vec::new(), Vec::new());
+        h.start(0, &mut out);
+        for _ in 0..10_000 {
+            let timers: Vec<_> = out
+                .drain(..)
+                .filter_map(|o| match o {
+                    Output::Timer { at, token } => Some((at, token)),
+                    Output::Transmit { frame, .. } => {
+                        frames.push(frame);
+                        None
+                    }
+                    _ => None,
+                })
+                .collect();
+            if timers.is_empty() {
+                break;
+            }
+            for (at, token) in timers {
+                h.handle(at, Input::Timer { token }, &mut r, &mut out);
+            }
+        }
+        frames
+    }
+
+    #[test]
+    fn tcp_syns_to_drawn_destinations_reach_a_sink_as_probes() {
+        let text = "ip = \"10.1.2.1\"\n[[workload]]\nkind = \"udp\"\ndst = \"192.0.2.1:5000\"\npps = 1000\ncount = 64\nsize = 66\nflows = 16\nsrc_prefix = \"10.2.0.0/28\"\nsrc_ports = [5000, 5000]\nflows_at = \"dst\"\nsrc_port = 6000\ntcp_flags = 2";
+        let mut h = host(text).unwrap();
+        assert!(h.plan.notes.iter().any(|n| n.contains("raised to 78 B")));
+        let frames = sent_frames(&mut h);
+        assert_eq!(frames.len(), 64);
+        let mut dsts = HashSet::new();
+        for f in &frames {
+            assert_eq!(f.len(), 78);
+            let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+            assert_eq!(ip.protocol(), inca_wire::ipv4::protocol::TCP);
+            assert_eq!(ip.src_addr(), Ipv4Addr::new(10, 1, 2, 1));
+            assert_eq!(ip.dst_addr().octets()[..3], [10, 2, 0]);
+            let seg = inca_wire::TcpSegment::new_checked(ip.payload()).unwrap();
+            assert_eq!(
+                (seg.flags().0, seg.src_port(), seg.dst_port()),
+                (2, 6000, 5000)
+            );
+            dsts.insert(ip.dst_addr());
+        }
+        assert!(dsts.len() > 8, "destinations vary: {dsts:?}");
+        // A host receiving them measures their latency like UDP probes.
+        let mut sink = host("ip = \"192.0.2.1\"").unwrap();
+        let (mut r, mut out) = (rng(), Vec::new());
+        sink.start(0, &mut out);
+        for f in frames {
+            sink.handle(
+                1_000_000_000,
+                Input::Frame { port: 0, frame: f },
+                &mut r,
+                &mut out,
+            );
+        }
+        assert_eq!(sink.stats().rx_probes, 64);
+        assert_eq!(sink.stats().rx_other, 0);
+        assert_eq!(sink.latency().count(), 64);
+        let bad = text
+            .replace("flows = 16", "flows = 1")
+            .replace("flows_at = \"dst\"\n", "");
+        assert!(host(&bad).unwrap_err().to_string().contains("src_port"));
+    }
+
+    #[test]
+    fn vxlan_frames_carry_the_vni_and_drawn_inner_destinations() {
+        let text = "ip = \"10.1.1.1\"\n[[workload]]\nkind = \"udp\"\ndst = \"10.255.0.1:4789\"\npps = 1000\ncount = 32\nsize = 66\nflows = 16\nsrc_prefix = \"10.128.0.0/28\"\nsrc_ports = [5000, 5000]\nflows_at = \"dst\"\nvxlan_vni = 1";
+        let frames = sent_frames(&mut host(text).unwrap());
+        assert_eq!(frames.len(), 32);
+        let mut sink = host("ip = \"192.0.2.1\"").unwrap();
+        let (mut r, mut out) = (rng(), Vec::new());
+        sink.start(0, &mut out);
+        for f in frames {
+            assert_eq!(f.len(), 116);
+            // As the VPN gateway parses it: VNI 1, inner destination drawn.
+            let m = vxlan_vni_and_inner_dst(&f);
+            assert_eq!(m.0, 1);
+            assert_eq!(m.1[..3], [10, 128, 0]);
+            sink.handle(
+                1_000_000_000,
+                Input::Frame { port: 0, frame: f },
+                &mut r,
+                &mut out,
+            );
+        }
+        assert_eq!(sink.stats().rx_probes, 32);
+        assert_eq!(sink.stats().rx_udp_plain, 0);
+        let bad = text.replace("vxlan_vni = 1", "vxlan_vni = 16777216");
+        assert!(host(&bad).unwrap_err().to_string().contains("vxlan_vni"));
+        let bad = text.replace("flows = 16\n", "").replace(
+            "src_prefix = \"10.128.0.0/28\"\nsrc_ports = [5000, 5000]\n",
+            "",
+        );
+        assert!(host(&bad).unwrap_err().to_string().contains("flows_at"));
+    }
+
+    /// (VNI, inner IPv4 destination) of an untagged VXLAN frame.
+    fn vxlan_vni_and_inner_dst(f: &[u8]) -> (u32, [u8; 4]) {
+        let vx = 14 + 20 + 8;
+        let vni = u32::from_be_bytes([0, f[vx + 4], f[vx + 5], f[vx + 6]]);
+        let ip = Ipv4Packet::new_checked(&f[vx + 8 + 14..]).unwrap();
+        (vni, ip.dst_addr().octets())
     }
 
     #[test]

@@ -49,6 +49,18 @@ pub(crate) const TOKEN_HEARTBEAT: u64 = 1;
 pub(crate) const TOKEN_WATCHDOG: u64 = 2;
 pub(crate) const TOKEN_EPOCH: u64 = 3;
 pub(crate) const TOKEN_DRAIN: u64 = 4;
+/// Register entries one sketch-clear operation zeroes [our choice]: the
+/// epoch's clear (spec §5.5, 1 ms per 64K slots) is issued in slices of
+/// this many entries, one at a time, so table operations queued on the
+/// FIFO channel wait at most one slice (15.6 µs) instead of the whole
+/// clear (13 ms for 4 sketch rows and 2 Bloom-filter arrays).
+pub const CLEAR_SLICE: u64 = 1024;
+/// Cost of clearing one register entry at the spec's 1 ms per 64K slots.
+const CLEAR_NS_PER_64K: u64 = 1_000_000;
+/// Oldest cache hit counts an eviction may be judged on [our choice]: a
+/// digest that would evict reads the hit counters again if the copy is
+/// older than this (spec §5.5: "the entry with the fewest hits this epoch").
+pub const HITS_MAX_AGE: Nanos = 1_000_000;
 /// Grace timers: base + plan sequence number.
 pub(crate) const TOKEN_GRACE: u64 = 1 << 32;
 /// Agent retransmission timers: base + request id.
@@ -76,6 +88,13 @@ pub fn update_message(key: &[u8], value: &[u8]) -> ControlMessage {
         kind: MSG_UPDATE,
         body: [key, value].concat(),
     }
+}
+
+/// One slice of the epoch's sketch clear: (array, first entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClearSlice {
+    Cms(usize, u64),
+    Bf(usize, u64),
 }
 
 /// An operation waiting for its turn.
@@ -148,6 +167,8 @@ pub struct CpStats {
     pub qp_resets: u64,
     /// Watchdog PSN re-programs.
     pub watchdog_fixes: u64,
+    /// Watchdog PSN fixes not made: the QP made progress meanwhile.
+    pub watchdog_skips: u64,
     /// Server recoveries completed.
     pub recoveries: u64,
     /// Servers declared down.
@@ -158,6 +179,13 @@ pub struct CpStats {
     pub cache_changes: u64,
     /// Sketch epochs.
     pub epochs: u64,
+    /// Epochs that began before the previous epoch's sliced clear finished
+    /// (its remaining slices were abandoned for the new clear).
+    pub epoch_overruns: u64,
+    /// Reads of the cache hit counters made for an eviction decision.
+    pub hit_reads: u64,
+    /// Most intents queued at once.
+    pub intents_max: u64,
     /// Malformed agent messages or punts.
     pub malformed: u64,
     /// NF punts that waited behind their key's pending insert.
@@ -183,9 +211,19 @@ pub(crate) struct ControlState {
     /// Keys installed in the data-plane cache, with their hit-counter slot.
     pub dp_cache: BTreeMap<Vec<u8>, u16>,
     pub free_slots: Vec<u16>,
-    /// Cache hits per slot at the last epoch end.
+    /// Cache hits per slot, as last read from the data plane.
     pub hits: Vec<u64>,
+    /// When `hits` was read (`None`: never, or an install reset a slot).
+    pub hits_at: Option<Nanos>,
+    /// A pending read of the hit counters an eviction waits for.
+    pub hits_read: Option<u64>,
     pub epoch_read: Option<u64>,
+    /// When the pending watchdog read was issued.
+    pub watchdog_issued: Nanos,
+    /// Sketch and Bloom-filter slices still to clear this epoch.
+    pub clear_slices: VecDeque<ClearSlice>,
+    /// The barrier read that says the slice in flight is done.
+    pub clear_barrier: Option<u64>,
     pub watchdog_read: Option<u64>,
     /// Barrier read → server whose setup it completes.
     pub setup_barriers: BTreeMap<u64, usize>,
@@ -214,7 +252,12 @@ impl ControlState {
                 .rev()
                 .collect(),
             hits: vec![0; cfg.cache_cap],
+            hits_at: None,
+            hits_read: None,
             epoch_read: None,
+            watchdog_issued: 0,
+            clear_slices: VecDeque::new(),
+            clear_barrier: None,
             watchdog_read: None,
             setup_barriers: BTreeMap::new(),
             preload: Vec::new(),
@@ -354,6 +397,7 @@ impl<N: TeaNf> TeaSwitch<N> {
             TOKEN_WATCHDOG => {
                 if let (Some(h), true) = (self.h, self.cp.ready) {
                     let n = self.cfg.qp_count() as u64;
+                    self.cp.watchdog_issued = now;
                     self.cp.watchdog_read = Some(cp.register_read(h.outstanding, 0, n));
                 }
                 cp.set_timer(now + self.cfg.t_watchdog, TOKEN_WATCHDOG);
@@ -395,22 +439,36 @@ impl<N: TeaNf> TeaSwitch<N> {
                 return;
             }
         }
+        if self.cp.clear_barrier == Some(request) {
+            self.cp.clear_barrier = None;
+            self.clear_next_slice(cp);
+            return;
+        }
         if let Some(sid) = self.cp.setup_barriers.remove(&request) {
             self.setup_installed(sid, cp);
             return;
         }
         if self.cp.watchdog_read == Some(request) {
             self.cp.watchdog_read = None;
-            self.watchdog(&values, cp);
+            let issued = self.cp.watchdog_issued;
+            self.watchdog(&values, issued, cp);
             return;
         }
-        if self.cp.epoch_read == Some(request) {
-            self.cp.epoch_read = None;
+        if self.watchdog_fix_read(request, &values, cp) {
+            return;
+        }
+        if self.cp.epoch_read == Some(request) || self.cp.hits_read == Some(request) {
+            if self.cp.hits_read == Some(request) {
+                self.cp.hits_read = None;
+            } else {
+                self.cp.epoch_read = None;
+            }
             for (slot, v) in values.into_iter().enumerate() {
                 if let Some(h) = self.cp.hits.get_mut(slot) {
                     *h = v;
                 }
             }
+            self.cp.hits_at = Some(cp.now());
         }
     }
 
@@ -533,6 +591,7 @@ impl<N: TeaNf> TeaSwitch<N> {
             return false;
         }
         self.cp.intents.push_back(i);
+        self.cp.stats.intents_max = self.cp.stats.intents_max.max(self.cp.intents.len() as u64);
         true
     }
 
@@ -543,21 +602,86 @@ impl<N: TeaNf> TeaSwitch<N> {
             return;
         };
         self.cp.stats.epochs += 1;
-        // Spec §5.5: 1 ms per 64K-slot array.
-        let cost = |slots: usize| (slots as u64).div_ceil(65_536) * 1_000_000;
-        for r in h.cms {
-            cp.register_clear_timed(r, cost(super::dataplane::CMS_COLS));
+        if !self.cp.clear_slices.is_empty() || self.cp.clear_barrier.is_some() {
+            self.cp.stats.epoch_overruns += 1;
+            self.cp.clear_slices.clear();
         }
-        for b in h.bf {
-            cp.register_clear_timed(b, cost(super::dataplane::BF_BITS));
+        // The sketch and the Bloom filter are cleared in slices (see
+        // `CLEAR_SLICE`); the first goes out now, each next one once the
+        // previous is done (a barrier read after it), so the channel is
+        // never more than one slice behind and table operations interleave.
+        let cols = super::dataplane::CMS_COLS as u64;
+        let bits = super::dataplane::BF_BITS as u64;
+        for r in 0..h.cms.len() {
+            for first in (0..cols).step_by(CLEAR_SLICE as usize) {
+                self.cp.clear_slices.push_back(ClearSlice::Cms(r, first));
+            }
+        }
+        for j in 0..h.bf.len() {
+            for first in (0..bits).step_by(CLEAR_SLICE as usize) {
+                self.cp.clear_slices.push_back(ClearSlice::Bf(j, first));
+            }
         }
         if self.cfg.cache_cap > 0 {
-            self.cp.epoch_read = Some(cp.register_read(h.cache_hits, 0, self.cfg.cache_cap as u64));
-            cp.register_clear_timed(h.cache_hits, cost(self.cfg.cache_cap));
+            let n = self.cfg.cache_cap as u64;
+            self.cp.epoch_read = Some(cp.register_read(h.cache_hits, 0, n));
+            cp.register_clear_timed(h.cache_hits, clear_cost(n));
+        }
+        if self.cp.clear_barrier.is_none() {
+            self.clear_next_slice(cp);
         }
         if let Some(t) = &mut self.cp.table {
             t.end_epoch();
         }
+    }
+
+    /// Issues the next slice of the epoch's sketch clear.
+    fn clear_next_slice(&mut self, cp: &mut ControlPlane<'_>) {
+        let (Some(h), Some(slice)) = (self.h, self.cp.clear_slices.pop_front()) else {
+            return;
+        };
+        let cost = clear_cost(CLEAR_SLICE);
+        match slice {
+            ClearSlice::Cms(r, first) => {
+                cp.register_clear_range_timed(h.cms[r], first, CLEAR_SLICE, cost)
+            }
+            ClearSlice::Bf(j, first) => {
+                cp.register_clear_range_timed(h.bf[j], first, CLEAR_SLICE, cost)
+            }
+        };
+        self.cp.clear_barrier = Some(cp.register_read(h.barrier, 0, 1));
+    }
+
+    /// Whether the next intent is a digest that may evict and must first
+    /// see fresh hit counts; issues the read if none is pending.
+    fn digest_needs_hits(&mut self, cp: &mut ControlPlane<'_>) -> bool {
+        let Some(Intent::Digest { .. }) = self.cp.intents.front() else {
+            return false;
+        };
+        let full = self
+            .cp
+            .table
+            .as_ref()
+            .is_some_and(|t| t.cache().len() >= self.cfg.cache_cap);
+        if !full {
+            return false;
+        }
+        if self.cp.hits_read.is_some() {
+            return true;
+        }
+        let fresh = self
+            .cp
+            .hits_at
+            .is_some_and(|t| cp.now().saturating_sub(t) <= HITS_MAX_AGE);
+        if fresh {
+            return false;
+        }
+        let Some(h) = self.h else {
+            return false;
+        };
+        self.cp.stats.hit_reads += 1;
+        self.cp.hits_read = Some(cp.register_read(h.cache_hits, 0, self.cfg.cache_cap as u64));
+        true
     }
 
     /// Turns the next intent into plans (at most one intent per call).
@@ -573,6 +697,9 @@ impl<N: TeaNf> TeaSwitch<N> {
             .iter()
             .position(|i| !matches!(i, Intent::Drain))
             .unwrap_or(0);
+        if next == 0 && self.digest_needs_hits(cp) {
+            return None;
+        }
         let intent = self.cp.intents.remove(next)?;
         let table = self.cp.table.as_mut()?;
         let hits = &self.cp.hits;
@@ -735,6 +862,8 @@ impl<N: TeaNf> TeaSwitch<N> {
                     if let Some(x) = self.cp.hits.get_mut(usize::from(slot)) {
                         *x = 0;
                     }
+                    // The copy no longer says how the new entry compares.
+                    self.cp.hits_at = None;
                     cp.register_write(h.cache_hits, u64::from(slot), 0u32);
                     cp.table_add(
                         h.cache,
@@ -789,6 +918,11 @@ impl<N: TeaNf> TeaSwitch<N> {
             }
         }
     }
+}
+
+/// Cost of clearing `entries` register entries (spec §5.5: 1 ms per 64K).
+fn clear_cost(entries: u64) -> Nanos {
+    (entries * CLEAR_NS_PER_64K).div_ceil(65_536)
 }
 
 fn empty_plan() -> Plan {

@@ -57,6 +57,10 @@ pub(crate) struct QpRec {
     pub installed_pseudo: Option<u32>,
     pub status_pending: bool,
     pub reset_pending: bool,
+    /// The `outstanding.hi` (last progress) the watchdog saw silent.
+    pub silent_hi: u32,
+    /// A re-read of `outstanding` before a PSN fix: (request, ePSN).
+    pub fix_read: Option<(u64, u32)>,
 }
 
 /// One DRAM server's record (spec §3.3).
@@ -569,14 +573,23 @@ impl<N: TeaNf> TeaSwitch<N> {
 
     /// Watchdog (spec §5.8): QPs with reads outstanding and no response for
     /// `t_watchdog_silence` get a QP_STATUS.
-    pub(crate) fn watchdog(&mut self, values: &[u64], cp: &mut ControlPlane<'_>) {
-        let now32 = cp.now() as u32;
+    /// The watchdog's `outstanding` read came back (issued at `issued`):
+    /// ask the NIC for the state of every QP silent for too long.
+    ///
+    /// Silence is judged against the read's issue time, not the reply's:
+    /// the reply can wait long behind a busy channel or CPU (a new-flow
+    /// flood), and judging by it took busy QPs for stalled ones (issue 8).
+    pub(crate) fn watchdog(&mut self, values: &[u64], issued: Nanos, cp: &mut ControlPlane<'_>) {
+        let now32 = issued as u32;
         for (q, &v) in values.iter().enumerate() {
             let p = Pair {
                 lo: v as u32,
                 hi: (v >> 32) as u32,
             };
-            if p.lo == 0 || Nanos::from(now32.wrapping_sub(p.hi)) <= self.cfg.t_watchdog_silence {
+            // Signed: progress after the issue time (the value was sampled
+            // later) is not silence.
+            let silent = now32.wrapping_sub(p.hi) as i32;
+            if p.lo == 0 || silent <= 0 || silent as Nanos <= self.cfg.t_watchdog_silence {
                 continue;
             }
             let q = q as u16;
@@ -594,6 +607,7 @@ impl<N: TeaNf> TeaSwitch<N> {
                 continue;
             }
             rec.status_pending = true;
+            rec.silent_hi = p.hi;
             self.send_agent(
                 sid,
                 Request::QpStatus { qp_idx: q },
@@ -601,6 +615,47 @@ impl<N: TeaNf> TeaSwitch<N> {
                 cp,
             );
         }
+    }
+
+    /// The re-read of a QP's `outstanding` before a watchdog PSN fix
+    /// (see `on_agent_reply`): the fix is made only if `hi` (last progress)
+    /// has not moved since the watchdog saw the QP silent. False if
+    /// `request` is not such a read.
+    pub(crate) fn watchdog_fix_read(
+        &mut self,
+        request: u64,
+        values: &[u64],
+        cp: &mut ControlPlane<'_>,
+    ) -> bool {
+        let Some(h) = self.h else {
+            return false;
+        };
+        let found = self.cp.servers.iter_mut().find_map(|s| {
+            s.qps.iter_mut().find_map(|(&q, r)| match r.fix_read {
+                Some((req, epsn)) if req == request => {
+                    r.fix_read = None;
+                    Some((q, epsn, r.silent_hi))
+                }
+                _ => None,
+            })
+        });
+        let Some((qp, epsn, silent_hi)) = found else {
+            return false;
+        };
+        let hi = values.first().map_or(0, |&v| (v >> 32) as u32);
+        if hi != silent_hi {
+            self.cp.stats.watchdog_skips += 1;
+            return true;
+        }
+        self.cp.stats.watchdog_fixes += 1;
+        cp.register_write(h.next_psn, u64::from(qp), epsn & 0xFF_FFFF);
+        cp.register_write(
+            h.last_rsp_psn,
+            u64::from(qp),
+            epsn.wrapping_sub(1) & 0xFF_FFFF,
+        );
+        cp.register_write(h.outstanding, u64::from(qp), Pair::default());
+        true
     }
 
     /// Rebuilds a QP that went to ERROR (spec §5.8): new incarnation and PSN.
@@ -698,14 +753,16 @@ impl<N: TeaNf> TeaSwitch<N> {
                 if state == QpState::Error {
                     self.reset_qp(qp, cp);
                 } else if let Some(h) = self.h {
-                    self.cp.stats.watchdog_fixes += 1;
-                    cp.register_write(h.next_psn, u64::from(qp), epsn & 0xFF_FFFF);
-                    cp.register_write(
-                        h.last_rsp_psn,
-                        u64::from(qp),
-                        epsn.wrapping_sub(1) & 0xFF_FFFF,
-                    );
-                    cp.register_write(h.outstanding, u64::from(qp), Pair::default());
+                    // Rewinding `next_psn` to the NIC's ePSN is safe only if
+                    // the QP is still stalled: a QP that made progress
+                    // since has requests beyond that ePSN in flight, and
+                    // rewinding would make the NIC take later lookups for
+                    // duplicates (WRITEs not executed, READs answered with
+                    // an older packet parked in the row). Re-read first.
+                    let req = cp.register_read(h.outstanding, u64::from(qp), 1);
+                    if let Some(rec) = self.cp.servers[sid].qps.get_mut(&qp) {
+                        rec.fix_read = Some((req, epsn));
+                    }
                 }
             }
             (Purpose::QpStatus { qp }, _) => {

@@ -290,6 +290,9 @@ pub struct TeaSwitch<N: TeaNf> {
     pub(crate) observer: Option<Observer>,
     pub(crate) stats: DpStats,
     pub(crate) series: ReplicaSeries,
+    /// Checked mode: the preloaded entries, the history's first versions
+    /// (see [`TeaSwitch::checked`]).
+    pub(crate) check_preload: Option<Vec<(Vec<u8>, Vec<u8>)>>,
     name: String,
 }
 
@@ -312,6 +315,7 @@ impl<N: TeaNf> TeaSwitch<N> {
             observer: None,
             stats: DpStats::default(),
             series: ReplicaSeries::default(),
+            check_preload: None,
         })
     }
 
@@ -319,6 +323,49 @@ impl<N: TeaNf> TeaSwitch<N> {
     pub fn with_observer(mut self, observer: Observer) -> Self {
         self.observer = Some(observer);
         self
+    }
+
+    /// Checked mode (scenario parameter `check = 1`): records every lookup
+    /// and completed operation, and the report judges each lookup against
+    /// that history as the campaign does ([`crate::campaign::judge`]),
+    /// adding `tea_check_lookups`, `tea_check_violations` and
+    /// `tea_check_dropped`. `preload` is the entries installed before
+    /// traffic. [our choice] The log is bounded
+    /// ([`super::observer::OBSERVER_CAP`] records of each kind); a run that
+    /// overflows it reports `tea_check_dropped` > 0 and its verdict covers
+    /// only what was kept.
+    pub fn checked(mut self, preload: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        self.observer = Some(Observer::new());
+        self.check_preload = Some(preload);
+        self
+    }
+
+    /// Checked mode's verdict: (lookups judged, violations, dropped).
+    pub(crate) fn check_verdict(&self) -> Option<(u64, u64, u64)> {
+        let preload = self.check_preload.as_ref()?;
+        let (lookups, mut commits, dropped) = self.observer.as_ref()?.snapshot();
+        commits.splice(
+            0..0,
+            preload.iter().map(|(k, v)| super::observer::CommitRecord {
+                at: 0,
+                started: 0,
+                key: k.clone(),
+                value: Some(v.clone()),
+            }),
+        );
+        // The operation still running when the report is made has shown
+        // its value (its stash entry) without committing: it overlaps every
+        // later lookup.
+        if let Some(r) = self.cp.running.as_ref().filter(|r| r.commits) {
+            commits.push(super::observer::CommitRecord {
+                at: Nanos::MAX,
+                started: r.started,
+                key: r.plan.key.clone(),
+                value: r.result.clone(),
+            });
+        }
+        let (bad, _) = crate::campaign::violations(&lookups, &commits, self.cfg.t_grace);
+        Some((lookups.len() as u64, bad, dropped))
     }
 
     /// The configuration.
@@ -1218,6 +1265,16 @@ impl<N: TeaNf> Program for TeaSwitch<N> {
     }
 
     fn report(&self) -> ProgramReport {
-        super::report::build(&self.stats, self.cp_stats(), &self.series)
+        let t = self.cp.table.as_ref();
+        let g = super::report::Gauges {
+            table_entries: t.map_or(0, |t| t.stats().entries),
+            stash_entries: t.map_or(0, |t| t.stash_len() as u64),
+            cache_entries: self.cp.dp_cache.len() as u64,
+            intents_max: self.cp.stats.intents_max,
+            punts_waiting_max: self.cp.punts.waiting_max,
+            hopeless_chains: t.map_or(0, |t| t.stats().hopeless),
+            check: self.check_verdict(),
+        };
+        super::report::build(&self.stats, self.cp_stats(), &self.series, &g)
     }
 }

@@ -110,6 +110,17 @@ impl Observer {
         self.with(|l| (l.lookups.drain(..).collect(), l.commits.drain(..).collect()))
     }
 
+    /// A copy of everything recorded so far, and the records dropped.
+    pub fn snapshot(&self) -> (Vec<LookupRecord>, Vec<CommitRecord>, u64) {
+        self.with(|l| {
+            (
+                l.lookups.iter().cloned().collect(),
+                l.commits.iter().cloned().collect(),
+                l.dropped,
+            )
+        })
+    }
+
     /// Number of lookups recorded and not yet drained.
     pub fn lookups_len(&self) -> usize {
         self.with(|l| l.lookups.len())

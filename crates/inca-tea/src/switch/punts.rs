@@ -33,6 +33,8 @@ pub(crate) struct PendingPunts {
     pub queued: u64,
     /// Packets dropped because a bound was reached.
     pub dropped: u64,
+    /// Most packets ever waiting at once.
+    pub waiting_max: u64,
 }
 
 impl PendingPunts {
@@ -58,6 +60,7 @@ impl PendingPunts {
         }
         q.push(p);
         self.waiting += 1;
+        self.waiting_max = self.waiting_max.max(self.waiting as u64);
         self.queued += 1;
         true
     }

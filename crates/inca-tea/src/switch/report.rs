@@ -2,7 +2,29 @@
 //! ([`inca_switch::Program::report`]): data-plane counters (SRAM and cache
 //! hits, DRAM lookups, drops by reason, failovers), the slow path's punt
 //! queue, and DRAM lookups per replica role over time, which shows the
-//! active replica through overload and failures (E5).
+//! active replica through overload and failures (E5); the memory the
+//! switch holds ([`Gauges`]: table, stash, cache, queues — each bounded,
+//! issue 8); and, in checked mode, the lookup-correctness verdict.
+
+/// Sizes at report time and high-water marks of the bounded structures.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gauges {
+    /// Entries in the table (DRAM cells and stash).
+    pub table_entries: u64,
+    /// Entries in the stash (bounded by `stash_cap`).
+    pub stash_entries: u64,
+    /// Entries in the cache (bounded by `cache_cap`).
+    pub cache_entries: u64,
+    /// Most operations ever queued at once (bounded by `MAX_INTENTS`).
+    pub intents_max: u64,
+    /// Most NF punts ever waiting at once (bounded by `MAX_PUNTS_WAITING`).
+    pub punts_waiting_max: u64,
+    /// Displacement chains skipped as hopeless (a bucket-collision attack).
+    pub hopeless_chains: u64,
+    /// Checked mode: (lookups judged, violations, records the observer
+    /// dropped); `None` when not checked.
+    pub check: Option<(u64, u64, u64)>,
+}
 
 use inca_switch::{Nanos, ProgramReport, ProgramSeries};
 
@@ -57,7 +79,7 @@ const REASONS: [(DropReason, &str); 10] = [
 
 /// The report: counters prefixed `tea_`, series `tea_lookups_primary` and
 /// `tea_lookups_secondary`.
-pub fn build(dp: &DpStats, cp: &CpStats, series: &ReplicaSeries) -> ProgramReport {
+pub fn build(dp: &DpStats, cp: &CpStats, series: &ReplicaSeries, g: &Gauges) -> ProgramReport {
     let mut counters = vec![
         ("tea_sram_hits".to_string(), dp.sram_hits),
         ("tea_cache_hits".to_string(), dp.cache_hits),
@@ -74,7 +96,21 @@ pub fn build(dp: &DpStats, cp: &CpStats, series: &ReplicaSeries) -> ProgramRepor
         ("tea_ops_refused".to_string(), cp.ops_refused),
         ("tea_punts_queued".to_string(), cp.punts_queued),
         ("tea_punts_dropped".to_string(), cp.punts_dropped),
+        ("tea_epochs".to_string(), cp.epochs),
+        ("tea_epoch_overruns".to_string(), cp.epoch_overruns),
+        ("tea_hit_reads".to_string(), cp.hit_reads),
+        ("tea_table_entries".to_string(), g.table_entries),
+        ("tea_stash_entries".to_string(), g.stash_entries),
+        ("tea_cache_entries".to_string(), g.cache_entries),
+        ("tea_intents_max".to_string(), g.intents_max),
+        ("tea_punts_waiting_max".to_string(), g.punts_waiting_max),
+        ("tea_hopeless_chains".to_string(), g.hopeless_chains),
     ];
+    if let Some((lookups, violations, dropped)) = g.check {
+        counters.push(("tea_check_lookups".to_string(), lookups));
+        counters.push(("tea_check_violations".to_string(), violations));
+        counters.push(("tea_check_dropped".to_string(), dropped));
+    }
     for (r, name) in REASONS {
         counters.push((format!("tea_drops_{name}"), dp.drops[r as usize]));
     }
@@ -104,7 +140,12 @@ mod tests {
         s.record(SERIES_BIN * SERIES_MAX_BINS as u64, 0);
         assert_eq!(s.values(0), &[1]);
         assert_eq!(s.values(1), &[0, 0, 2]);
-        let r = build(&DpStats::default(), &CpStats::default(), &s);
+        let r = build(
+            &DpStats::default(),
+            &CpStats::default(),
+            &s,
+            &Gauges::default(),
+        );
         assert_eq!(r.series[1].1.values, vec![0, 0, 2]);
         assert!(r.counters.iter().any(|(k, _)| k == "tea_drops_no_server"));
     }

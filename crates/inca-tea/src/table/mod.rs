@@ -188,6 +188,9 @@ pub struct Stats {
     pub displacements: u64,
     /// Insert or drain plans that ended with an entry left in the stash.
     pub stashed_outcomes: u64,
+    /// Displacement chains not started or cut short because every
+    /// occupant of both candidate buckets shared the key's bucket.
+    pub hopeless: u64,
 }
 
 /// The control plane's master mirror of one TEA-Table.
@@ -205,6 +208,7 @@ pub struct TeaTable {
     inserts: u64,
     displacements: u64,
     stashed_outcomes: u64,
+    pub(crate) hopeless: u64,
 }
 
 impl TeaTable {
@@ -222,6 +226,7 @@ impl TeaTable {
             inserts: 0,
             displacements: 0,
             stashed_outcomes: 0,
+            hopeless: 0,
         }
     }
 
@@ -337,6 +342,7 @@ impl TeaTable {
             inserts: self.inserts,
             displacements: self.displacements,
             stashed_outcomes: self.stashed_outcomes,
+            hopeless: self.hopeless,
         }
     }
 

@@ -92,6 +92,21 @@ impl TeaTable {
                     displacements: tries,
                 };
             }
+            // [our choice] No chain can free a cell when every occupant of
+            // i and j hashes to i (their candidates are these two buckets):
+            // each move only shuffles them, at T_GRACE apiece. Stash at
+            // once. Keys crafted to share a bucket (issue 8) otherwise made
+            // every insert MAX_TRIES grace waits of the serial executor.
+            let hopeless = [i, j].into_iter().all(|b| {
+                (0..cells).all(|c| {
+                    self.cell(b, c)
+                        .is_some_and(|(k, _)| self.layout.bucket_of(k) == i)
+                })
+            });
+            if hopeless {
+                self.hopeless += 1;
+                break;
+            }
             // Choose among the 2C cells of i and j, except the one just filled.
             let candidates: Vec<(u32, usize)> = [i, j]
                 .into_iter()

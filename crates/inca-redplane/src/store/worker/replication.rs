@@ -202,6 +202,10 @@ impl Worker {
             env.stats.malformed += 1;
             return;
         };
+        if self.sync_in.is_some() {
+            // Rejoining: kept until the state transfer is installed.
+            return self.stash_during_sync(env, id, payload);
+        }
         let port = chain_port(self.port);
         if id <= self.applied_id {
             // A resend: pass it on (the tail may have missed it) or re-ack.
@@ -296,6 +300,10 @@ impl Worker {
 
     /// This node just became the tail: everything it applied is committed.
     pub fn became_tail(&mut self, env: &mut Env<'_>, is_head: bool) {
+        if self.sync_in.is_some() {
+            // A joiner acknowledges once its copy is installed.
+            return;
+        }
         let id = self.applied_id;
         if id > self.committed_id {
             self.committed_id = id;
@@ -318,6 +326,18 @@ impl Worker {
         for rec in self.records.values_mut() {
             if rec.owner.is_some() {
                 rec.expiry = rec.expiry.max(until);
+            }
+        }
+        if env.observer.is_some() {
+            let mut owned: Vec<Vec<u8>> = self
+                .records
+                .iter()
+                .filter(|(_, r)| r.owner.is_some())
+                .map(|(k, _)| k.clone())
+                .collect();
+            owned.sort();
+            for k in owned {
+                self.report_lease(env, &k, None);
             }
         }
         self.resend_log(env);

@@ -1,0 +1,718 @@
+//! Switch-model pipelines in process, on one core, in packets per second:
+//!
+//! - `nat`: the inca-apps NAT on the `tofino` profile with 1,024 installed
+//!   flows, 64-byte TCP frames 10 ns apart (below the outside port's line
+//!   rate, so no queue builds), as crates/inca-apps/benches/nat_fast_path.rs.
+//! - `redplane-read`: the RedPlane NAT on its read path (a lease granted for
+//!   every flow by NEW_ACKs the benchmark plays as the store, no write
+//!   outstanding), as crates/inca-redplane/benches/switch.rs; baseline: the
+//!   plain NAT with the same flows on the same profile, alternating runs.
+//! - `tea-lookup`: the TEA NAT with its cache off, so every packet takes the
+//!   DRAM path: the request pass (sketch, resolvers, flow control, WRITE and
+//!   READ with ICRC), the DRAM server's NIC answering, and the response pass
+//!   (the READ RESPONSE parsed, the translation applied, the packet sent
+//!   on). Switch and two DRAM servers are driven by one zero-delay event
+//!   loop ([`TeaNet`]), so the figure is the work of all three per packet;
+//!   baseline: the plain NAT with the same flows (an SRAM lookup).
+//!
+//! Frame buffers are recycled as a real driver's would be, so the figures
+//! are the model's cost, not the allocator's.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::Ipv4Addr;
+
+use anyhow::{ensure, Context};
+use inca_apps::headers::parse;
+use inca_apps::nat::Nat;
+use inca_redplane::apps::nat::RpNat;
+use inca_redplane::switch::{RedPlane, RedPlaneConfig, Route};
+use inca_switch::device::{device_rng, DeviceRng, Nanos, PortId, SECONDS};
+use inca_switch::harness::Harness;
+use inca_switch::{Device, Input, Output, Profile, Switch};
+use inca_tea::nf::TeaNat;
+use inca_tea::server::{DramServer, DramServerConfig};
+use inca_tea::switch::rig::{server_ip, server_mac};
+use inca_tea::switch::{ServerSpec, TeaConfig, TeaSwitch};
+use inca_wire::redplane::{build_ack_frame, parse_udp_frame, AckRepr, AckType, Request};
+use inca_wire::{build_tcp_frame, build_udp_frame, Endpoints, TcpFlags, TcpRepr};
+
+use super::measure::{profiled, timed_rate};
+use super::{Baseline, Ctx, Measured};
+
+/// Flows of the NAT and RedPlane pipelines.
+const FLOWS: u16 = 1024;
+/// Flows of the TEA pipeline (as crates/inca-tea/benches/lookup.rs).
+const TEA_FLOWS: u32 = 512;
+/// Virtual time between packets of the NAT and RedPlane pipelines.
+const GAP_NS: Nanos = 10;
+/// Virtual time between packets of the TEA pipeline: [our choice] 5 M
+/// packets/s offered, within what two servers' links, QPs and NICs carry in
+/// the model, so flow control never refuses a packet and each packet is a
+/// full round trip.
+const TEA_GAP_NS: Nanos = 200;
+/// Recycled frame buffers kept.
+const POOL: usize = 256;
+
+/// Packets per timed run and per warm-up.
+fn sizes(ctx: &Ctx) -> (u64, u64) {
+    (ctx.size(1_000_000, 50_000), ctx.size(200_000, 10_000))
+}
+
+/// A 64-byte TCP frame of NAT flow `sport`.
+pub fn tcp_frame(sport: u16) -> Vec<u8> {
+    let ep = Endpoints::new(
+        [2, 0, 0, 0, 0, 1],
+        Ipv4Addr::new(10, 0, 0, 5),
+        [2, 0, 0, 0, 0, 2],
+        Ipv4Addr::new(203, 0, 113, 9),
+    );
+    let tcp = TcpRepr {
+        src_port: sport,
+        dst_port: 80,
+        seq: 1,
+        ack: 0,
+        flags: TcpFlags::ACK,
+        window: 1000,
+        urgent: 0,
+        options: &[],
+        payload: &[0; 6],
+    };
+    build_tcp_frame(&ep, &tcp).expect("a valid TCP frame")
+}
+
+fn tcp_templates() -> Vec<Vec<u8>> {
+    (0..FLOWS).map(|f| tcp_frame(10_000 + f)).collect()
+}
+
+/// Feeds one device a stream of frames from templates, firing its timers
+/// in time order and recycling the buffers it transmits.
+pub struct Feeder<D: Device> {
+    /// The device.
+    pub dev: D,
+    now: Nanos,
+    gap: Nanos,
+    port: PortId,
+    rng: DeviceRng,
+    out: Vec<Output>,
+    pool: Vec<Vec<u8>>,
+    /// Pending timers (token, time); a device has a handful.
+    timers: Vec<(u64, Nanos)>,
+    templates: Vec<Vec<u8>>,
+    next: usize,
+    /// Frames pushed in.
+    pub pushed: u64,
+    /// Frames the device transmitted.
+    pub transmitted: u64,
+}
+
+impl<D: Device> Feeder<D> {
+    /// Frames from `templates`, in turn, on `port`, `gap` apart after `now`.
+    pub fn new(dev: D, now: Nanos, port: PortId, gap: Nanos, templates: Vec<Vec<u8>>) -> Self {
+        Feeder {
+            dev,
+            now,
+            gap,
+            port,
+            rng: device_rng(1, 0),
+            out: Vec::with_capacity(64),
+            pool: Vec::with_capacity(POOL),
+            timers: Vec::new(),
+            templates,
+            next: 0,
+            pushed: 0,
+            transmitted: 0,
+        }
+    }
+
+    /// Pushes `n` frames; returns `n`.
+    pub fn push(&mut self, n: u64) -> u64 {
+        for _ in 0..n {
+            self.now += self.gap;
+            self.fire_timers();
+            let t = &self.templates[self.next];
+            // A recycled buffer too small for the frame would be grown by a
+            // realloc (a copy): a fresh one is cheaper (the store's acks
+            // are shorter than its requests; this was 17% of the `store`
+            // profile).
+            let mut buf = match self.pool.pop() {
+                Some(b) if b.capacity() >= t.len() => b,
+                _ => Vec::with_capacity(t.len()),
+            };
+            buf.clear();
+            buf.extend_from_slice(t);
+            self.next = (self.next + 1) % self.templates.len();
+            self.pushed += 1;
+            let input = Input::Frame {
+                port: self.port,
+                frame: buf,
+            };
+            self.dev
+                .handle(self.now, input, &mut self.rng, &mut self.out);
+            self.drain();
+        }
+        n
+    }
+
+    /// Boots the device (`Device::start`) at the current time.
+    pub fn start(&mut self) {
+        self.dev.start(self.now, &mut self.out);
+        self.drain();
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// Fires the timers due up to `t` and moves the clock there.
+    pub fn advance_to(&mut self, t: Nanos) {
+        self.now = self.now.max(t);
+        self.fire_timers();
+    }
+
+    /// Feeds `templates` from now on, `gap` apart, from time `now`.
+    pub fn set_stream(&mut self, now: Nanos, gap: Nanos, templates: Vec<Vec<u8>>) {
+        self.now = self.now.max(now);
+        self.gap = gap;
+        self.templates = templates;
+        self.next = 0;
+    }
+
+    fn fire_timers(&mut self) {
+        loop {
+            let due = self
+                .timers
+                .iter()
+                .enumerate()
+                .filter(|(_, &(_, at))| at <= self.now)
+                .min_by_key(|(_, &(tok, at))| (at, tok))
+                .map(|(i, _)| i);
+            let Some(i) = due else { break };
+            let (token, at) = self.timers.swap_remove(i);
+            self.dev
+                .handle(at, Input::Timer { token }, &mut self.rng, &mut self.out);
+            self.drain();
+        }
+    }
+
+    fn drain(&mut self) {
+        for o in self.out.drain(..) {
+            match o {
+                Output::Timer { at, token } => {
+                    match self.timers.iter_mut().find(|t| t.0 == token) {
+                        Some(t) => t.1 = at,
+                        None => self.timers.push((token, at)),
+                    }
+                }
+                Output::Transmit { frame, .. } => {
+                    self.transmitted += 1;
+                    if self.pool.len() < POOL {
+                        self.pool.push(frame);
+                    }
+                }
+                Output::Control(_) => {}
+            }
+        }
+    }
+}
+
+/// The plain NAT with every flow installed through its control plane:
+/// flows arrive on `inside`, leave on `outside`.
+fn plain_nat(
+    templates: &[Vec<u8>],
+    inside: PortId,
+    outside: PortId,
+) -> anyhow::Result<Feeder<Switch<Nat>>> {
+    let nat = Nat::new(65_536, outside, [198, 51, 100, 1]);
+    let sw = Switch::new(Profile::tofino(), nat).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut h = Harness::new(sw, 1);
+    for (i, f) in templates.iter().enumerate() {
+        h.send(i as u64 * 1_000, inside, f.clone());
+    }
+    h.advance_to(SECONDS);
+    ensure!(
+        h.transmit_count == templates.len() as u64,
+        "NAT set-up: {} of {} flows installed",
+        h.transmit_count,
+        templates.len()
+    );
+    let now = h.now();
+    Ok(Feeder::new(
+        h.device,
+        now,
+        inside,
+        GAP_NS,
+        templates.to_vec(),
+    ))
+}
+
+/// Checks after a NAT run: every measured packet took the fast path and
+/// left (after the last ones have crossed the pipeline).
+fn check_nat(f: &mut Feeder<Switch<Nat>>, flows: u64) -> anyhow::Result<()> {
+    f.advance_to(f.now() + 1_000_000);
+    ensure!(
+        f.transmitted == f.pushed,
+        "NAT sent {} of {} packets",
+        f.transmitted,
+        f.pushed
+    );
+    let s = f.dev.stats();
+    ensure!(
+        s.punts == flows,
+        "NAT punted {} packets, expected {flows} (set-up only)",
+        s.punts
+    );
+    ensure!(s.ports.iter().all(|p| p.tm_drops == 0), "NAT queue drops");
+    Ok(())
+}
+
+/// `nat`: the NAT fast path.
+pub fn nat(ctx: &Ctx) -> anyhow::Result<Measured> {
+    let (n, warm) = sizes(ctx);
+    let mut f = plain_nat(&tcp_templates(), 1, 0)?;
+    f.push(warm);
+    let mut samples = Vec::new();
+    for _ in 0..ctx.runs {
+        samples.push(timed_rate(|| f.push(n)));
+    }
+    check_nat(&mut f, u64::from(FLOWS))?;
+    Ok(Measured {
+        samples,
+        baseline: Baseline::None,
+        notes: vec![format!("{n} packets per run, 1,024 flows, tofino profile")],
+    })
+}
+
+/// `nat --profile-iterations N`.
+pub fn profile_nat(n: u64) -> anyhow::Result<String> {
+    let mut f = plain_nat(&tcp_templates(), 1, 0)?;
+    f.push(10_000);
+    profiled(|| f.push(n));
+    check_nat(&mut f, u64::from(FLOWS))?;
+    Ok(format!("{n} packets through the NAT fast path"))
+}
+
+/// The RedPlane NAT with a lease for every flow, granted by NEW_ACKs the
+/// benchmark sends as the store; leases of 100 s, so the measured packets
+/// all take the read path without renewals.
+fn redplane_nat(templates: &[Vec<u8>]) -> anyhow::Result<Feeder<Switch<RedPlane<RpNat>>>> {
+    let cfg = RedPlaneConfig {
+        routes: vec![Route {
+            net: [0; 4],
+            len: 0,
+            port: 0,
+        }],
+        lease_period: 100 * SECONDS,
+        renew_interval: 50 * SECONDS,
+        slots: 65_536,
+        ..RedPlaneConfig::default()
+    };
+    let mut app = RpNat::new([198, 51, 100, 1], 1024, 64_512, 1);
+    // Outbound to a fixed outside port, as the plain NAT's.
+    app.outside_port = Some(0);
+    let sw = Switch::new(Profile::tofino(), RedPlane::new(app, cfg))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut h = Harness::new(sw, 1);
+    let mut t = 10_000_000;
+    for f in templates {
+        t += 1_000;
+        h.send(t, 1, f.clone());
+    }
+    h.advance_to(t + 100_000);
+    let store = Endpoints::new(
+        [3; 6],
+        Ipv4Addr::new(10, 254, 0, 1),
+        [4; 6],
+        Ipv4Addr::new(10, 255, 0, 1),
+    );
+    for (i, tx) in h.take().into_iter().enumerate() {
+        let info =
+            parse_udp_frame(&tx.frame).map_err(|e| anyhow::anyhow!("lease request: {e:?}"))?;
+        let r = Request::new_checked(info.payload, 6, 6)
+            .map_err(|e| anyhow::anyhow!("lease request: {e:?}"))?;
+        let mut e = store;
+        e.ident = info.ident;
+        let port = 1024 + i as u16;
+        let mut value = [198, 51, 100, 1, 0, 0];
+        value[4..].copy_from_slice(&port.to_be_bytes());
+        let ack = AckRepr {
+            ack_type: AckType::LeaseNew,
+            seq: 0,
+            key: r.key(),
+            value: &value,
+            piggyback: r.piggyback(),
+        };
+        t += 2_000;
+        let frame = build_ack_frame(&e, 8001, &ack).map_err(|e| anyhow::anyhow!("ack: {e:?}"))?;
+        h.send(t, 2, frame);
+    }
+    h.advance_to(t + SECONDS);
+    ensure!(
+        h.device.program().keys() == templates.len(),
+        "RedPlane set-up: {} of {} flows granted",
+        h.device.program().keys(),
+        templates.len()
+    );
+    let now = h.now();
+    Ok(Feeder::new(h.device, now, 1, GAP_NS, templates.to_vec()))
+}
+
+fn check_redplane(f: &mut Feeder<Switch<RedPlane<RpNat>>>) -> anyhow::Result<()> {
+    f.advance_to(f.now() + 1_000_000);
+    ensure!(
+        f.transmitted == f.pushed,
+        "RedPlane NAT sent {} of {} packets",
+        f.transmitted,
+        f.pushed
+    );
+    let s = f.dev.program().stats();
+    ensure!(
+        s.lease_new == u64::from(FLOWS),
+        "RedPlane: {} leases",
+        s.lease_new
+    );
+    ensure!(
+        (s.renewals, s.buf_reads) == (0, 0),
+        "RedPlane left the read path: {} renewals, {} buffered reads",
+        s.renewals,
+        s.buf_reads
+    );
+    ensure!(s.reads_forwarded > 0, "RedPlane forwarded nothing");
+    ensure!(
+        f.dev.stats().ports.iter().all(|p| p.tm_drops == 0),
+        "RedPlane queue drops"
+    );
+    Ok(())
+}
+
+/// `redplane-read`: the RedPlane NAT's read path against the plain NAT.
+pub fn redplane_read(ctx: &Ctx) -> anyhow::Result<Measured> {
+    let (n, warm) = sizes(ctx);
+    let templates = tcp_templates();
+    let mut rp = redplane_nat(&templates)?;
+    let mut nat = plain_nat(&templates, 1, 0)?;
+    rp.push(warm);
+    nat.push(warm);
+    let (mut samples, mut base) = (Vec::new(), Vec::new());
+    for _ in 0..ctx.runs {
+        samples.push(timed_rate(|| rp.push(n)));
+        base.push(timed_rate(|| nat.push(n)));
+    }
+    check_redplane(&mut rp)?;
+    check_nat(&mut nat, u64::from(FLOWS))?;
+    Ok(Measured {
+        samples,
+        baseline: Baseline::Measured {
+            what: "the plain inca-apps NAT, same flows and profile".into(),
+            samples: base,
+        },
+        notes: vec![format!(
+            "{n} packets per run; every packet a read with a valid lease"
+        )],
+    })
+}
+
+/// `redplane-read --profile-iterations N`.
+pub fn profile_redplane_read(n: u64) -> anyhow::Result<String> {
+    let mut rp = redplane_nat(&tcp_templates())?;
+    rp.push(10_000);
+    profiled(|| rp.push(n));
+    check_redplane(&mut rp)?;
+    Ok(format!("{n} packets through the RedPlane NAT read path"))
+}
+
+// ---------------------------------------------------------------------------
+// TEA: a switch and two DRAM servers in one event loop.
+
+type TeaSw = Switch<TeaSwitch<TeaNat>>;
+
+/// Inside port of the TEA NAT; servers sit on ports 2 and 3.
+const TEA_INSIDE: PortId = 0;
+const TEA_OUTSIDE: PortId = 1;
+const TEA_SERVERS: usize = 2;
+
+/// A UDP frame of TEA flow `i`.
+pub fn udp_frame(i: u32) -> Vec<u8> {
+    let ep = Endpoints::new(
+        [2, 0, 0, 0, 1, 1],
+        Ipv4Addr::new(10, 1, (i >> 8) as u8, i as u8),
+        [2, 0, 0, 0, 1, 2],
+        Ipv4Addr::new(8, 8, 8, 8),
+    );
+    build_udp_frame(&ep, 1000 + i as u16, 53, &[0; 18], true).expect("a valid UDP frame")
+}
+
+/// A frame in flight: (time, order, node, port, frame).
+type Event = Reverse<(Nanos, u64, usize, PortId, Vec<u8>)>;
+
+/// The TEA NAT switch (node 0) and its DRAM servers (node 1 + i, on switch
+/// port 2 + i), joined by zero-delay links; frames the switch sends on any
+/// other port leave the loop and are counted.
+pub struct TeaNet {
+    sw: TeaSw,
+    servers: Vec<DramServer>,
+    rngs: Vec<DeviceRng>,
+    now: Nanos,
+    events: BinaryHeap<Event>,
+    seq: u64,
+    /// Pending timers (node, token, time).
+    timers: Vec<(usize, u64, Nanos)>,
+    out: Vec<Output>,
+    pool: Vec<Vec<u8>>,
+    templates: Vec<Vec<u8>>,
+    next: usize,
+    /// Packets injected on the inside port.
+    pub injected: u64,
+    /// Packets the switch sent out of the TEA loop (translated).
+    pub forwarded: u64,
+}
+
+impl TeaNet {
+    /// A TEA NAT with `TEA_FLOWS` preloaded translations and its cache off,
+    /// set up against two DRAM servers until its control plane is ready.
+    pub fn new() -> anyhow::Result<TeaNet> {
+        let specs = (0..TEA_SERVERS)
+            .map(|i| ServerSpec {
+                port: 2 + i as u16,
+                mac: server_mac(i),
+                ip: server_ip(i),
+            })
+            .collect();
+        let mut cfg = TeaConfig::new(13, 6, 12, specs);
+        // Every packet goes to DRAM.
+        cfg.cache_cap = 0;
+        let templates: Vec<Vec<u8>> = (0..TEA_FLOWS).map(udp_frame).collect();
+        let mut entries = Vec::new();
+        for (i, f) in templates.iter().enumerate() {
+            let p = parse(f).map_err(|e| anyhow::anyhow!("TEA flow: {e:?}"))?;
+            entries.extend(TeaNat::entries(&p, [198, 51, 100, 1], 2000 + i as u16));
+        }
+        let nat = TeaNat::new(TEA_OUTSIDE, TEA_INSIDE, [198, 51, 100, 1], 1 << 20);
+        let prog = TeaSwitch::new(nat, cfg.clone())
+            .map_err(|e| anyhow::anyhow!("TEA config: {e}"))?
+            .with_preload(entries);
+        let sw = Switch::new(Profile::tofino(), prog).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut servers = Vec::new();
+        for i in 0..TEA_SERVERS {
+            let c = DramServerConfig {
+                server_id: i as u16,
+                ip: server_ip(i),
+                mac: server_mac(i),
+                dram_offered: 1 << 30,
+                controller_ip: cfg.switch_ip,
+                controller_mac: cfg.switch_mac,
+                ..DramServerConfig::default()
+            };
+            servers.push(DramServer::new(c).map_err(|e| anyhow::anyhow!("DRAM server: {e}"))?);
+        }
+        let mut net = TeaNet {
+            sw,
+            servers,
+            rngs: (0..=TEA_SERVERS as u64).map(|i| device_rng(1, i)).collect(),
+            now: 0,
+            events: BinaryHeap::new(),
+            seq: 0,
+            timers: Vec::new(),
+            out: Vec::with_capacity(64),
+            pool: Vec::with_capacity(POOL),
+            templates,
+            next: 0,
+            injected: 0,
+            forwarded: 0,
+        };
+        for node in 0..=TEA_SERVERS {
+            let mut out = std::mem::take(&mut net.out);
+            net.device(node).start(0, &mut out);
+            net.route(node, &mut out);
+            net.out = out;
+        }
+        // Set-up: HELLOs, QPs, table layout, the preload written to DRAM.
+        let mut t = 0;
+        while !net.sw.program().is_ready() {
+            t += 1_000_000;
+            ensure!(
+                t <= 2 * SECONDS,
+                "TEA set-up did not finish: {}",
+                net.sw.program().cp_state()
+            );
+            net.run_until(t);
+        }
+        net.run_until(t + 50_000_000);
+        Ok(net)
+    }
+
+    fn device(&mut self, node: usize) -> &mut dyn Device {
+        match node {
+            0 => &mut self.sw,
+            i => &mut self.servers[i - 1],
+        }
+    }
+
+    /// Routes `out` of `node`: frames onto links, timers into the list.
+    fn route(&mut self, node: usize, out: &mut Vec<Output>) {
+        for o in out.drain(..) {
+            match o {
+                Output::Transmit { at, port, frame } => {
+                    let to = match node {
+                        0 => usize::from(port)
+                            .checked_sub(2)
+                            .filter(|&s| s < TEA_SERVERS)
+                            .map(|s| (s + 1, 0)),
+                        s => Some((0, 2 + (s - 1) as PortId)),
+                    };
+                    match to {
+                        Some((dst, dport)) => {
+                            self.seq += 1;
+                            self.events.push(Reverse((at, self.seq, dst, dport, frame)));
+                        }
+                        None => {
+                            if port == TEA_OUTSIDE {
+                                self.forwarded += 1;
+                            }
+                            if self.pool.len() < POOL {
+                                self.pool.push(frame);
+                            }
+                        }
+                    }
+                }
+                Output::Timer { at, token } => {
+                    match self.timers.iter_mut().find(|t| (t.0, t.1) == (node, token)) {
+                        Some(t) => t.2 = at,
+                        None => self.timers.push((node, token, at)),
+                    }
+                }
+                Output::Control(_) => {}
+            }
+        }
+    }
+
+    fn input(&mut self, node: usize, at: Nanos, input: Input) {
+        let mut out = std::mem::take(&mut self.out);
+        let rng = &mut self.rngs[node];
+        match node {
+            0 => self.sw.handle(at, input, rng, &mut out),
+            i => self.servers[i - 1].handle(at, input, rng, &mut out),
+        }
+        self.route(node, &mut out);
+        self.out = out;
+    }
+
+    /// Delivers frames and fires timers due up to `t`, in time order
+    /// (frames before timers at the same instant).
+    fn run_until(&mut self, t: Nanos) {
+        loop {
+            let frame_at = self.events.peek().map(|Reverse(e)| e.0);
+            let timer = self
+                .timers
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, &(n, tok, at))| (at, n, tok))
+                .map(|(i, &(_, _, at))| (i, at));
+            match (frame_at, timer) {
+                (Some(f), _) if f <= t && timer.is_none_or(|(_, at)| f <= at) => {
+                    let Some(Reverse((at, _, node, port, frame))) = self.events.pop() else {
+                        break;
+                    };
+                    self.input(node, at, Input::Frame { port, frame });
+                }
+                (_, Some((i, at))) if at <= t => {
+                    let (node, token, _) = self.timers.swap_remove(i);
+                    self.input(node, at, Input::Timer { token });
+                }
+                _ => break,
+            }
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Injects `n` packets of the flows, `TEA_GAP_NS` apart, running the
+    /// loop as it goes; returns `n`.
+    pub fn push(&mut self, n: u64) -> u64 {
+        for _ in 0..n {
+            let t = self.now + TEA_GAP_NS;
+            self.run_until(t);
+            let mut buf = self.pool.pop().unwrap_or_default();
+            buf.clear();
+            buf.extend_from_slice(&self.templates[self.next]);
+            self.next = (self.next + 1) % self.templates.len();
+            self.injected += 1;
+            self.input(
+                0,
+                t,
+                Input::Frame {
+                    port: TEA_INSIDE,
+                    frame: buf,
+                },
+            );
+        }
+        n
+    }
+
+    /// Lets the packets in flight finish.
+    pub fn settle(&mut self) {
+        let t = self.now + 1_000_000;
+        self.run_until(t);
+    }
+
+    /// Checks that the packets took the DRAM path and came back: no SRAM
+    /// hit, and at most 1% not forwarded.
+    pub fn check(&self) -> anyhow::Result<String> {
+        let s = self.sw.program().dp_stats();
+        ensure!(
+            s.sram_hits == 0,
+            "TEA: {} SRAM hits with the cache off",
+            s.sram_hits
+        );
+        ensure!(
+            self.forwarded * 100 >= self.injected * 99,
+            "TEA: {} of {} packets forwarded ({s:?})",
+            self.forwarded,
+            self.injected
+        );
+        Ok(format!(
+            "{} packets in, {} translated out, {} DRAM lookups, {} responses",
+            self.injected, self.forwarded, s.dram_lookups, s.responses
+        ))
+    }
+}
+
+/// `tea-lookup`: the DRAM round trip per packet against the plain NAT.
+pub fn tea_lookup(ctx: &Ctx) -> anyhow::Result<Measured> {
+    let (n, warm) = sizes(ctx);
+    // A DRAM round trip costs several times a NAT packet: fewer of them.
+    let n = n / 5;
+    let mut tea = TeaNet::new().context("TEA set-up")?;
+    let templates: Vec<Vec<u8>> = (0..TEA_FLOWS).map(udp_frame).collect();
+    let mut nat = plain_nat(&templates, TEA_INSIDE, TEA_OUTSIDE)?;
+    tea.push(warm / 5);
+    nat.push(warm);
+    let (mut samples, mut base) = (Vec::new(), Vec::new());
+    for _ in 0..ctx.runs {
+        samples.push(timed_rate(|| tea.push(n)));
+        base.push(timed_rate(|| nat.push(n)));
+    }
+    tea.settle();
+    let checked = tea.check()?;
+    check_nat(&mut nat, u64::from(TEA_FLOWS))?;
+    Ok(Measured {
+        samples,
+        baseline: Baseline::Measured {
+            what: "the plain inca-apps NAT (SRAM lookup), same flows".into(),
+            samples: base,
+        },
+        notes: vec![
+            format!("{n} packets per run, 512 flows, cache off, 2 DRAM servers in the same loop"),
+            checked,
+        ],
+    })
+}
+
+/// `tea-lookup --profile-iterations N`.
+pub fn profile_tea_lookup(n: u64) -> anyhow::Result<String> {
+    let mut tea = TeaNet::new()?;
+    tea.push(2_000);
+    profiled(|| tea.push(n));
+    tea.settle();
+    tea.check()
+}

@@ -1,0 +1,386 @@
+//! One fuzz target per inca-wire parser (and the TEA agent protocol, the
+//! other byte format a device reads from the network).
+//!
+//! Each target reads every accessor of every view that accepts the bytes,
+//! and checks what the view promises: lengths inside the buffer, header plus
+//! payload adding up, and that a parsed repr survives emit-then-parse
+//! unchanged (so a parser and its builder agree on every input the parser
+//! takes, not just the ones the tests build). The first bytes of some inputs
+//! choose a parameter (K and V for RedPlane, addresses for checksums) so the
+//! fuzzer can reach every shape.
+
+use std::net::Ipv4Addr;
+
+use inca_wire::redplane as rp;
+use inca_wire::*;
+
+/// Addresses for the pseudo-header checksums, from the input when it is
+/// long enough (so a fuzzer can make a checksum come out right).
+fn addrs(data: &[u8]) -> (Ipv4Addr, Ipv4Addr, &[u8]) {
+    if data.len() >= 8 {
+        let a = Ipv4Addr::new(data[0], data[1], data[2], data[3]);
+        let b = Ipv4Addr::new(data[4], data[5], data[6], data[7]);
+        (a, b, &data[8..])
+    } else {
+        (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), data)
+    }
+}
+
+/// Ethernet II and 802.1Q.
+pub fn ethernet(data: &[u8]) {
+    let off = ethernet::payload_offset(data);
+    let Ok(f) = EthernetFrame::new_checked(data) else {
+        assert!(
+            off.is_err(),
+            "payload_offset accepts what new_checked refuses"
+        );
+        return;
+    };
+    assert_eq!(off.ok(), Some(f.header_len()));
+    let _ = (f.dst(), f.src(), f.outer_ethertype(), f.is_tagged());
+    assert_eq!(f.vlan().is_some(), f.is_tagged());
+    assert_eq!(f.header_len() + f.payload().len(), data.len());
+    let Ok(r) = EthernetRepr::parse(&f) else {
+        return;
+    };
+    assert_eq!(r.buffer_len(), f.header_len());
+    let mut buf = vec![0; r.buffer_len()];
+    r.emit(&mut buf).expect("a parsed Ethernet header emits");
+    let again = EthernetFrame::new_checked(&buf[..]).expect("an emitted header parses");
+    assert_eq!(EthernetRepr::parse(&again).ok(), Some(r));
+    // Setters on a copy stay in bounds.
+    let mut m = data.to_vec();
+    let mut fm = EthernetFrame::new_unchecked(&mut m[..]);
+    fm.set_dst([1; 6]);
+    fm.set_src([2; 6]);
+    if let Some(tag) = r.vlan {
+        let _ = fm.set_vlan(tag);
+    }
+    let _ = fm.payload_mut().len();
+}
+
+/// IPv4, options skipped, header checksum.
+pub fn ipv4(data: &[u8]) {
+    if let Ok(p) = Ipv4Packet::new_checked(data) {
+        let (hl, total) = (p.header_len(), usize::from(p.total_len()));
+        assert!(hl >= ipv4::MIN_HEADER_LEN && hl <= total && total <= data.len());
+        assert_eq!(p.payload().len(), total - hl);
+        assert_eq!(p.options().len(), hl - ipv4::MIN_HEADER_LEN);
+        assert_eq!(p.header().len(), hl);
+        let _ = (p.version(), p.dscp(), p.ecn(), p.ident(), p.dont_frag());
+        let _ = (p.more_frags(), p.frag_offset(), p.ttl(), p.protocol());
+        let _ = (p.src_addr(), p.dst_addr(), p.checksum());
+        // One's-complement zero has two forms: a header whose checksum
+        // computes to 0x0000 also verifies with 0xFFFF stored (RFC 1071).
+        let (computed, stored) = (p.compute_checksum(), p.checksum());
+        let same = computed == stored || matches!((computed, stored), (0, 0xFFFF) | (0xFFFF, 0));
+        assert_eq!(
+            p.verify_checksum(),
+            same,
+            "computed {computed:#06x}, stored {stored:#06x}"
+        );
+        if let Ok(r) = Ipv4Repr::parse(&p) {
+            let mut buf = vec![0; r.buffer_len() + r.payload_len];
+            r.emit(&mut buf).expect("a parsed IPv4 header emits");
+            let again = Ipv4Packet::new_checked(&buf[..]).expect("an emitted header parses");
+            assert!(again.verify_checksum());
+            assert_eq!(Ipv4Repr::parse(&again).ok(), Some(r));
+        }
+        // Rewriting and refilling the checksum gives a valid header.
+        let mut m = data.to_vec();
+        let mut pm = Ipv4Packet::new_unchecked(&mut m[..]);
+        pm.set_ttl(p.ttl().wrapping_sub(1));
+        pm.fill_checksum();
+        assert!(Ipv4Packet::new_checked(&m[..]).unwrap().verify_checksum());
+    }
+    if let Ok(p) = Ipv4Packet::new_checked_header(data) {
+        assert!(p.header_len() <= data.len());
+        assert!(p.header_len() + p.payload().len() <= data.len());
+        let _ = (p.total_len(), p.options(), p.verify_checksum());
+        let _ = Ipv4Repr::parse(&p);
+    }
+}
+
+/// UDP with the IPv4 pseudo-header checksum.
+pub fn udp(data: &[u8]) {
+    let (a, b, data) = addrs(data);
+    let Ok(d) = UdpDatagram::new_checked(data) else {
+        return;
+    };
+    let len = usize::from(d.len());
+    assert!(len >= udp::HEADER_LEN && len <= data.len());
+    assert_eq!(d.payload().len(), len - udp::HEADER_LEN);
+    let _ = (d.src_port(), d.dst_port(), d.checksum(), d.is_empty());
+    let _ = d.compute_checksum(a, b);
+    if let Ok(r) = UdpRepr::parse(&d, a, b) {
+        for with_ck in [false, true] {
+            let mut buf = vec![0; r.buffer_len(d.payload().len())];
+            r.emit(&mut buf, d.payload(), a, b, with_ck)
+                .expect("a parsed UDP header emits");
+            let again = UdpDatagram::new_checked(&buf[..]).expect("an emitted datagram parses");
+            assert_eq!(UdpRepr::parse(&again, a, b).ok(), Some(r));
+            assert_eq!(again.payload(), d.payload());
+        }
+    }
+    let mut m = data.to_vec();
+    let mut dm = UdpDatagram::new_unchecked(&mut m[..]);
+    dm.fill_checksum(a, b);
+    assert!(UdpDatagram::new_checked(&m[..])
+        .unwrap()
+        .verify_checksum(a, b));
+}
+
+/// TCP with options and the pseudo-header checksum.
+pub fn tcp(data: &[u8]) {
+    let (a, b, data) = addrs(data);
+    let Ok(s) = TcpSegment::new_checked(data) else {
+        return;
+    };
+    let hl = s.header_len();
+    assert!(hl >= tcp::MIN_HEADER_LEN && hl <= data.len());
+    assert_eq!(s.options().len(), hl - tcp::MIN_HEADER_LEN);
+    assert_eq!(s.payload().len(), data.len() - hl);
+    let _ = (
+        s.src_port(),
+        s.dst_port(),
+        s.seq(),
+        s.ack(),
+        s.ns(),
+        s.flags(),
+    );
+    let _ = (
+        s.window(),
+        s.checksum(),
+        s.urgent(),
+        s.compute_checksum(a, b),
+    );
+    if let Ok(r) = TcpRepr::parse(&s, a, b) {
+        let mut buf = vec![0; r.buffer_len()];
+        r.emit(&mut buf, a, b).expect("a parsed TCP segment emits");
+        let again = TcpSegment::new_checked(&buf[..]).expect("an emitted segment parses");
+        assert_eq!(TcpRepr::parse(&again, a, b).ok(), Some(r));
+    }
+    let mut m = data.to_vec();
+    let mut sm = TcpSegment::new_unchecked(&mut m[..]);
+    sm.fill_checksum(a, b);
+    let _ = sm.options_mut().len() + sm.payload_mut().len();
+    assert!(TcpSegment::new_checked(&m[..])
+        .unwrap()
+        .verify_checksum(a, b));
+}
+
+/// RoCEv2: BTH, RETH, AETH on their own and as a whole packet.
+pub fn roce(data: &[u8]) {
+    if let Ok(h) = Bth::new_checked(data) {
+        let _ = (h.opcode_raw(), h.solicited(), h.migreq(), h.pad_count());
+        let _ = (h.tver(), h.pkey(), h.resv8a(), h.fecn(), h.becn());
+        assert!(h.dest_qp() < 1 << 24 && h.psn() < 1 << 24);
+        let _ = (h.ack_req(), h.resv7());
+        if let Ok(r) = BthRepr::parse(&h) {
+            let mut buf = [0u8; roce::BTH_LEN];
+            r.emit(&mut buf).expect("a parsed BTH emits");
+            assert_eq!(
+                BthRepr::parse(&Bth::new_checked(&buf[..]).unwrap()).ok(),
+                Some(r)
+            );
+        }
+    }
+    if let Ok(r) = Reth::new_checked(data) {
+        let repr = RethRepr::parse(&r).expect("a checked RETH parses");
+        let mut buf = [0u8; roce::RETH_LEN];
+        repr.emit(&mut buf).unwrap();
+        assert_eq!(&buf[..], &data[..roce::RETH_LEN]);
+    }
+    if let Ok(a) = Aeth::new_checked(data) {
+        let _ = roce::syndrome_kind(a.syndrome());
+        if let Ok(repr) = AethRepr::parse(&a) {
+            let mut buf = [0u8; roce::AETH_LEN];
+            repr.emit(&mut buf).unwrap();
+            assert_eq!(&buf[..], &data[..roce::AETH_LEN]);
+        }
+    }
+    let Ok(p) = RocePacket::new_checked(data) else {
+        return;
+    };
+    let _ = (p.opcode(), p.ext_header(), p.icrc(), p.pad());
+    assert_eq!(p.reth().is_some(), p.ext_header() == ExtHeader::Reth);
+    assert_eq!(p.aeth().is_some(), p.ext_header() == ExtHeader::Aeth);
+    assert!(p.payload_offset() + p.payload().len() + p.pad().len() + roce::ICRC_LEN == data.len());
+    let Ok(r) = RoceRepr::parse(&p) else {
+        return;
+    };
+    assert_eq!(r.buffer_len(), data.len());
+    let mut buf = vec![0; r.buffer_len()];
+    r.emit(&mut buf).expect("a parsed RoCE packet emits");
+    let again = RocePacket::new_checked(&buf[..]).expect("an emitted RoCE packet parses");
+    assert_eq!(RoceRepr::parse(&again).ok(), Some(r));
+}
+
+/// The RoCEv2 ICRC over an IPv4 packet or a whole frame: filling it makes
+/// it verify.
+pub fn icrc(data: &[u8]) {
+    let _ = (
+        compute_icrc(data),
+        verify_icrc(data),
+        icrc::stored_icrc(data),
+    );
+    let _ = (compute_frame_icrc(data), verify_frame_icrc(data));
+    let mut m = data.to_vec();
+    if fill_icrc(&mut m).is_ok() {
+        assert!(verify_icrc(&m).is_ok(), "a filled ICRC verifies");
+    }
+    let mut m = data.to_vec();
+    if fill_frame_icrc(&mut m).is_ok() {
+        assert!(
+            verify_frame_icrc(&m).is_ok(),
+            "a filled frame ICRC verifies"
+        );
+    }
+}
+
+/// RedPlane: requests and acks (K and V from the first two bytes), chain
+/// messages, heartbeats, announcements, and whole UDP frames.
+pub fn redplane(data: &[u8]) {
+    let _ = rp::parse_udp_frame(data).map(|i| {
+        assert!(i.payload.len() <= data.len());
+        (i.src_port, i.dst_port, i.ident)
+    });
+    if data.len() < 2 {
+        return;
+    }
+    let (k, v, msg) = (
+        usize::from(data[0] % 64),
+        usize::from(data[1] % 64),
+        &data[2..],
+    );
+    if let Ok(r) = rp::Request::new_checked(msg, k, v) {
+        assert_eq!((r.key().len(), r.value().len()), (k, v));
+        assert_eq!(r.header_len() + r.piggyback().len(), msg.len());
+        let _ = (r.type_byte(), r.seq());
+        if let Ok(repr) = rp::RequestRepr::parse(&r) {
+            let bytes = repr.to_vec();
+            assert_eq!(&bytes[..], msg, "a request emits to the bytes it came from");
+        }
+    }
+    if let Ok(a) = rp::Ack::new_checked(msg, k, v) {
+        let _ = (a.ack_type(), a.seq(), a.key(), a.value(), a.header_len());
+        assert!(a.header_len() + a.piggyback().len() == msg.len());
+        let repr = rp::AckRepr::parse(&a);
+        if let Ok(bytes) = repr.to_vec() {
+            let again = rp::Ack::new_checked(&bytes[..], k, v).expect("an emitted ack parses");
+            assert_eq!(rp::AckRepr::parse(&again), repr);
+        }
+    }
+    if let Ok(u) = rp::ChainUpdate::new_checked(msg, k, v) {
+        let repr = rp::ChainUpdateRepr::parse(&u);
+        let bytes = repr.to_vec();
+        assert_eq!(bytes.len(), rp::chain_update_len(k, v));
+        let again = rp::ChainUpdate::new_checked(&bytes[..], k, v).expect("emitted update parses");
+        assert_eq!(rp::ChainUpdateRepr::parse(&again), repr);
+        let _ = (
+            u.seq(),
+            u.fence(),
+            u.owner(),
+            u.lease_ms_remaining(),
+            u.update_id(),
+        );
+    }
+    if let Ok(s) = rp::ChainSnap::new_checked(msg, k, v) {
+        let repr = rp::ChainSnapRepr::parse(&s);
+        let bytes = repr.to_vec();
+        assert_eq!(bytes.len(), rp::chain_snap_len(k, v));
+        let again = rp::ChainSnap::new_checked(&bytes[..], k, v).expect("emitted snap parses");
+        assert_eq!(rp::ChainSnapRepr::parse(&again), repr);
+        let _ = (s.epoch(), s.commit(), s.update_id());
+    }
+    if let Ok(a) = rp::ChainAck::new_checked(msg) {
+        assert_eq!(
+            rp::chain_ack_bytes(a.update_id())[..],
+            msg[..rp::CHAIN_ACK_LEN]
+        );
+    }
+    if let Ok(h) = rp::Heartbeat::new_checked(msg) {
+        let repr = rp::HeartbeatRepr::parse(&h);
+        let bytes = repr.to_vec();
+        assert_eq!(
+            rp::HeartbeatRepr::parse(&rp::Heartbeat::new_checked(&bytes[..]).unwrap()),
+            repr
+        );
+        let _ = (h.config_version(), h.removed(), h.flags());
+    }
+    if let Ok(h) = rp::HeadAnnounce::new_checked(msg) {
+        let repr = rp::HeadAnnounceRepr::parse(&h);
+        let bytes = repr.to_vec();
+        let again = rp::HeadAnnounce::new_checked(&bytes[..]).unwrap();
+        assert_eq!(rp::HeadAnnounceRepr::parse(&again), repr);
+        let _ = (h.config_version(), h.old_head(), h.new_head());
+    }
+    let _ = (rp::ReqType::from_u8(data[0]), rp::AckType::from_u8(data[0]));
+    let _ = rp::ChainType::from_u8(data[0]);
+    let s = u16::from_be_bytes([data[0], data[1]]);
+    let _ = (rp::seq_next(s), rp::seq_add(s, s), rp::worker_of_port(s));
+    let _ = (
+        rp::serial_lt(s, 7),
+        rp::serial_le(7, s),
+        rp::serial_max(s, 9),
+    );
+    let _ = (rp::is_store_port(s), rp::chain_port(s));
+}
+
+/// Forces `magic` on a copy of `data` so the reader under test is the one
+/// that runs, whatever the fuzzer does to the first bytes.
+fn with_magic(data: &[u8], magic: [u8; 4]) -> Vec<u8> {
+    let mut m = data.to_vec();
+    if m.len() >= 4 {
+        m[..4].copy_from_slice(&magic);
+    }
+    m
+}
+
+/// Every frame a capture reader returns, fed back through the writer and
+/// read again, comes back the same (timestamps to the writer's precision).
+fn capture_roundtrip(frames: &[(u64, Vec<u8>)]) {
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut kept = Vec::new();
+    for (ts, f) in frames {
+        if f.len() <= pcap::SNAPLEN as usize && w.write(*ts, f).is_ok() {
+            kept.push((*ts, f.clone()));
+        }
+    }
+    let bytes = w.finish().unwrap();
+    assert_eq!(read_capture_bytes(&bytes).unwrap(), kept);
+}
+
+/// The pcap reader (both byte orders, micro and nanosecond magic).
+pub fn pcap(data: &[u8]) {
+    let magic = match data.first().map(|b| b % 4) {
+        Some(0) => 0xA1B2_C3D4u32.to_le_bytes(),
+        Some(1) => 0xA1B2_C3D4u32.to_be_bytes(),
+        Some(2) => 0xA1B2_3C4Du32.to_le_bytes(),
+        _ => 0xA1B2_3C4Du32.to_be_bytes(),
+    };
+    if let Ok(frames) = read_capture_bytes(&with_magic(data, magic)) {
+        capture_roundtrip(&frames);
+    }
+}
+
+/// The pcapng reader (section header, interfaces, EPB/SPB/PB blocks).
+pub fn pcapng(data: &[u8]) {
+    if let Ok(frames) = read_capture_bytes(&with_magic(data, 0x0A0D_0D0Au32.to_be_bytes())) {
+        capture_roundtrip(&frames);
+    }
+}
+
+/// The TEA agent protocol (switch control plane ↔ DRAM server agent):
+/// decode, and a decoded message re-encodes to the same bytes.
+pub fn tea_agent_proto(data: &[u8]) {
+    use inca_tea::server::agent_proto::{message_len, Message};
+    if let Ok(Some(n)) = message_len(data) {
+        assert!(n >= inca_tea::server::agent_proto::HEADER_LEN);
+    }
+    if let Ok(m) = Message::decode(data) {
+        let bytes = m.encode().expect("a decoded message encodes");
+        assert_eq!(Message::decode(&bytes).ok(), Some(m));
+    }
+    let _ = inca_tea::server::agent_proto::parse_udp(data);
+}
