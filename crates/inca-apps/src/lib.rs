@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod counters;
 pub mod epc;
 pub mod firewall;
+pub mod fixtures;
 pub mod headers;
 pub mod heavy_hitter;
 pub mod kvstore;

@@ -16,6 +16,7 @@
 
 pub mod apps;
 pub mod catalog;
+pub mod fixtures;
 pub mod snapshot;
 pub mod store;
 pub mod switch;

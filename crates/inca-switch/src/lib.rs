@@ -25,6 +25,7 @@ pub mod agenda;
 pub mod control;
 pub mod counter;
 pub mod device;
+pub mod feeder;
 pub mod harness;
 pub mod hash;
 pub mod line;

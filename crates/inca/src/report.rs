@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -1395,29 +1396,38 @@ fn draw_bars<DB: DrawingBackend>(
     Ok(())
 }
 
-fn draw_bar_panel<DB: DrawingBackend>(
+/// A bar chart's axes (see [`bar_axes`]).
+struct BarAxes<'a, DB: DrawingBackend> {
+    chart: ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    /// One group's width, pixels.
+    slot: f64,
+    /// Whether the group labels take two staggered rows.
+    two_rows: bool,
+}
+
+/// The axes of a bar chart on `area`: groups at x = 0, 1, … (their labels
+/// drawn by [`draw_group_labels`] below the axis, in two staggered rows
+/// when crowded), 0..`ytop` up; only a frame when not `text`.
+fn bar_axes<'a, DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    panel: &DrawingArea<DB, Shift>,
-    bars: &Bars,
+    area: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    ylabel: &str,
+    groups: &[String],
+    ytop: f64,
     text: bool,
-) -> Result<()> {
-    let (area, legend) = with_legend(panel, &bars.series, text)?;
-    let n = bars.groups.len().max(1);
-    let ymax = bars.values.iter().flatten().copied().fold(0.0, f64::max);
-    let ytop = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
-    let mut b = ChartBuilder::on(&area);
-    b.margin(12);
-    // Group labels are drawn by hand below the axis: one row, or two
-    // staggered rows when they are crowded.
+) -> Result<BarAxes<'a, DB>> {
+    let n = groups.len().max(1);
     let plot_w = area.dim_in_pixel().0 as f64 - 100.0;
     let slot = plot_w / n as f64;
     let two_rows = text
-        && bars
-            .groups
+        && groups
             .iter()
             .any(|g| g.chars().count() as f64 * 7.5 > slot - 6.0);
+    let mut b = ChartBuilder::on(area);
+    b.margin(12);
     if text {
-        b.caption(&bars.title, font(20.0))
+        b.caption(title, font(20.0))
             .x_label_area_size(if two_rows { 52 } else { 34 })
             .y_label_area_size(72);
     } else {
@@ -1431,7 +1441,7 @@ fn draw_bar_panel<DB: DrawingBackend>(
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(0)
-            .y_desc(bars.ylabel.as_str())
+            .y_desc(ylabel)
             .y_label_formatter(&|v| tick(*v))
             .label_style(font(14.0))
             .axis_desc_style(font(16.0))
@@ -1442,6 +1452,59 @@ fn draw_bar_panel<DB: DrawingBackend>(
     } else {
         frame(root, chart.plotting_area())?;
     }
+    Ok(BarAxes {
+        chart,
+        slot,
+        two_rows,
+    })
+}
+
+/// The group labels of [`bar_axes`], clipped to their slot.
+fn draw_group_labels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    groups: &[String],
+    slot: f64,
+    two_rows: bool,
+) -> Result<()> {
+    let (_, py) = chart.plotting_area().get_pixel_range();
+    let max_chars = ((if two_rows { 2.0 } else { 1.0 }) * slot / 7.5) as usize;
+    for (g, name) in groups.iter().enumerate() {
+        let (bx, _) = chart.backend_coord(&(g as f64, 0.0));
+        let row = if two_rows { (g % 2) as i32 } else { 0 };
+        root.draw_text(
+            &clip(name, max_chars.max(4)),
+            &font(14.0).pos(Pos::new(HPos::Center, VPos::Top)),
+            (bx, py.end + 6 + row * 18),
+        )
+        .map_err(pe)?;
+    }
+    Ok(())
+}
+
+fn draw_bar_panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    panel: &DrawingArea<DB, Shift>,
+    bars: &Bars,
+    text: bool,
+) -> Result<()> {
+    let (area, legend) = with_legend(panel, &bars.series, text)?;
+    let n = bars.groups.len().max(1);
+    let ymax = bars.values.iter().flatten().copied().fold(0.0, f64::max);
+    let ytop = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
+    let BarAxes {
+        mut chart,
+        slot,
+        two_rows,
+    } = bar_axes(
+        root,
+        &area,
+        &bars.title,
+        &bars.ylabel,
+        &bars.groups,
+        ytop,
+        text,
+    )?;
     let k = bars.series.len().max(1);
     let width = 0.8 / k as f64;
     let bar_px = (slot * width) as i32;
@@ -1466,23 +1529,8 @@ fn draw_bar_panel<DB: DrawingBackend>(
             }
         }
     }
-    let (_, py) = chart.plotting_area().get_pixel_range();
     if text {
-        let max_chars = if two_rows {
-            (2.0 * slot / 7.5) as usize
-        } else {
-            (slot / 7.5) as usize
-        };
-        for (g, name) in bars.groups.iter().enumerate() {
-            let (bx, _) = chart.backend_coord(&(g as f64, 0.0));
-            let row = if two_rows { (g % 2) as i32 } else { 0 };
-            root.draw_text(
-                &clip(name, max_chars.max(4)),
-                &font(14.0).pos(Pos::new(HPos::Center, VPos::Top)),
-                (bx, py.end + 6 + row * 18),
-            )
-            .map_err(pe)?;
-        }
+        draw_group_labels(root, &chart, &bars.groups, slot, two_rows)?;
         if ymax == 0.0 && !bars.empty_note.is_empty() {
             let (bx, by) = chart.backend_coord(&((n as f64 - 1.0) / 2.0, ytop / 2.0));
             root.draw_text(

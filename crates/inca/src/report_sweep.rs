@@ -28,8 +28,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{
-    clip, color, distinct_pixels, draw_cdf, draw_legend, font, frame, init_fonts, pe, tick,
-    time_unit, with_legend, Cdf, Format, Run, SeriesIn, GRID, H, MAX_CURVES, MAX_POINTS, W,
+    bar_axes, clip, color, distinct_pixels, draw_cdf, draw_group_labels, draw_legend, font, frame,
+    init_fonts, pe, tick, time_unit, with_legend, BarAxes, Cdf, Format, Run, SeriesIn, GRID, H,
+    MAX_CURVES, MAX_POINTS, W,
 };
 use crate::sweep::descriptor::{
     percentile_stat, time_value, value_label, Metric, PlotKind, PlotSpec, CONFIG_AXIS,
@@ -1075,47 +1076,17 @@ fn draw_stacks<DB: DrawingBackend>(
     text: bool,
 ) -> Result<()> {
     let (area, legend) = with_legend(root, &s.segments, text)?;
-    let n = s.groups.len().max(1);
     let ymax = s
         .values
         .iter()
         .map(|r| r.iter().map(|v| v.max(0.0)).sum::<f64>())
         .fold(0.0, f64::max);
     let ytop = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
-    let plot_w = area.dim_in_pixel().0 as f64 - 100.0;
-    let slot = plot_w / n as f64;
-    let two_rows = text
-        && s.groups
-            .iter()
-            .any(|g| g.chars().count() as f64 * 7.5 > slot - 6.0);
-    let mut b = ChartBuilder::on(&area);
-    b.margin(12);
-    if text {
-        b.caption(&s.title, font(20.0))
-            .x_label_area_size(if two_rows { 52 } else { 34 })
-            .y_label_area_size(72);
-    } else {
-        b.x_label_area_size(8).y_label_area_size(8);
-    }
-    let mut chart = b
-        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..ytop)
-        .map_err(pe)?;
-    if text {
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc(s.ylabel.as_str())
-            .y_label_formatter(&|v| tick(*v))
-            .label_style(font(14.0))
-            .axis_desc_style(font(16.0))
-            .light_line_style(GRID)
-            .max_light_lines(4)
-            .draw()
-            .map_err(pe)?;
-    } else {
-        frame(root, chart.plotting_area())?;
-    }
+    let BarAxes {
+        mut chart,
+        slot,
+        two_rows,
+    } = bar_axes(root, &area, &s.title, &s.ylabel, &s.groups, ytop, text)?;
     for (g, row) in s.values.iter().enumerate() {
         let mut base = 0.0;
         let (x0, x1) = (g as f64 - 0.35, g as f64 + 0.35);
@@ -1142,18 +1113,7 @@ fn draw_stacks<DB: DrawingBackend>(
         }
     }
     if text {
-        let (_, py) = chart.plotting_area().get_pixel_range();
-        let max_chars = ((if two_rows { 2.0 } else { 1.0 }) * slot / 7.5) as usize;
-        for (g, name) in s.groups.iter().enumerate() {
-            let (bx, _) = chart.backend_coord(&(g as f64, 0.0));
-            let row = if two_rows { (g % 2) as i32 } else { 0 };
-            root.draw_text(
-                &clip(name, max_chars.max(4)),
-                &font(14.0).pos(Pos::new(HPos::Center, VPos::Top)),
-                (bx, py.end + 6 + row * 18),
-            )
-            .map_err(pe)?;
-        }
+        draw_group_labels(root, &chart, &s.groups, slot, two_rows)?;
     }
     if let Some(l) = legend {
         let entries: Vec<(String, RGBColor)> = s

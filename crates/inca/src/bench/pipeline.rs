@@ -15,27 +15,30 @@
 //!   loop ([`TeaNet`]), so the figure is the work of all three per packet;
 //!   baseline: the plain NAT with the same flows (an SRAM lookup).
 //!
-//! Frame buffers are recycled as a real driver's would be, so the figures
-//! are the model's cost, not the allocator's.
+//! The NAT and RedPlane set-ups ([`inca_apps::fixtures`],
+//! [`inca_redplane::fixtures`]) and the driver ([`Feeder`]) are the ones the
+//! criterion benches use. Frame buffers are recycled as a real driver's
+//! would be, so the figures are the model's cost, not the allocator's.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::Ipv4Addr;
 
 use anyhow::{ensure, Context};
+use inca_apps::fixtures::{installed_nat, nat_tcp_flows};
 use inca_apps::headers::parse;
 use inca_apps::nat::Nat;
 use inca_redplane::apps::nat::RpNat;
-use inca_redplane::switch::{RedPlane, RedPlaneConfig, Route};
+use inca_redplane::fixtures::leased_nat;
+use inca_redplane::switch::RedPlane;
 use inca_switch::device::{device_rng, DeviceRng, Nanos, PortId, SECONDS};
-use inca_switch::harness::Harness;
+use inca_switch::feeder::Feeder;
 use inca_switch::{Device, Input, Output, Profile, Switch};
 use inca_tea::nf::TeaNat;
 use inca_tea::server::{DramServer, DramServerConfig};
 use inca_tea::switch::rig::{server_ip, server_mac};
 use inca_tea::switch::{ServerSpec, TeaConfig, TeaSwitch};
-use inca_wire::redplane::{build_ack_frame, parse_udp_frame, AckRepr, AckType, Request};
-use inca_wire::{build_tcp_frame, build_udp_frame, Endpoints, TcpFlags, TcpRepr};
+use inca_wire::{build_udp_frame, Endpoints};
 
 use super::measure::{profiled, timed_rate};
 use super::{Baseline, Ctx, Measured};
@@ -51,7 +54,7 @@ const GAP_NS: Nanos = 10;
 /// the model, so flow control never refuses a packet and each packet is a
 /// full round trip.
 const TEA_GAP_NS: Nanos = 200;
-/// Recycled frame buffers kept.
+/// Recycled frame buffers kept by the TEA loop.
 const POOL: usize = 256;
 
 /// Packets per timed run and per warm-up.
@@ -59,162 +62,8 @@ fn sizes(ctx: &Ctx) -> (u64, u64) {
     (ctx.size(1_000_000, 50_000), ctx.size(200_000, 10_000))
 }
 
-/// A 64-byte TCP frame of NAT flow `sport`.
-pub fn tcp_frame(sport: u16) -> Vec<u8> {
-    let ep = Endpoints::new(
-        [2, 0, 0, 0, 0, 1],
-        Ipv4Addr::new(10, 0, 0, 5),
-        [2, 0, 0, 0, 0, 2],
-        Ipv4Addr::new(203, 0, 113, 9),
-    );
-    let tcp = TcpRepr {
-        src_port: sport,
-        dst_port: 80,
-        seq: 1,
-        ack: 0,
-        flags: TcpFlags::ACK,
-        window: 1000,
-        urgent: 0,
-        options: &[],
-        payload: &[0; 6],
-    };
-    build_tcp_frame(&ep, &tcp).expect("a valid TCP frame")
-}
-
 fn tcp_templates() -> Vec<Vec<u8>> {
-    (0..FLOWS).map(|f| tcp_frame(10_000 + f)).collect()
-}
-
-/// Feeds one device a stream of frames from templates, firing its timers
-/// in time order and recycling the buffers it transmits.
-pub struct Feeder<D: Device> {
-    /// The device.
-    pub dev: D,
-    now: Nanos,
-    gap: Nanos,
-    port: PortId,
-    rng: DeviceRng,
-    out: Vec<Output>,
-    pool: Vec<Vec<u8>>,
-    /// Pending timers (token, time); a device has a handful.
-    timers: Vec<(u64, Nanos)>,
-    templates: Vec<Vec<u8>>,
-    next: usize,
-    /// Frames pushed in.
-    pub pushed: u64,
-    /// Frames the device transmitted.
-    pub transmitted: u64,
-}
-
-impl<D: Device> Feeder<D> {
-    /// Frames from `templates`, in turn, on `port`, `gap` apart after `now`.
-    pub fn new(dev: D, now: Nanos, port: PortId, gap: Nanos, templates: Vec<Vec<u8>>) -> Self {
-        Feeder {
-            dev,
-            now,
-            gap,
-            port,
-            rng: device_rng(1, 0),
-            out: Vec::with_capacity(64),
-            pool: Vec::with_capacity(POOL),
-            timers: Vec::new(),
-            templates,
-            next: 0,
-            pushed: 0,
-            transmitted: 0,
-        }
-    }
-
-    /// Pushes `n` frames; returns `n`.
-    pub fn push(&mut self, n: u64) -> u64 {
-        for _ in 0..n {
-            self.now += self.gap;
-            self.fire_timers();
-            let t = &self.templates[self.next];
-            // A recycled buffer too small for the frame would be grown by a
-            // realloc (a copy): a fresh one is cheaper (the store's acks
-            // are shorter than its requests; this was 17% of the `store`
-            // profile).
-            let mut buf = match self.pool.pop() {
-                Some(b) if b.capacity() >= t.len() => b,
-                _ => Vec::with_capacity(t.len()),
-            };
-            buf.clear();
-            buf.extend_from_slice(t);
-            self.next = (self.next + 1) % self.templates.len();
-            self.pushed += 1;
-            let input = Input::Frame {
-                port: self.port,
-                frame: buf,
-            };
-            self.dev
-                .handle(self.now, input, &mut self.rng, &mut self.out);
-            self.drain();
-        }
-        n
-    }
-
-    /// Boots the device (`Device::start`) at the current time.
-    pub fn start(&mut self) {
-        self.dev.start(self.now, &mut self.out);
-        self.drain();
-    }
-
-    /// The current virtual time.
-    pub fn now(&self) -> Nanos {
-        self.now
-    }
-
-    /// Fires the timers due up to `t` and moves the clock there.
-    pub fn advance_to(&mut self, t: Nanos) {
-        self.now = self.now.max(t);
-        self.fire_timers();
-    }
-
-    /// Feeds `templates` from now on, `gap` apart, from time `now`.
-    pub fn set_stream(&mut self, now: Nanos, gap: Nanos, templates: Vec<Vec<u8>>) {
-        self.now = self.now.max(now);
-        self.gap = gap;
-        self.templates = templates;
-        self.next = 0;
-    }
-
-    fn fire_timers(&mut self) {
-        loop {
-            let due = self
-                .timers
-                .iter()
-                .enumerate()
-                .filter(|(_, &(_, at))| at <= self.now)
-                .min_by_key(|(_, &(tok, at))| (at, tok))
-                .map(|(i, _)| i);
-            let Some(i) = due else { break };
-            let (token, at) = self.timers.swap_remove(i);
-            self.dev
-                .handle(at, Input::Timer { token }, &mut self.rng, &mut self.out);
-            self.drain();
-        }
-    }
-
-    fn drain(&mut self) {
-        for o in self.out.drain(..) {
-            match o {
-                Output::Timer { at, token } => {
-                    match self.timers.iter_mut().find(|t| t.0 == token) {
-                        Some(t) => t.1 = at,
-                        None => self.timers.push((token, at)),
-                    }
-                }
-                Output::Transmit { frame, .. } => {
-                    self.transmitted += 1;
-                    if self.pool.len() < POOL {
-                        self.pool.push(frame);
-                    }
-                }
-                Output::Control(_) => {}
-            }
-        }
-    }
+    nat_tcp_flows(FLOWS)
 }
 
 /// The plain NAT with every flow installed through its control plane:
@@ -224,27 +73,8 @@ fn plain_nat(
     inside: PortId,
     outside: PortId,
 ) -> anyhow::Result<Feeder<Switch<Nat>>> {
-    let nat = Nat::new(65_536, outside, [198, 51, 100, 1]);
-    let sw = Switch::new(Profile::tofino(), nat).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut h = Harness::new(sw, 1);
-    for (i, f) in templates.iter().enumerate() {
-        h.send(i as u64 * 1_000, inside, f.clone());
-    }
-    h.advance_to(SECONDS);
-    ensure!(
-        h.transmit_count == templates.len() as u64,
-        "NAT set-up: {} of {} flows installed",
-        h.transmit_count,
-        templates.len()
-    );
-    let now = h.now();
-    Ok(Feeder::new(
-        h.device,
-        now,
-        inside,
-        GAP_NS,
-        templates.to_vec(),
-    ))
+    let (sw, now) = installed_nat(templates, inside, outside).map_err(anyhow::Error::msg)?;
+    Ok(Feeder::new(sw, now, inside, GAP_NS, templates.to_vec()))
 }
 
 /// Checks after a NAT run: every measured packet took the fast path and
@@ -293,69 +123,11 @@ pub fn profile_nat(n: u64) -> anyhow::Result<String> {
     Ok(format!("{n} packets through the NAT fast path"))
 }
 
-/// The RedPlane NAT with a lease for every flow, granted by NEW_ACKs the
-/// benchmark sends as the store; leases of 100 s, so the measured packets
-/// all take the read path without renewals.
+/// The RedPlane NAT with a lease for every flow (see
+/// [`inca_redplane::fixtures::leased_nat`]).
 fn redplane_nat(templates: &[Vec<u8>]) -> anyhow::Result<Feeder<Switch<RedPlane<RpNat>>>> {
-    let cfg = RedPlaneConfig {
-        routes: vec![Route {
-            net: [0; 4],
-            len: 0,
-            port: 0,
-        }],
-        lease_period: 100 * SECONDS,
-        renew_interval: 50 * SECONDS,
-        slots: 65_536,
-        ..RedPlaneConfig::default()
-    };
-    let mut app = RpNat::new([198, 51, 100, 1], 1024, 64_512, 1);
-    // Outbound to a fixed outside port, as the plain NAT's.
-    app.outside_port = Some(0);
-    let sw = Switch::new(Profile::tofino(), RedPlane::new(app, cfg))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut h = Harness::new(sw, 1);
-    let mut t = 10_000_000;
-    for f in templates {
-        t += 1_000;
-        h.send(t, 1, f.clone());
-    }
-    h.advance_to(t + 100_000);
-    let store = Endpoints::new(
-        [3; 6],
-        Ipv4Addr::new(10, 254, 0, 1),
-        [4; 6],
-        Ipv4Addr::new(10, 255, 0, 1),
-    );
-    for (i, tx) in h.take().into_iter().enumerate() {
-        let info =
-            parse_udp_frame(&tx.frame).map_err(|e| anyhow::anyhow!("lease request: {e:?}"))?;
-        let r = Request::new_checked(info.payload, 6, 6)
-            .map_err(|e| anyhow::anyhow!("lease request: {e:?}"))?;
-        let mut e = store;
-        e.ident = info.ident;
-        let port = 1024 + i as u16;
-        let mut value = [198, 51, 100, 1, 0, 0];
-        value[4..].copy_from_slice(&port.to_be_bytes());
-        let ack = AckRepr {
-            ack_type: AckType::LeaseNew,
-            seq: 0,
-            key: r.key(),
-            value: &value,
-            piggyback: r.piggyback(),
-        };
-        t += 2_000;
-        let frame = build_ack_frame(&e, 8001, &ack).map_err(|e| anyhow::anyhow!("ack: {e:?}"))?;
-        h.send(t, 2, frame);
-    }
-    h.advance_to(t + SECONDS);
-    ensure!(
-        h.device.program().keys() == templates.len(),
-        "RedPlane set-up: {} of {} flows granted",
-        h.device.program().keys(),
-        templates.len()
-    );
-    let now = h.now();
-    Ok(Feeder::new(h.device, now, 1, GAP_NS, templates.to_vec()))
+    let (sw, now) = leased_nat(templates).map_err(anyhow::Error::msg)?;
+    Ok(Feeder::new(sw, now, 1, GAP_NS, templates.to_vec()))
 }
 
 fn check_redplane(f: &mut Feeder<Switch<RedPlane<RpNat>>>) -> anyhow::Result<()> {

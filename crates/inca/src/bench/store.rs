@@ -30,9 +30,9 @@ use inca_switch::device::{Nanos, SECONDS};
 use inca_wire::redplane::{build_request_frame, rp_endpoints, seq_next, ReqType, RequestRepr};
 
 use super::measure::{count_over, profiled, timed_rate};
-use super::pipeline::Feeder;
 use super::redis;
 use super::{Baseline, Ctx, Measured};
+use inca_switch::feeder::Feeder;
 
 /// Keys the client owns.
 pub const KEYS: u32 = 1024;
