@@ -785,14 +785,34 @@ fn snapshot_epoch_commits_all_or_nothing_and_restores_on_lease_new() {
 // ---------------------------------------------------------------------------
 
 /// Forwards frames by IPv4 destination (an idealised L3 switch for tests).
+/// Control messages cut (kind [`CUT`]) or restore (kind [`MEND`]) the
+/// path between two addresses, both ways (body: the two IPv4 addresses).
 struct Hub {
     routes: Vec<(Ipv4Addr, PortId)>,
+    cut: Vec<(Ipv4Addr, Ipv4Addr)>,
 }
+
+const CUT: u32 = 1;
+const MEND: u32 = 2;
 
 impl Device for Hub {
     fn handle(&mut self, now: Nanos, input: Input, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        if let Input::Control(m) = &input {
+            if let [a, b, c, d, e, f, g, h] = m.body[..] {
+                let pair = (Ipv4Addr::new(a, b, c, d), Ipv4Addr::new(e, f, g, h));
+                match m.kind {
+                    CUT => self.cut.push(pair),
+                    MEND => self.cut.retain(|&p| p != pair),
+                    _ => {}
+                }
+            }
+        }
         if let Input::Frame { frame, .. } = input {
             if let Ok(info) = parse_udp_frame(&frame) {
+                let (s, d) = (info.src_ip, info.dst_ip);
+                if self.cut.iter().any(|&p| p == (s, d) || p == (d, s)) {
+                    return;
+                }
                 if let Some(&(_, p)) = self.routes.iter().find(|(ip, _)| *ip == info.dst_ip) {
                     out.push(Output::Transmit {
                         at: now,
@@ -862,6 +882,7 @@ struct ChainSim {
     sim: Simulation,
     stores: Vec<NodeId>,
     client: NodeId,
+    hub: NodeId,
 }
 
 fn chain_sim(link_delay: Nanos) -> ChainSim {
@@ -870,20 +891,39 @@ fn chain_sim(link_delay: Nanos) -> ChainSim {
 
 /// The chain of [`chain_sim`] with each store's config adjusted by `tweak`.
 fn chain_sim_with(seed: u64, link_delay: Nanos, tweak: impl Fn(&mut StoreConfig)) -> ChainSim {
+    chain_sim_built(seed, link_delay, |mut cfg| {
+        tweak(&mut cfg);
+        StoreServer::new(cfg).unwrap()
+    })
+}
+
+/// The chain of [`chain_sim`] with each store built by `build` from its
+/// config.
+fn chain_sim_built(
+    seed: u64,
+    link_delay: Nanos,
+    build: impl Fn(StoreConfig) -> StoreServer,
+) -> ChainSim {
+    chain_of(&CHAIN, seed, link_delay, build)
+}
+
+/// A chain of the first `members.len()` addresses of [`CHAIN`] (at most 3).
+fn chain_of(
+    members: &[Ipv4Addr],
+    seed: u64,
+    link_delay: Nanos,
+    build: impl Fn(StoreConfig) -> StoreServer,
+) -> ChainSim {
     let mut sim = Simulation::new(seed, MILLIS);
     let mut stores = Vec::new();
-    for ip in CHAIN {
+    for &ip in members {
         let mut cfg = StoreConfig::new(ip, vec![kv_worker()]);
-        cfg.chain = CHAIN.to_vec();
+        cfg.chain = members.to_vec();
         cfg.allowed_switches = vec![S1, S2];
-        tweak(&mut cfg);
-        stores.push(sim.add_node(
-            &format!("store{ip}"),
-            Box::new(StoreServer::new(cfg).unwrap()),
-        ));
+        stores.push(sim.add_node(&format!("store{ip}"), Box::new(build(cfg))));
     }
     let client = sim.add_node("switch", Box::new(Client::default()));
-    let mut routes: Vec<(Ipv4Addr, PortId)> = CHAIN
+    let mut routes: Vec<(Ipv4Addr, PortId)> = members
         .iter()
         .enumerate()
         .map(|(i, &ip)| (ip, i as PortId))
@@ -891,7 +931,13 @@ fn chain_sim_with(seed: u64, link_delay: Nanos, tweak: impl Fn(&mut StoreConfig)
     routes.push((S1, 3));
     routes.push((S2, 3));
     routes.push((S3, 3));
-    let hub = sim.add_node("hub", Box::new(Hub { routes }));
+    let hub = sim.add_node(
+        "hub",
+        Box::new(Hub {
+            routes,
+            cut: Vec::new(),
+        }),
+    );
     let link = ChannelConfig {
         delay: link_delay,
         ..ChannelConfig::default()
@@ -906,6 +952,7 @@ fn chain_sim_with(seed: u64, link_delay: Nanos, tweak: impl Fn(&mut StoreConfig)
         sim,
         stores,
         client,
+        hub,
     }
 }
 
@@ -921,6 +968,14 @@ impl ChainSim {
                 },
             ),
         );
+    }
+    /// Cuts (or with `mend`, restores) the path between two members.
+    fn cut(&mut self, at: Nanos, a: Ipv4Addr, b: Ipv4Addr, mend: bool) {
+        let mut body = a.octets().to_vec();
+        body.extend_from_slice(&b.octets());
+        let kind = if mend { MEND } else { CUT };
+        self.sim
+            .schedule(at, Fault::Message(self.hub, ControlMessage { kind, body }));
     }
     fn store(&self, i: usize) -> &StoreServer {
         self.sim.node::<StoreServer>(self.stores[i]).unwrap()
@@ -1065,6 +1120,57 @@ fn head_failure_promotes_the_next_node_which_announces_and_honours_leases() {
     );
 }
 
+/// Campaign seeds 173 (Sync-Counter) and 532 (NAT): the head died after
+/// the tail applied a write but before the tail's ack reached it; the
+/// middle took the ack as a middle and then became head. The commit used
+/// to be reported by the head when the ack arrived, so nobody reported it
+/// and the checker replayed a history without a durable write. The tail
+/// reports it now: whenever the survivors hold write 1, it was reported,
+/// exactly once, whatever the instant of the crash.
+#[test]
+fn every_commit_is_reported_once_whenever_the_head_dies() {
+    #[derive(Default)]
+    struct Log(Vec<(u16, u16)>);
+    struct Obs(Rc<RefCell<Log>>);
+    impl StoreObserver for Obs {
+        fn committed(&mut self, e: &CommitEvent<'_>) {
+            self.0.borrow_mut().0.push((e.fence, e.seq));
+        }
+    }
+    let d = 5_000;
+    let mut durable = 0;
+    for crash_after in (0..60_000).step_by(1_000) {
+        let log = Rc::new(RefCell::new(Log::default()));
+        let mut c = chain_sim_built(7, d, |cfg| {
+            StoreServer::new(cfg)
+                .unwrap()
+                .with_observer(Box::new(Obs(log.clone())))
+        });
+        c.send(1000, req(S1, ReqType::LeaseNew, 0, &KEY, &[0; 4], b""));
+        c.send(100_000, req(S1, ReqType::LeaseRenew, 1, &KEY, &[1; 4], b""));
+        c.sim
+            .schedule(100_000 + crash_after, Fault::Crash(c.stores[0]));
+        c.sim.run_until(60 * MILLIS, |_| {});
+        assert!(c.store(1).is_head(), "crash at +{crash_after} ns");
+        let survivors: Vec<u16> = (1..3)
+            .map(|i| c.store(i).worker(1).unwrap().dump()[0].2)
+            .collect();
+        let reported = log.borrow().0.clone();
+        let writes = reported.iter().filter(|&&v| v == (0, 1)).count();
+        if survivors == [1, 1] {
+            durable += 1;
+            assert_eq!(
+                writes, 1,
+                "crash at +{crash_after} ns: write 1 is on every survivor, reported {reported:?}"
+            );
+        } else {
+            assert_eq!(writes, 0, "crash at +{crash_after} ns: {reported:?}");
+        }
+    }
+    // The sweep covers crashes before and after the write reached the tail.
+    assert!(durable > 0 && durable < 60, "{durable} of 60 durable");
+}
+
 #[test]
 fn middle_and_tail_failures_keep_the_chain_committing() {
     let mut c = chain_sim(5_000);
@@ -1079,17 +1185,27 @@ fn middle_and_tail_failures_keep_the_chain_committing() {
     c.sim.run_until(60 * MILLIS, |_| {});
     assert_eq!(c.store(0).chain_view(), vec![CHAIN[0], CHAIN[2]]);
     assert!(c.acks().iter().any(|g| g.seq == 1 && g.pkt == b"w1"));
-    // The tail dies too: the head alone commits.
+    // The tail dies too: the head alone is not a quorum of the three
+    // configured members (it cannot tell this from being cut off), so it
+    // keeps its view and serves nothing until a member comes back.
     c.sim.schedule(70 * MILLIS, Fault::Crash(c.stores[2]));
     c.send(
         71 * MILLIS,
         req(S1, ReqType::LeaseRenew, 2, &KEY, &[2; 4], b"w2"),
     );
+    // A request once the tail has been silent a while is refused outright.
+    c.send(
+        100 * MILLIS,
+        req(S1, ReqType::LeaseRenew, 0, &KEY, &[0; 4], b"r"),
+    );
     c.sim.run_until(150 * MILLIS, |_| {});
-    assert_eq!(c.store(0).chain_view(), vec![CHAIN[0]]);
-    assert!(c.acks().iter().any(|g| g.seq == 2 && g.pkt == b"w2"));
-    // The middle comes back without its state: it rejoins behind the head
-    // with a copy, and the write after that commits on both.
+    assert_eq!(c.store(0).chain_view(), vec![CHAIN[0], CHAIN[2]]);
+    assert!(!c.acks().iter().any(|g| g.seq == 2 || g.pkt == b"r"));
+    assert_eq!(c.store(0).stats().no_quorum, 1);
+    // The middle comes back without its state: heard again, it makes a
+    // quorum with the head, which removes the dead tail; the middle
+    // rejoins behind the head with a copy, and the write after that (the
+    // switch's next one) commits on both.
     c.sim.schedule(160 * MILLIS, Fault::Restart(c.stores[1]));
     c.send(
         200 * MILLIS,
@@ -1110,9 +1226,9 @@ fn middle_and_tail_failures_keep_the_chain_committing() {
 /// Chain recovery (§5.7): a restarted replica rejoins as the new tail with a
 /// copy of the state, so a later failure of another member loses nothing.
 /// Crash the middle, restart it, crash the head, restart it, crash the new
-/// head, crash the last original member: every write acknowledged at any
-/// point is still in the one remaining replica, which only ever had its
-/// state from transfers. Writes keep flowing throughout, so transfers run
+/// head, crash the last original member and restart it: every write
+/// acknowledged at any point is still in the replica that stayed up, which
+/// only ever had its state from transfers. Writes keep flowing throughout, so transfers run
 /// while the chain is busy.
 #[test]
 fn restarted_replicas_rejoin_as_tail_and_no_committed_write_is_lost() {
@@ -1182,9 +1298,15 @@ fn restarted_replicas_rejoin_as_tail_and_no_committed_write_is_lost() {
     c.sim.run_until(440 * MILLIS, |_| {});
     assert_eq!(views(&c, &[0, 1]), vec![vec![CHAIN[1], CHAIN[0]]; 2]);
     assert!(c.store(1).is_head());
+    // The last original member dies: the survivor alone is no quorum and
+    // waits; once the dead member restarts (heard, holding nothing) the
+    // survivor goes on and the restarted member rejoins from it.
     c.sim.schedule(450 * MILLIS, Fault::Crash(c.stores[0]));
+    c.sim.run_until(465 * MILLIS, |_| {});
+    assert_eq!(c.store(1).chain_view(), vec![CHAIN[1], CHAIN[0]]);
+    c.sim.schedule(470 * MILLIS, Fault::Restart(c.stores[0]));
     c.sim.run_until(600 * MILLIS, |_| {});
-    assert_eq!(c.store(1).chain_view(), vec![CHAIN[1]]);
+    assert_eq!(views(&c, &[0, 1]), vec![vec![CHAIN[1], CHAIN[0]]; 2]);
 
     // Every acknowledged write is in the last replica standing.
     let mut acked = vec![0u16; keys.len()];
@@ -1232,7 +1354,13 @@ fn lossy_chain_links_still_commit_every_write_in_order() {
         .map(|(i, &ip)| (ip, i as PortId))
         .collect();
     routes.push((S1, 3));
-    let hub = sim.add_node("hub", Box::new(Hub { routes }));
+    let hub = sim.add_node(
+        "hub",
+        Box::new(Hub {
+            routes,
+            cut: Vec::new(),
+        }),
+    );
     let clean = ChannelConfig {
         delay: 2_000,
         ..ChannelConfig::default()
@@ -1567,7 +1695,13 @@ fn impaired_chain_sim(seed: u64, loss: f64) -> ChainSim {
         .map(|(i, &ip)| (ip, i as PortId))
         .collect();
     routes.push((S1, 3));
-    let hub = sim.add_node("hub", Box::new(Hub { routes }));
+    let hub = sim.add_node(
+        "hub",
+        Box::new(Hub {
+            routes,
+            cut: Vec::new(),
+        }),
+    );
     let clean = ChannelConfig {
         delay: 2_000,
         ..ChannelConfig::default()
@@ -1594,6 +1728,7 @@ fn impaired_chain_sim(seed: u64, loss: f64) -> ChainSim {
         sim,
         stores,
         client,
+        hub,
     }
 }
 
@@ -1689,5 +1824,86 @@ fn short_chain_fault_campaign() {
             );
         }
         assert_eq!(d0[0].2, base + n);
+    }
+}
+
+/// A 2-node chain whose members stop hearing each other (both ways) and
+/// later hear each other again: only the head's side goes on (it removes
+/// the tail and commits alone), the tail neither takes over nor commits,
+/// and after the heal the tail learns it is out, drops its state and
+/// rejoins through the state copy, so the chain re-forms with the head's
+/// data. Before the quorum rule both removed the other, both acted as
+/// head, and the merged view counted both out: the chain never re-formed.
+#[test]
+fn a_partitioned_two_node_chain_keeps_one_head_and_reforms_after_the_heal() {
+    let pair = [CHAIN[0], CHAIN[1]];
+    let mut c = chain_of(&pair, 7, 5_000, |cfg| StoreServer::new(cfg).unwrap());
+    let k = [0, 0, 9, 1];
+    c.send(MILLIS, req(S1, ReqType::LeaseNew, 0, &k, &[0; 4], b""));
+    // A write every 2 ms to the head, from before the cut to after the heal.
+    let mut seq = 0u16;
+    let mut t = 2 * MILLIS;
+    while t < 300 * MILLIS {
+        seq += 1;
+        let v = seq.to_be_bytes().repeat(2);
+        c.send(t, req(S1, ReqType::LeaseRenew, seq, &k, &v, b"w"));
+        t += 2 * MILLIS;
+    }
+    // The tail is asked too, mid-partition: it must not answer as a head.
+    c.send(
+        80 * MILLIS,
+        req_to(CHAIN[1], S1, ReqType::LeaseRenew, 999, &k, &[9; 4], b"tail"),
+    );
+    c.cut(20 * MILLIS, CHAIN[0], CHAIN[1], false);
+    c.sim.run_until(100 * MILLIS, |_| {});
+    assert_eq!(c.store(0).chain_view(), vec![CHAIN[0]]);
+    assert!(c.store(0).is_head());
+    assert_eq!(
+        c.store(1).chain_view(),
+        pair.to_vec(),
+        "the tail kept waiting"
+    );
+    assert!(!c.store(1).is_head());
+    assert_eq!(c.store(1).stats().became_head, 0);
+    // The head alone commits: writes sent after its removal of the tail
+    // (about 50 ms) are acknowledged.
+    let acked_at = |c: &ChainSim, after: Nanos| {
+        c.acks()
+            .iter()
+            .filter(|g| g.t == AckType::LeaseRenew && g.at > after)
+            .count()
+    };
+    assert!(acked_at(&c, 60 * MILLIS) > 10);
+    assert!(!c.acks().iter().any(|g| g.pkt == b"tail"));
+    // No announcement ever named the tail as head.
+    assert!(c.announces().iter().all(|a| a.new_head != CHAIN[1]));
+
+    c.cut(120 * MILLIS, CHAIN[0], CHAIN[1], true);
+    c.sim.run_until(300 * MILLIS, |_| {});
+    assert_eq!(c.store(0).chain_view(), pair.to_vec());
+    assert_eq!(c.store(1).chain_view(), pair.to_vec());
+    assert_eq!(c.store(1).stats().rejoins, 1);
+    assert_eq!(c.store(0).stats().joins_admitted, 1);
+    assert!(c.announces().iter().all(|a| a.new_head != CHAIN[1]));
+    c.sim.run_until(310 * MILLIS, |_| {});
+    // The re-formed chain commits through the tail, and both hold the
+    // head's data: the last write, acknowledged.
+    let last = c
+        .acks()
+        .iter()
+        .filter(|g| g.t == AckType::LeaseRenew)
+        .map(|g| g.seq)
+        .max()
+        .unwrap();
+    assert_eq!(last, seq, "writes after the re-form commit");
+    let d = c.store(0).worker(1).unwrap().dump();
+    assert_eq!(c.store(1).worker(1).unwrap().dump(), d);
+    let r = c.store(1).worker(1).unwrap().record(&k).unwrap();
+    assert_eq!(
+        (r.last_seq, r.value.clone()),
+        (seq, seq.to_be_bytes().repeat(2))
+    );
+    for i in 0..2 {
+        assert_eq!(c.store(i).stats().invariant_violations, 0, "store {i}");
     }
 }

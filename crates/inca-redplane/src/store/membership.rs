@@ -21,6 +21,28 @@
 //! heartbeat tells it that the others count it as out ([`Membership::learning`]),
 //! it is not in the chain whatever its own entry says, and its heartbeats
 //! carry the "restarted" flag, which makes receivers remove it.
+//!
+//! **Who may change the view, and who may serve** [our choice].
+//! Heartbeats cannot tell a crashed member from a partitioned one, so two
+//! sides of a partition that each removed the other would each run a chain
+//! of their own: two heads, both granting and committing. A node therefore
+//! removes silent members, and a tail admits a joiner, only while it hears
+//! a quorum of the *configured* chain ([`Membership::quorum_within`]: more
+//! than half of it, or exactly half with its first configured member; itself
+//! and a restarted member count as heard). Counting against the current
+//! view was not enough: views change on both sides (campaign seed 17 with
+//! partitions ran [st1] and [st3, st2], each a majority of its own view).
+//! The store also serves requests as head only while it hears a quorum
+//! (`StoreServer::serving`, a leader lease). The side without a quorum
+//! stalls until the partition heals, when the merged view tells its members
+//! that they are out; they drop their state and rejoin as the tail through
+//! the state copy. The price is liveness: with one member of three left,
+//! or a 2-node chain without its first member, the chain waits until a
+//! member restarts (a restarted member is heard, holds nothing and commits
+//! nothing, so the survivor may then remove the dead and admit it). And a
+//! member's view is merged only while that member is live in this node's
+//! view: a node that was removed but has not heard of it yet must not
+//! spread removals it decided on a stale view.
 
 use std::net::Ipv4Addr;
 
@@ -52,6 +74,9 @@ pub struct Membership {
     me: usize,
     entries: Vec<Entry>,
     last_heard: Vec<Nanos>,
+    /// Whether each member's latest heartbeat counted this node as in the
+    /// chain (a restarted member's always does: it knows no view).
+    supports: Vec<bool>,
     learning: bool,
 }
 
@@ -66,6 +91,7 @@ impl Membership {
             me: idx,
             entries: vec![Entry::default(); n],
             last_heard: vec![now; n],
+            supports: vec![true; n],
             learning: false,
         }
     }
@@ -261,8 +287,18 @@ impl Membership {
             return false;
         };
         self.last_heard[f] = now;
+        self.supports[f] = restarted
+            || match view {
+                Some(v) => v.get(self.me).is_some_and(|e| e.live()),
+                None => removed & (1u32.checked_shl(self.me as u32).unwrap_or(0)) == 0,
+            };
         let before = (self.entries.clone(), self.learning);
+        // A member that is out in this view (and not this node) decides
+        // nothing: its removals may come from a view in which it was still
+        // in. What it knows that matters reaches us from live members.
+        let trusted = f == self.me || self.entries[f].live();
         match view {
+            _ if !trusted => {}
             Some(v) if v.len() == self.entries.len() => {
                 for (i, e) in v.iter().enumerate() {
                     // A restarted sender does not know its own entry.
@@ -293,20 +329,60 @@ impl Membership {
         (self.entries.clone(), self.learning) != before
     }
 
-    /// Removes members not heard from for `misses × interval`. Returns
-    /// whether the view changed.
+    /// Removes members of the live chain not heard from for `misses ×
+    /// interval`, if the members heard in the last interval and a half hold
+    /// the quorum (see the module documentation). Returns whether the view
+    /// changed.
     pub fn tick(&mut self, now: Nanos, interval: Nanos, misses: u32) -> bool {
         if !self.in_chain() {
             return false;
         }
         let limit = interval.saturating_mul(u64::from(misses));
+        let order = self.order();
+        let silent: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| i != self.me && now.saturating_sub(self.last_heard[i]) > limit)
+            .collect();
+        // The quorum counts only members heard in the last interval and a
+        // half, not every member short of the limit: members cut off at
+        // the same instant cross the limit up to an interval apart, and
+        // counting the later one as heard let a node cut off alone remove
+        // them one at a time (a majority, then half with the head) and
+        // commit as a chain of one (campaign-nat seed 82 with partitions).
+        if silent.is_empty() || !self.quorum_within(now, interval + interval / 2) {
+            return false;
+        }
         let mut changed = false;
-        for i in 0..self.members.len() {
-            if i != self.me && now.saturating_sub(self.last_heard[i]) > limit {
-                changed |= self.remove(i);
-            }
+        for i in silent {
+            changed |= self.remove(i);
         }
         changed
+    }
+
+    /// Whether the configured members heard within `window` of `now` whose
+    /// views count this node in (and this node) are a quorum: more than half of the configured chain,
+    /// or exactly half with its first configured member (a fixed tie-break).
+    /// Counted against the configuration, not the current view: views
+    /// change on both sides of a partition (one removes, the other admits
+    /// a restarted member), and a majority of two different views can be
+    /// disjoint — campaign seed 17 with partitions ran two chains, [st1]
+    /// and [st3, st2], each a "majority" of its own view. Two disjoint
+    /// groups cannot both hold a quorum of the same configuration.
+    pub fn quorum_within(&self, now: Nanos, window: Nanos) -> bool {
+        if !self.in_chain() {
+            return false;
+        }
+        // A member counts if heard lately and its view has this node in
+        // the chain: one that removed this node serves another chain
+        // (campaign seed 17 with partitions: a cut-off head, hearing again
+        // only a member of the new chain, counted it and went on alone).
+        let heard = |i: usize| {
+            i == self.me || (self.supports[i] && now.saturating_sub(self.last_heard[i]) <= window)
+        };
+        let total = self.members.len();
+        let n = (0..total).filter(|&i| heard(i)).count();
+        2 * n > total || (2 * n == total && heard(0))
     }
 
     /// Whether `ip` was heard from within `limit` of `now`.
@@ -342,6 +418,54 @@ mod tests {
         assert_eq!(n.head(), Some(ip(2)));
         assert!(n.on_heartbeat(6, ip(2), 0b001, true, None));
         assert_eq!(n.chain(), vec![ip(3)]);
+    }
+
+    #[test]
+    fn of_two_sides_only_the_one_with_the_quorum_removes_the_other() {
+        // Two members that stop hearing each other: the head goes on alone,
+        // the tail keeps the head in its view (and is not the head).
+        let two = vec![ip(1), ip(2)];
+        let mut a = Membership::new(two.clone(), ip(1), 0);
+        let mut b = Membership::new(two.clone(), ip(2), 0);
+        assert!(a.tick(31, 10, 3));
+        assert!(!b.tick(31, 10, 3));
+        assert_eq!(a.chain(), vec![ip(1)]);
+        assert_eq!(b.chain(), two);
+        // The heal: the tail learns it is out; the head ignores the view
+        // of a member it removed.
+        let av = a.entries().to_vec();
+        let bv = b.entries().to_vec();
+        assert!(!a.on_heartbeat(40, ip(2), b.removed(), false, Some(&bv)));
+        assert!(b.on_heartbeat(40, ip(1), a.removed(), false, Some(&av)));
+        assert!(!b.in_chain() && b.chain() == vec![ip(1)]);
+        // A head that really died: the tail takes over once the head's
+        // restarted heartbeat proves it holds nothing.
+        let mut b = Membership::new(two.clone(), ip(2), 0);
+        assert!(!b.tick(100, 10, 3));
+        let fresh = Membership::restarted(two.clone(), ip(1), 100);
+        assert!(b.on_heartbeat(101, ip(1), fresh.removed(), true, Some(fresh.entries())));
+        assert_eq!(b.chain(), vec![ip(2)]);
+        // Three members: one cut off alone removes nobody; the two others
+        // remove it.
+        let three = vec![ip(1), ip(2), ip(3)];
+        let mut c = Membership::new(three.clone(), ip(3), 0);
+        assert!(!c.tick(31, 10, 3));
+        let mut h = Membership::new(three.clone(), ip(1), 0);
+        h.on_heartbeat(30, ip(2), 0, false, None);
+        assert!(h.tick(31, 10, 3));
+        assert_eq!(h.chain(), vec![ip(1), ip(2)]);
+        // A removed member's stale removals are not adopted: ip(3), still
+        // believing itself in, tells ip(2) that ip(1) is out.
+        let mut m = Membership::new(three.clone(), ip(2), 0);
+        let hv = h.entries().to_vec();
+        m.on_heartbeat(32, ip(1), h.removed(), false, Some(&hv));
+        let stale = vec![
+            Entry { epoch: 1, stamp: 0 },
+            Entry::default(),
+            Entry::default(),
+        ];
+        assert!(!m.on_heartbeat(33, ip(3), 0b001, false, Some(&stale)));
+        assert_eq!(m.chain(), vec![ip(1), ip(2)]);
     }
 
     #[test]

@@ -342,6 +342,23 @@ impl StoreServer {
         }
     }
 
+    /// Whether this node may act as head now: it is head and has heard a
+    /// quorum of its chain (see [`Membership::quorum_within`]) within the
+    /// detection limit less half an interval (a leader lease [our choice]).
+    /// The others remove a head only after hearing nothing from it for the
+    /// full limit, and a new head holds every lease a full period from
+    /// then; a head cut off from them stops granting and renewing before
+    /// that, so no lease it gives outlives the ones its successor honours.
+    fn serving(&self, now: Nanos) -> bool {
+        let interval = self.cfg.heartbeat_interval;
+        let limit = interval.saturating_mul(u64::from(self.cfg.heartbeat_misses));
+        self.role.is_head
+            && self
+                .membership
+                .as_ref()
+                .is_none_or(|m| m.quorum_within(now, limit.saturating_sub(interval / 2)))
+    }
+
     fn on_request(&mut self, now: Nanos, i: usize, info: &rp::UdpFrameInfo<'_>) {
         let from = info.src_ip;
         if !self.cfg.allowed_switches.is_empty() && !self.cfg.allowed_switches.contains(&from) {
@@ -375,6 +392,12 @@ impl StoreServer {
                     self.stats.announces_sent += 1;
                 }
             }
+            return;
+        }
+        if !self.serving(now) {
+            // Cut off from its chain's quorum: it may have been replaced,
+            // so it grants, renews and writes nothing (the switch resends).
+            self.stats.no_quorum += 1;
             return;
         }
         let Some(done) = self.admit(i, now) else {
@@ -540,6 +563,13 @@ impl StoreServer {
         let busy = self.join_source.is_some()
             || self.workers.iter().any(|w| w.syncing() || w.sending_sync());
         if !self.role.in_chain || !self.role.is_tail || busy || m.is_live(from) {
+            return;
+        }
+        // Only a tail that hears a quorum of the configuration (the joiner
+        // counts: it is heard) changes the view by admitting.
+        let interval = self.cfg.heartbeat_interval;
+        if !m.quorum_within(now, interval + interval / 2) {
+            self.stats.no_quorum += 1;
             return;
         }
         if !m.admit(from) {
@@ -762,7 +792,8 @@ impl StoreServer {
                 let i = (t - TOKEN_WORKER) as usize;
                 if i < self.workers.len() {
                     let (rto, is_head) = (self.cfg.chain_rto, self.role.is_head);
-                    self.with_worker(i, now, now, |w, env| w.wake(env, rto, is_head));
+                    let serving = self.serving(now);
+                    self.with_worker(i, now, now, |w, env| w.wake(env, rto, is_head, serving));
                 }
             }
             _ => {}

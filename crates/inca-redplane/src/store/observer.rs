@@ -3,14 +3,15 @@
 //! committed and which leases it granted.
 //!
 //! Set it with [`super::StoreServer::with_observer`]; it is `None` by default
-//! and costs nothing then. Events are reported by the node that is head when
-//! the event commits (the chain's tail has acknowledged it, or at once when
-//! the chain is off), in commit order per worker, with the commit time. After
-//! a head failover, the new head reports the updates it commits, including
-//! ones the old head ordered that had not yet committed; an update the old
-//! head committed but whose report was lost with it is not reported twice —
-//! and may not be reported at all. A verifier should therefore treat the log
-//! as "every reported commit happened", not "every commit is reported".
+//! and costs nothing then. A commit is reported by the chain's tail when
+//! it applies the update (that is the commit point: every member has it),
+//! or by a chain of one at once; a member that becomes tail reports the
+//! updates in its log then. So every commit is reported, in commit order
+//! per worker, with its commit time; an update the old tail reported just
+//! before it died is reported again by the new tail (same key, version and
+//! value — a verifier should ignore the repeat). Lease grants are reported
+//! by the head when the tail's ack reaches it (only the head knows a
+//! grant's kind): a grant whose ack the head never saw is not reported.
 
 use std::net::Ipv4Addr;
 
@@ -19,7 +20,7 @@ use inca_switch::device::Nanos;
 /// One committed mutation of a key (a write, a grant's fence, a new record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommitEvent<'a> {
-    /// The reporting (head) node.
+    /// The reporting (tail) node.
     pub node: Ipv4Addr,
     /// Worker number (port 8000 + worker).
     pub worker: u16,

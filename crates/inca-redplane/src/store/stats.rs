@@ -37,6 +37,9 @@ stats! {
     not_member,
     /// Requests at a node that is not the head (answered with HEAD_ANNOUNCE).
     not_head,
+    /// Requests dropped at a head that has not heard a quorum of its chain
+    /// lately (it may have been replaced; the switch resends).
+    no_quorum,
     /// Requests dropped because the worker's queue was full.
     queue_drops,
     /// LEASE_NEW requests.
@@ -71,6 +74,9 @@ stats! {
     deferred,
     /// LEASE_NEW dropped: deferred FIFO full.
     deferred_overflow,
+    /// Deferred LEASE_NEWs dropped by a node that stopped being head (the
+    /// switches resend them to the new head).
+    deferred_dropped,
     /// LEASE_NEW from the owner that joined its grant still committing.
     grants_joined,
     /// BUF_READs held.

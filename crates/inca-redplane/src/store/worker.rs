@@ -665,8 +665,9 @@ impl Worker {
     }
 
     /// Timer work: expired holds, deferred grants, chain resends.
-    pub fn wake(&mut self, env: &mut Env<'_>, chain_rto: Nanos, is_head: bool) {
+    pub fn wake(&mut self, env: &mut Env<'_>, chain_rto: Nanos, is_head: bool, serving: bool) {
         let now = env.now;
+        let mut later = Vec::new();
         while let Some((t, _)) = self.wakeups.first() {
             if *t > now {
                 break;
@@ -674,7 +675,29 @@ impl Worker {
             let Some((_, lk)) = self.wakeups.pop_first() else {
                 break;
             };
+            if !serving {
+                // No deferred grant from a node that is not (or may no
+                // longer be) head: a demoted head drops them (the switches
+                // resend to the new head); a head without its quorum looks
+                // again later.
+                if let Some(rec) = self.records.get_mut(&lk) {
+                    while rec.held.front().is_some_and(|h| h.deadline <= now) {
+                        rec.held.pop_front();
+                        env.stats.hold_timeouts += 1;
+                    }
+                    if !is_head {
+                        env.stats.deferred_dropped += rec.deferred.len() as u64;
+                        rec.deferred.clear();
+                    } else if !rec.deferred.is_empty() {
+                        later.push(lk);
+                    }
+                }
+                continue;
+            }
             self.wake_key(env, &lk);
+        }
+        for lk in later {
+            self.wakeups.insert((now + chain_rto.max(1), lk));
         }
         if is_head && !self.log.is_empty() && now >= self.log_sent_at + chain_rto {
             self.resend_log(env);

@@ -483,6 +483,8 @@ pub struct RecorderStats {
     pub untracked: u64,
     /// Inputs recorded as network copies of another (see [`Recorder::ran`]).
     pub duplicates: u64,
+    /// Commits reported a second time (by a new tail) and ignored.
+    pub repeated_commits: u64,
 }
 
 /// Records per-flow histories with bounded memory.
@@ -662,6 +664,20 @@ impl Recorder {
     ) {
         let cap = self.cap_per_flow;
         let Some(f) = self.flow(key) else { return };
+        // A new tail re-reports what its dead predecessor reported (see
+        // crate::store::observer): the same version with the same value.
+        // Versions of a key commit in increasing order (§6.2.4), so the
+        // scan stops at the first older one: O(1) for a new commit.
+        let version = (fence, seq);
+        if f.commits
+            .iter()
+            .rev()
+            .take_while(|c| c.version >= version)
+            .any(|c| c.version == version && c.value == value)
+        {
+            self.stats.repeated_commits += 1;
+            return;
+        }
         if f.commits.len() >= cap {
             f.overflow += 1;
             self.stats.overflow += 1;

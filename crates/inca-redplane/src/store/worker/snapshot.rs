@@ -169,7 +169,7 @@ impl Worker {
             bytes,
         };
         if !env.replicated {
-            self.commit_entry(env, &entry, true);
+            self.commit_entry(env, &entry, replication::Report::BOTH);
             self.committed_id = id;
             self.release(env);
             return id;

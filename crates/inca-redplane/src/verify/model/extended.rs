@@ -22,16 +22,31 @@
 //!   the fence are rejected; duplicates are acked only after a newer value
 //!   of the same grant; BUF_READs are held until last_seq ≥ s, re-checking
 //!   owner and fence at release.
-//! - The switch control plane ignores a grant ack whose base is at or
-//!   below its `seq_issued` while the key is installed (it only re-injects
-//!   the packet) [our choice; §5.3 says "add or overwrite", which this
-//!   model shows unsafe under reordering: see [`Mutant::InstallStaleGrant`]].
+//! - The switch control plane compares a grant ack's base with the
+//!   installed grant's (switch/grant.rs): an older base only re-injects the
+//!   packet [our choice; §5.3 says "add or overwrite", which this model
+//!   shows unsafe under reordering: see [`Mutant::InstallStaleGrant`]]; the
+//!   same base (a joined grant) validates the lease again and re-injects;
+//!   a newer base is installed, in one step (the real control plane revokes
+//!   the lease first and validates it last, so no packet sees a
+//!   half-installed grant). Installs and joins set the lease; acks extend
+//!   it, except once a reject or a give-up revoked it.
 //! - A restarted switch ignores acks whose echoed send time predates its
 //!   boot [our choice; without it a duplicated grant ack re-hands a
-//!   restarted switch seqs it already used: [`Mutant::AcceptPreBootAcks`]].
-//! - Every NEW that is granted applies a new fence, including a deferred one
-//!   from the current owner [our choice: §5.6 lets a deferred request of the
-//!   owner skip the fence; always fencing is the conservative reading].
+//!   restarted switch seqs it already used: [`Mutant::AcceptPreBootAcks`]],
+//!   and grants answering requests sent in its boot quiet period, which
+//!   ends once nothing its previous incarnation sent is left in the
+//!   network (BOOT_QUIET exceeds the packet lifetime) [without it the join
+//!   rule hands the restarted switch the grant its previous incarnation's
+//!   writes are still in flight under: [`Mutant::NoBootQuiet`]].
+//! - The join rule (store/worker.rs): a NEW from the owner whose lease is
+//!   live and under whose grant no write has reached the store (last_seq
+//!   == fence) joins the grant (same base and ghost grant id, lease
+//!   extended, no new fence); every other granted NEW applies a new fence.
+//!   A deferred NEW stays in the network and meets the same rule when it is
+//!   delivered again (the store answers the new owner's other deferred
+//!   requests at the grant itself: the model's later delivery is one of
+//!   the orders it explores).
 //!
 //! Ghost state for the properties: the app value is the set of packets whose
 //! writes it includes (so "durable" is set inclusion), each grant has an id,
@@ -73,6 +88,14 @@ pub enum Mutant {
     /// A restarted switch accepts acks to requests it sent before its
     /// crash (a duplicated grant ack then hands it seqs it already used).
     AcceptPreBootAcks,
+    /// A restarted switch accepts grants at once (no BOOT_QUIET): the store
+    /// may join it to the grant its previous incarnation wrote under, whose
+    /// writes are still in flight.
+    NoBootQuiet,
+    /// The switch's `skip_fence` mutant (switch/config.rs): a grant for an
+    /// installed key loads the value and lease but keeps the sequence
+    /// registers instead of adopting the store's base.
+    SkipFence,
 }
 
 /// Extended model parameters.
@@ -119,7 +142,8 @@ impl ExtConfig {
     /// Larger bounds for the CLI (release build): one duplication; crashes
     /// with 2 switches only, as in [`ExtConfig::small`] (3 switches with
     /// crashes and a duplication are estimated above 10 M states).
-    /// Measured: 3.1 M states (2 switches) and 3.7 M (3 switches), clean.
+    /// Measured with the join rule: 5.2 M states (2 switches) and 5.3 M (3
+    /// switches), clean.
     pub fn thorough(switches: usize) -> Self {
         ExtConfig {
             dup_budget: 1,
@@ -157,20 +181,27 @@ impl ExtConfig {
     }
 }
 
+/// When a request was sent, relative to its switch's boots (the ack echoes
+/// it): the switch knows, because the ack echoes the send time (IPv4
+/// Identification, §4.1) and the switch knows its boot time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tag {
+    /// Sent by the switch's current incarnation after its quiet period.
+    Cur,
+    /// Sent in the current incarnation's boot quiet period
+    /// (`switch::config::BOOT_QUIET`): its grant is ignored.
+    Quiet,
+    /// Sent before the switch's latest crash: its ack is ignored.
+    Old,
+}
+
 /// A message in flight. `rem` is the lease the sender may still take from
-/// it; `orphan` marks a request sent before its switch's latest crash (and
-/// the ack echoing it): the switch knows, because the ack echoes the send
-/// time (IPv4 Identification, §4.1) and the switch knows its boot time.
-/// `grant` and `obs` are ghost fields.
+/// it; `tag` says which incarnation of its switch sent it (or the request
+/// an ack echoes). `grant` and `obs` are ghost fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Msg {
     /// LEASE_NEW_REQ carrying packet `pkt`.
-    New {
-        sw: u8,
-        pkt: u8,
-        rem: u8,
-        orphan: bool,
-    },
+    New { sw: u8, pkt: u8, rem: u8, tag: Tag },
     /// LEASE_RENEW_REQ; seq 0 is a bare renewal, else a write of `value`.
     Renew {
         sw: u8,
@@ -179,7 +210,7 @@ pub enum Msg {
         pkt: Option<u8>,
         grant: u8,
         rem: u8,
-        orphan: bool,
+        tag: Tag,
     },
     /// BUF_READ_REQ for a read that observed `obs` while `seq` was issued.
     BufRead {
@@ -188,7 +219,7 @@ pub enum Msg {
         pkt: u8,
         obs: u8,
         rem: u8,
-        orphan: bool,
+        tag: Tag,
     },
     /// LEASE_NEW_ACK / LEASE_MIGRATE_ACK.
     Grant {
@@ -198,7 +229,7 @@ pub enum Msg {
         pkt: u8,
         rem: u8,
         grant: u8,
-        orphan: bool,
+        tag: Tag,
     },
     /// LEASE_RENEW_ACK, releasing `pkt`'s output (which observed `obs`).
     RenewAck {
@@ -207,7 +238,7 @@ pub enum Msg {
         pkt: Option<u8>,
         obs: u8,
         rem: u8,
-        orphan: bool,
+        tag: Tag,
     },
     /// BUF_READ_ACK.
     BufReadAck {
@@ -215,10 +246,10 @@ pub enum Msg {
         pkt: u8,
         obs: u8,
         rem: u8,
-        orphan: bool,
+        tag: Tag,
     },
     /// LEASE_REJECT.
-    Reject { sw: u8, seq: u8, orphan: bool },
+    Reject { sw: u8, seq: u8, tag: Tag },
 }
 
 impl Msg {
@@ -254,27 +285,27 @@ impl Msg {
         }
     }
 
-    fn orphan(&self) -> bool {
+    fn tag(&self) -> Tag {
         match *self {
-            Msg::New { orphan, .. }
-            | Msg::Renew { orphan, .. }
-            | Msg::BufRead { orphan, .. }
-            | Msg::Grant { orphan, .. }
-            | Msg::RenewAck { orphan, .. }
-            | Msg::BufReadAck { orphan, .. }
-            | Msg::Reject { orphan, .. } => orphan,
+            Msg::New { tag, .. }
+            | Msg::Renew { tag, .. }
+            | Msg::BufRead { tag, .. }
+            | Msg::Grant { tag, .. }
+            | Msg::RenewAck { tag, .. }
+            | Msg::BufReadAck { tag, .. }
+            | Msg::Reject { tag, .. } => tag,
         }
     }
 
-    fn set_orphan(&mut self) {
+    fn set_old(&mut self) {
         match self {
-            Msg::New { orphan, .. }
-            | Msg::Renew { orphan, .. }
-            | Msg::BufRead { orphan, .. }
-            | Msg::Grant { orphan, .. }
-            | Msg::RenewAck { orphan, .. }
-            | Msg::BufReadAck { orphan, .. }
-            | Msg::Reject { orphan, .. } => *orphan = true,
+            Msg::New { tag, .. }
+            | Msg::Renew { tag, .. }
+            | Msg::BufRead { tag, .. }
+            | Msg::Grant { tag, .. }
+            | Msg::RenewAck { tag, .. }
+            | Msg::BufReadAck { tag, .. }
+            | Msg::Reject { tag, .. } => *tag = Tag::Old,
         }
     }
 }
@@ -300,6 +331,25 @@ pub struct Sw {
     pub queue: u8,
     /// The loop: unacked writes (seq, value).
     pub unacked: Vec<(u8, u8)>,
+    /// The installed grant's base (the control plane's `KeyState::base`).
+    pub base: u8,
+    /// `lease_expiry` = 0: revoked by a reject or a give-up. Acks do not
+    /// extend a revoked lease; only an installed or joined grant does.
+    pub revoked: bool,
+    /// In the boot quiet period after a restart: grants answering requests
+    /// sent now are ignored.
+    pub quiet: bool,
+}
+
+impl Sw {
+    /// The tag of a request this switch sends now.
+    fn send_tag(&self) -> Tag {
+        if self.quiet {
+            Tag::Quiet
+        } else {
+            Tag::Cur
+        }
+    }
 }
 
 /// A held BUF_READ at the store.
@@ -310,7 +360,7 @@ pub struct Held {
     pkt: u8,
     obs: u8,
     rem: u8,
-    orphan: bool,
+    tag: Tag,
 }
 
 /// The state store (one key; the chain is abstracted as atomic commit).
@@ -368,6 +418,8 @@ pub enum Act {
     Crash(u8),
     /// Switch i restarts, empty.
     Restart(u8),
+    /// Switch i's boot quiet period ends.
+    QuietEnds(u8),
     /// A message arrives.
     Deliver(Msg),
     /// A message is lost.
@@ -447,7 +499,7 @@ impl ExtModel {
                     pkt: h.pkt,
                     obs: h.obs,
                     rem: h.rem,
-                    orphan: h.orphan,
+                    tag: h.tag,
                 };
                 self.send(t, m);
             } else {
@@ -465,12 +517,7 @@ impl ExtModel {
         let mut violation = None;
         let st = &s.store;
         match m {
-            Msg::New {
-                sw,
-                pkt,
-                rem,
-                orphan,
-            } => {
+            Msg::New { sw, pkt, rem, tag } => {
                 if !st.exists {
                     t.store = Store {
                         exists: true,
@@ -487,7 +534,24 @@ impl ExtModel {
                         pkt,
                         rem,
                         grant: 1,
-                        orphan,
+                        tag,
+                    };
+                    self.send(&mut t, g);
+                } else if st.owner == Some(sw) && st.lease > 0 && st.last_seq == st.fence {
+                    // The join rule (store/worker.rs): a repeated NEW from
+                    // the owner, before any write under its grant reached
+                    // the store, joins the grant: same fence and base, same
+                    // grant (ghost id), lease extended. Not a new grant, so
+                    // it does not count against `max_grants`.
+                    t.store.lease = p;
+                    let g = Msg::Grant {
+                        sw,
+                        base: st.last_seq,
+                        value: st.value,
+                        pkt,
+                        rem,
+                        grant: st.grants,
+                        tag,
                     };
                     self.send(&mut t, g);
                 } else if st.owner.is_none() || st.lease == 0 || st.owner == Some(sw) {
@@ -508,7 +572,7 @@ impl ExtModel {
                         pkt,
                         rem,
                         grant: t.store.grants,
-                        orphan,
+                        tag,
                     };
                     self.send(&mut t, g);
                     self.scan_held(&mut t);
@@ -523,7 +587,7 @@ impl ExtModel {
                 pkt,
                 grant,
                 rem,
-                orphan,
+                tag,
             } => {
                 if self.cfg.mutant == Mutant::NoOwnerCheck {
                     t.store.owner = Some(sw);
@@ -540,14 +604,14 @@ impl ExtModel {
                                 pkt: None,
                                 obs: 0,
                                 rem,
-                                orphan,
+                                tag,
                             },
                         );
                     } else {
-                        self.send(&mut t, Msg::Reject { sw, seq: 0, orphan });
+                        self.send(&mut t, Msg::Reject { sw, seq: 0, tag });
                     }
                 } else if !owner_ok || seq <= st.fence {
-                    self.send(&mut t, Msg::Reject { sw, seq, orphan });
+                    self.send(&mut t, Msg::Reject { sw, seq, tag });
                 } else {
                     t.store.lease = p;
                     if seq > st.last_seq {
@@ -569,7 +633,7 @@ impl ExtModel {
                             pkt,
                             obs: value,
                             rem,
-                            orphan,
+                            tag,
                         },
                     );
                     self.scan_held(&mut t);
@@ -581,7 +645,7 @@ impl ExtModel {
                 pkt,
                 obs,
                 rem,
-                orphan,
+                tag,
             } => {
                 if st.owner != Some(sw) || seq <= st.fence {
                     // dropped
@@ -595,7 +659,7 @@ impl ExtModel {
                                 pkt,
                                 obs,
                                 rem,
-                                orphan,
+                                tag,
                             },
                         );
                     } else if t.store.held.len() < 2 {
@@ -605,7 +669,7 @@ impl ExtModel {
                             pkt,
                             obs,
                             rem,
-                            orphan,
+                            tag,
                         });
                     }
                 }
@@ -628,7 +692,7 @@ impl ExtModel {
         };
         // Down, or an ack to a request sent before the switch's last boot
         // (the echoed send time predates it): ignored.
-        if !up || (m.orphan() && self.cfg.mutant != Mutant::AcceptPreBootAcks) {
+        if !up || (m.tag() != Tag::Cur && self.cfg.mutant != Mutant::AcceptPreBootAcks) {
             return (t, None);
         }
         let mut violation = None;
@@ -642,19 +706,34 @@ impl ExtModel {
                 grant,
                 ..
             } => {
-                // A grant whose base is not past what this switch already
-                // issued is an older ack overtaken by a newer grant:
-                // installing it would rewind seq_issued and reuse seqs.
-                let stale = w.installed && base <= w.issued;
-                if !stale || self.cfg.mutant == Mutant::InstallStaleGrant {
+                // The control plane compares the ack's base with the
+                // installed grant's (switch/grant.rs): an older base is an
+                // ack overtaken by a newer grant (installing it would rewind
+                // seq_issued and reuse seqs), so it only re-injects; the
+                // same base is the store joining the installed grant, which
+                // validates the lease again; a newer base is installed. An
+                // install is one step here: the real control plane revokes
+                // the lease before its writes and validates it last, so no
+                // packet runs on a half-installed grant.
+                let older = w.installed && base < w.base;
+                let joined = w.installed && base == w.base;
+                if self.cfg.mutant == Mutant::InstallStaleGrant || !(older || joined) {
+                    let keep_seqs = self.cfg.mutant == Mutant::SkipFence && w.installed;
+                    if !keep_seqs {
+                        w.issued = base;
+                        w.acked = base;
+                        w.unacked.retain(|&(q, _)| q > base);
+                    }
                     w.installed = true;
-                    w.issued = base;
-                    w.acked = base;
+                    w.base = base;
                     w.value = value;
                     w.grant = grant;
-                    w.unacked.retain(|&(q, _)| q > base);
+                    w.lease = rem;
+                    w.revoked = false;
+                } else if joined {
+                    w.lease = rem;
+                    w.revoked = false;
                 }
-                w.lease = w.lease.max(rem);
                 // Re-injected; dropped if the lease is invalid again.
                 if w.lease > 0 {
                     w.queue |= 1 << pkt;
@@ -669,7 +748,9 @@ impl ExtModel {
                 ..
             } => {
                 if w.installed {
-                    w.lease = w.lease.max(rem);
+                    if !w.revoked {
+                        w.lease = w.lease.max(rem);
+                    }
                     if seq != 0 {
                         w.acked = w.acked.max(seq);
                         let a = w.acked;
@@ -683,13 +764,18 @@ impl ExtModel {
             Msg::BufReadAck {
                 sw, pkt, obs, rem, ..
             } => {
-                if w.installed {
+                if w.installed && !w.revoked {
                     w.lease = w.lease.max(rem);
                 }
                 violation = Self::release(&t, sw, pkt, obs);
             }
             Msg::Reject { seq, .. } if w.installed => {
-                w.lease = 0;
+                // A reject of a write at or below seq_acked is for an older
+                // grant's write or a duplicate: only its loop stops.
+                if seq == 0 || seq > w.acked {
+                    w.lease = 0;
+                    w.revoked = true;
+                }
                 w.unacked.retain(|&(q, _)| q != seq);
             }
             _ => {}
@@ -731,9 +817,23 @@ impl Model for ExtModel {
                 if self.cfg.crashes {
                     let mut t = s.clone();
                     t.sw[i].up = true;
+                    t.sw[i].quiet = self.cfg.mutant != Mutant::NoBootQuiet;
                     out.push(ok(Act::Restart(iu), t));
                 }
                 continue;
+            }
+            // BOOT_QUIET is longer than any packet lives: it ends once
+            // nothing the previous incarnation sent is left.
+            if w.quiet
+                && !s
+                    .net
+                    .iter()
+                    .any(|m| m.switch() == iu && m.tag() == Tag::Old)
+                && !s.store.held.iter().any(|h| h.sw == iu && h.tag == Tag::Old)
+            {
+                let mut t = s.clone();
+                t.sw[i].quiet = false;
+                out.push(ok(Act::QuietEnds(iu), t));
             }
             if s.injected < self.cfg.total_pkts {
                 let mut t = s.clone();
@@ -753,7 +853,7 @@ impl Model for ExtModel {
                             sw: iu,
                             pkt,
                             rem: p,
-                            orphan: false,
+                            tag: w.send_tag(),
                         },
                     );
                 } else if self.cfg.reads >> pkt & 1 == 1 {
@@ -766,7 +866,7 @@ impl Model for ExtModel {
                             pkt,
                             obs: w.value,
                             rem: p,
-                            orphan: false,
+                            tag: w.send_tag(),
                         };
                         self.send(&mut t, m);
                     }
@@ -782,7 +882,7 @@ impl Model for ExtModel {
                         pkt: Some(pkt),
                         grant: tw.grant,
                         rem: p,
-                        orphan: false,
+                        tag: w.send_tag(),
                     };
                     self.send(&mut t, m);
                 }
@@ -810,7 +910,7 @@ impl Model for ExtModel {
                     pkt: None,
                     grant: w.grant,
                     rem: p,
-                    orphan: false,
+                    tag: w.send_tag(),
                 };
                 self.send(&mut t, m);
                 out.push(ok(Act::Renewal(iu), t));
@@ -823,7 +923,7 @@ impl Model for ExtModel {
                     pkt: None,
                     grant: w.grant,
                     rem: 0,
-                    orphan: false,
+                    tag: w.send_tag(),
                 };
                 if s.net
                     .iter()
@@ -839,17 +939,18 @@ impl Model for ExtModel {
                 let mut t = s.clone();
                 t.sw[i].unacked.clear();
                 t.sw[i].lease = 0;
+                t.sw[i].revoked = true;
                 out.push(ok(Act::GiveUp(iu), t));
             }
             if self.cfg.crashes && (0..n).any(|j| j != i && s.sw[j].up) {
                 let mut t = s.clone();
                 t.sw[i] = Sw::default();
                 for m in t.net.iter_mut().filter(|m| m.switch() == iu) {
-                    m.set_orphan();
+                    m.set_old();
                 }
                 t.net.sort_unstable();
                 for h in t.store.held.iter_mut().filter(|h| h.sw == iu) {
-                    h.orphan = true;
+                    h.tag = Tag::Old;
                 }
                 out.push(ok(Act::Crash(iu), t));
             }
