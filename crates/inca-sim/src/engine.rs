@@ -9,6 +9,13 @@
 //! far end when it arrives. Randomness comes from one seed: each node and
 //! each link gets its own stream, so adding a node does not change what
 //! another one draws.
+//!
+//! A link is up while nothing holds it down: it was not taken down
+//! (`LinkDown`), no partition in force cuts it, and neither end is crashed.
+//! Faults that overlap therefore compose: healing a partition does not
+//! revive a crashed node's links, and a restart does not lift a link flap.
+//! Its impairments are its configured values with the impairment windows
+//! open on it laid over them, in the order they opened.
 
 use std::any::Any;
 use std::path::Path;
@@ -19,7 +26,7 @@ use inca_switch::device::{
 use inca_wire::PcapWriter;
 
 use crate::lanes::LaneAgenda;
-use crate::link::{Channel, ChannelConfig, Fate, LossModel};
+use crate::link::{Channel, ChannelConfig, Fate, Impairment, LossModel};
 use crate::metrics::{NodeReport, Series};
 
 /// A simulated device: the device contract, plus what the simulator needs
@@ -66,9 +73,69 @@ pub enum Fault {
     Heal(Vec<NodeId>, Vec<NodeId>),
     /// The link's loss model changes (both directions).
     SetLoss(LinkId, LossModel),
+    /// An impairment window opens on the link (both directions): `set`
+    /// replaces the configured values it names until [`Fault::Unimpair`]
+    /// closes window `window` (an id from [`Simulation::window_id`]).
+    Impair {
+        /// The link.
+        link: LinkId,
+        /// The window's id.
+        window: u64,
+        /// What it imposes.
+        set: Impairment,
+    },
+    /// Impairment window `window` on the link closes.
+    Unimpair {
+        /// The link.
+        link: LinkId,
+        /// The window's id.
+        window: u64,
+    },
+    /// A partition of the whole network into two sides (see
+    /// [`crate::partition`]): every link between them is cut.
+    PartitionSides(Box<Sides>),
+    /// The partition is lifted: its cuts are taken back.
+    HealSides(Box<Sides>),
     /// A control message for a node.
     Message(NodeId, ControlMessage),
 }
+
+impl Fault {
+    /// The kind of fault this one starts, for tallies: "link", "crash",
+    /// "pause", "partition", "loss", "impair"; `None` for one that undoes a
+    /// fault (up, restart, heal, end of a window) or a control message.
+    pub fn starts(&self) -> Option<&'static str> {
+        match self {
+            Fault::LinkDown(_) => Some("link"),
+            Fault::Crash(_) => Some("crash"),
+            Fault::Pause { .. } => Some("pause"),
+            Fault::Partition(..) | Fault::PartitionSides(_) => Some("partition"),
+            Fault::SetLoss(..) => Some("loss"),
+            Fault::Impair { .. } => Some("impair"),
+            Fault::LinkUp(_)
+            | Fault::Restart(_)
+            | Fault::Heal(..)
+            | Fault::HealSides(_)
+            | Fault::Unimpair { .. }
+            | Fault::Message(..) => None,
+        }
+    }
+}
+
+/// A partition drawn over some nodes (`groups`), with every other node it
+/// could reach assigned to one side or the other (`sides`, each a superset
+/// of its group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sides {
+    /// The nodes split apart.
+    pub groups: [Vec<NodeId>; 2],
+    /// Everything on each side.
+    pub sides: [Vec<NodeId>; 2],
+}
+
+/// Bound on impairment windows open on one link at once; a window beyond
+/// it is refused (and logged so).
+pub const IMPAIR_WINDOW_LIMIT: usize = 16;
 
 /// Why a topology could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -156,6 +223,14 @@ struct LinkSlot {
     throughput: [Series; 2],
     /// Largest queue occupancy per bin, per direction.
     queue: [Series; 2],
+    /// Each direction's configuration before impairment windows.
+    configured: [ChannelConfig; 2],
+    /// Impairment windows open, in the order they opened.
+    windows: Vec<(u64, Impairment)>,
+    /// Taken down by a `LinkDown` (and not up again).
+    admin_down: bool,
+    /// Partitions in force that cut it.
+    cuts: u32,
 }
 
 enum Event {
@@ -194,6 +269,9 @@ pub struct Simulation {
     pub messages: Vec<(Nanos, NodeId, ControlMessage)>,
     /// Faults that have happened, with their time, for the report.
     pub fault_log: Vec<(Nanos, String)>,
+    /// Faults that have started, by kind ([`Fault::starts`]).
+    pub fault_tally: std::collections::BTreeMap<&'static str, u64>,
+    next_window: u64,
 }
 
 impl Simulation {
@@ -212,6 +290,8 @@ impl Simulation {
             stats: EngineStats::default(),
             messages: Vec::new(),
             fault_log: Vec::new(),
+            fault_tally: std::collections::BTreeMap::new(),
+            next_window: 0,
         }
     }
 
@@ -285,6 +365,10 @@ impl Simulation {
             capture: None,
             throughput: [Series::new(self.bin), Series::new(self.bin)],
             queue: [Series::new(self.bin), Series::new(self.bin)],
+            configured: [ab, ba],
+            windows: Vec::new(),
+            admin_down: false,
+            cuts: 0,
         });
         Ok(id)
     }
@@ -307,6 +391,24 @@ impl Simulation {
             }
         }
         Ok(())
+    }
+
+    /// A fresh impairment-window id, for [`Fault::Impair`].
+    pub fn window_id(&mut self) -> u64 {
+        self.next_window += 1;
+        self.next_window
+    }
+
+    /// The two ends of `link`.
+    pub fn link_ends(&self, link: LinkId) -> Option<[(NodeId, PortId); 2]> {
+        self.links.get(link.0 as usize).map(|l| l.ends)
+    }
+
+    /// Whether `link` is up (see the module documentation).
+    pub fn link_up(&self, link: LinkId) -> bool {
+        self.links
+            .get(link.0 as usize)
+            .is_some_and(|l| l.channels[0].up)
     }
 
     /// Schedules `fault` at time `at`.
@@ -531,11 +633,20 @@ impl Simulation {
         }
     }
 
-    fn set_link(&mut self, link: LinkId, up: bool) {
+    /// Brings the link's state in line with what holds it down (see the
+    /// module documentation); on a change, flushes its queues (going down)
+    /// and tells both ends that are running.
+    fn refresh_link(&mut self, link: LinkId) {
         let now = self.now;
-        let Some(l) = self.links.get_mut(link.0 as usize) else {
+        let Some(l) = self.links.get(link.0 as usize) else {
             return;
         };
+        let crashed = |n: NodeId| self.nodes[n.0 as usize].state == NodeState::Crashed;
+        let up = !l.admin_down && l.cuts == 0 && !l.ends.iter().any(|&(n, _)| crashed(n));
+        if l.channels[0].up == up {
+            return;
+        }
+        let l = &mut self.links[link.0 as usize];
         let ends = l.ends;
         for c in &mut l.channels {
             c.up = up;
@@ -546,6 +657,38 @@ impl Simulation {
         for (node, port) in ends {
             if self.nodes[node.0 as usize].state != NodeState::Crashed {
                 self.input(node, Input::LinkState { port, up });
+            }
+        }
+    }
+
+    fn set_admin(&mut self, link: LinkId, up: bool) {
+        if let Some(l) = self.links.get_mut(link.0 as usize) {
+            l.admin_down = !up;
+            self.refresh_link(link);
+        }
+    }
+
+    fn cut(&mut self, a: &[NodeId], b: &[NodeId], cut: bool) {
+        for link in self.links_between(a, b) {
+            let l = &mut self.links[link.0 as usize];
+            l.cuts = if cut {
+                l.cuts.saturating_add(1)
+            } else {
+                l.cuts.saturating_sub(1)
+            };
+            self.refresh_link(link);
+        }
+    }
+
+    /// Lays the open impairment windows over the configured values.
+    fn reconfigure(&mut self, link: LinkId) {
+        if let Some(l) = self.links.get_mut(link.0 as usize) {
+            for dir in 0..2 {
+                let mut config = l.configured[dir];
+                for (_, w) in &l.windows {
+                    config = w.over(config);
+                }
+                l.channels[dir].config = config;
             }
         }
     }
@@ -570,11 +713,25 @@ impl Simulation {
     }
 
     fn fault(&mut self, fault: Fault) {
-        let text = self.describe(&fault);
+        let mut text = self.describe(&fault);
+        if let Fault::Impair { link, .. } = &fault {
+            let full = self
+                .links
+                .get(link.0 as usize)
+                .is_some_and(|l| l.windows.len() >= IMPAIR_WINDOW_LIMIT);
+            if full {
+                text.push_str(&format!(
+                    " (refused: {IMPAIR_WINDOW_LIMIT} windows already open)"
+                ));
+            }
+        }
         self.fault_log.push((self.now, text));
+        if let Some(kind) = fault.starts() {
+            *self.fault_tally.entry(kind).or_default() += 1;
+        }
         match fault {
-            Fault::LinkDown(l) => self.set_link(l, false),
-            Fault::LinkUp(l) => self.set_link(l, true),
+            Fault::LinkDown(l) => self.set_admin(l, false),
+            Fault::LinkUp(l) => self.set_admin(l, true),
             Fault::Crash(n) => {
                 let Some(slot) = self.nodes.get_mut(n.0 as usize) else {
                     return;
@@ -583,7 +740,7 @@ impl Simulation {
                 slot.timers.clear();
                 slot.backlog.clear();
                 for l in self.links_of(n) {
-                    self.set_link(l, false);
+                    self.refresh_link(l);
                 }
             }
             Fault::Restart(n) => {
@@ -600,7 +757,16 @@ impl Simulation {
                 self.apply(n, &mut out);
                 self.out = out;
                 for l in self.links_of(n) {
-                    self.set_link(l, true);
+                    self.refresh_link(l);
+                    // A link still held down: the restarted node, which
+                    // assumes its ports are up, hears that it is not.
+                    if !self.links[l.0 as usize].channels[0].up {
+                        for (node, port) in self.links[l.0 as usize].ends {
+                            if node == n {
+                                self.input(n, Input::LinkState { port, up: false });
+                            }
+                        }
+                    }
                 }
             }
             Fault::Pause { node, duration } => {
@@ -612,21 +778,30 @@ impl Simulation {
                     }
                 }
             }
-            Fault::Partition(a, b) => {
-                for l in self.links_between(&a, &b) {
-                    self.set_link(l, false);
-                }
-            }
-            Fault::Heal(a, b) => {
-                for l in self.links_between(&a, &b) {
-                    self.set_link(l, true);
-                }
-            }
-            Fault::SetLoss(l, loss) => {
-                if let Some(l) = self.links.get_mut(l.0 as usize) {
-                    for c in &mut l.channels {
-                        c.config.loss = loss;
+            Fault::Partition(a, b) => self.cut(&a, &b, true),
+            Fault::Heal(a, b) => self.cut(&a, &b, false),
+            Fault::PartitionSides(s) => self.cut(&s.sides[0], &s.sides[1], true),
+            Fault::HealSides(s) => self.cut(&s.sides[0], &s.sides[1], false),
+            Fault::SetLoss(link, loss) => {
+                if let Some(l) = self.links.get_mut(link.0 as usize) {
+                    for c in &mut l.configured {
+                        c.loss = loss;
                     }
+                    self.reconfigure(link);
+                }
+            }
+            Fault::Impair { link, window, set } => {
+                if let Some(l) = self.links.get_mut(link.0 as usize) {
+                    if l.windows.len() < IMPAIR_WINDOW_LIMIT {
+                        l.windows.push((window, set));
+                        self.reconfigure(link);
+                    }
+                }
+            }
+            Fault::Unimpair { link, window } => {
+                if let Some(l) = self.links.get_mut(link.0 as usize) {
+                    l.windows.retain(|&(w, _)| w != window);
+                    self.reconfigure(link);
                 }
             }
             Fault::Message(n, m) => self.input(n, Input::Control(m)),
@@ -665,6 +840,42 @@ impl Simulation {
             Fault::Partition(a, b) => format!("partition [{}] | [{}]", group(a), group(b)),
             Fault::Heal(a, b) => format!("partition [{}] | [{}] healed", group(a), group(b)),
             Fault::SetLoss(x, m) => format!("link {} loss now {:?}", l(x), m),
+            Fault::Impair { link, window, set } => {
+                format!("link {} impaired (window {window}): {set}", l(link))
+            }
+            Fault::Unimpair { link, window } => {
+                let now = self.links.get(link.0 as usize).map_or(String::new(), |k| {
+                    let mut config = k.configured[0];
+                    for (_, w) in k.windows.iter().filter(|(w, _)| w != window) {
+                        config = w.over(config);
+                    }
+                    format!(": back to {}", Impairment::of(&config))
+                });
+                format!("link {} impairment window {window} ends{now}", l(link))
+            }
+            Fault::PartitionSides(s) | Fault::HealSides(s) => {
+                let cut = self
+                    .links_between(&s.sides[0], &s.sides[1])
+                    .iter()
+                    .map(l)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let what = if matches!(fault, Fault::PartitionSides(_)) {
+                    "cuts"
+                } else {
+                    "healed, restores"
+                };
+                format!(
+                    "partition [{}] | [{}] {what} {}",
+                    group(&s.groups[0]),
+                    group(&s.groups[1]),
+                    if cut.is_empty() {
+                        "no link".into()
+                    } else {
+                        cut
+                    }
+                )
+            }
             Fault::Message(x, m) => format!("message kind {} to {}", m.kind, n(x)),
         }
     }

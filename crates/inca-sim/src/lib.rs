@@ -10,6 +10,8 @@
 //! - [`metrics`] — counters, HDR latency histograms, time series, reports and
 //!   the results folder.
 //! - [`nodes`] — the devices: programmable switches, routers, hosts.
+//! - [`partition`] — which side of a partition every node is on.
+//! - [`random_faults`] — fault schedules drawn from a seed, for campaigns.
 //! - [`scenario`] — scenario files (TOML) and how they become a simulation;
 //!   [`run`] — running one and writing its results.
 //! - [`tcp`] — TCP endpoints (smoltcp) for hosts.
@@ -18,6 +20,8 @@ pub mod lanes;
 pub mod link;
 pub mod metrics;
 pub mod nodes;
+pub mod partition;
+pub mod random_faults;
 pub mod run;
 pub mod scenario;
 pub mod tcp;

@@ -6,13 +6,14 @@
 //! delay after its last bit leaves. On top of that, impairments: loss
 //! (Bernoulli, or bursty Gilbert–Elliott), duplication, reordering (a frame
 //! held back by an extra delay), and uniform delay jitter. A link can be
-//! down (everything sent is lost).
+//! down (everything sent is lost). An [`Impairment`] is what a fault lays
+//! over a link's configured impairments for a window.
 
 use inca_switch::device::Nanos;
 use inca_switch::line::LineClock;
 use rand::Rng;
 
-use inca_switch::units::{format_bytes, format_rate};
+use inca_switch::units::{format_bytes, format_rate, format_time};
 
 /// Bytes a frame occupies on the wire beyond its own length.
 pub const WIRE_OVERHEAD_BYTES: u64 = 24;
@@ -89,6 +90,116 @@ impl std::fmt::Display for ChannelConfig {
             format_bytes(self.queue_bytes)
         )
     }
+}
+
+/// Impairments a fault imposes on a link for a window: each field that is
+/// set replaces the configured value while the window is open (unset ones
+/// keep it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Impairment {
+    /// Loss model.
+    pub loss: Option<LossModel>,
+    /// Duplication probability.
+    pub duplicate: Option<f64>,
+    /// Reordering probability.
+    pub reorder: Option<f64>,
+    /// Extra delay of a reordered frame.
+    pub reorder_delay: Option<Nanos>,
+    /// Uniform delay jitter bound.
+    pub jitter: Option<Nanos>,
+}
+
+impl Impairment {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == Impairment::default()
+    }
+
+    /// Every impairment field of `config` (for saying what a link is back
+    /// to).
+    pub fn of(config: &ChannelConfig) -> Impairment {
+        Impairment {
+            loss: Some(config.loss),
+            duplicate: Some(config.duplicate),
+            reorder: Some(config.reorder),
+            reorder_delay: Some(config.reorder_delay),
+            jitter: Some(config.jitter),
+        }
+    }
+
+    /// `config` with this impairment's fields laid over it.
+    pub fn over(&self, mut config: ChannelConfig) -> ChannelConfig {
+        if let Some(l) = self.loss {
+            config.loss = l;
+        }
+        if let Some(p) = self.duplicate {
+            config.duplicate = p;
+        }
+        if let Some(p) = self.reorder {
+            config.reorder = p;
+        }
+        if let Some(d) = self.reorder_delay {
+            config.reorder_delay = d;
+        }
+        if let Some(j) = self.jitter {
+            config.jitter = j;
+        }
+        config
+    }
+}
+
+impl std::fmt::Display for Impairment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(l) = self.loss {
+            parts.push(format!("loss {l}"));
+        }
+        if let Some(p) = self.duplicate {
+            parts.push(format!("duplicate {}", percent(p)));
+        }
+        if let Some(p) = self.reorder {
+            parts.push(format!("reorder {}", percent(p)));
+        }
+        if let Some(d) = self.reorder_delay {
+            parts.push(format!("reorder delay {}", format_time(d)));
+        }
+        if let Some(j) = self.jitter {
+            parts.push(format!("jitter {}", format_time(j)));
+        }
+        if parts.is_empty() {
+            return f.write_str("no change");
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+impl std::fmt::Display for LossModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            LossModel::None => f.write_str("none"),
+            LossModel::Bernoulli { p } => f.write_str(&percent(p)),
+            LossModel::GilbertElliott {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_good,
+                loss_bad,
+            } => write!(
+                f,
+                "Gilbert-Elliott (good→bad {}, bad→good {}, loss {} / {})",
+                percent(p_good_to_bad),
+                percent(p_bad_to_good),
+                percent(loss_good),
+                percent(loss_bad)
+            ),
+        }
+    }
+}
+
+/// A probability as a percentage with up to two decimals (`1.25 %`).
+fn percent(p: f64) -> String {
+    let s = format!("{:.2}", p * 100.0);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} %")
 }
 
 /// Counters of one channel.

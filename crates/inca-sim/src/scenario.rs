@@ -46,6 +46,8 @@
 //! for = "1ms"                       # restart / pause / partition / heal / loss
 //! ```
 //!
+//! `[random_faults]` draws faults from the seed: see [`crate::random_faults`].
+//!
 //! Every error names the field and, where the file has one, the line.
 //! Routers get their routes automatically: for every host address and every
 //! prefix a switch announces, the shortest paths (in hops, never through a
@@ -58,7 +60,6 @@ use std::path::{Path, PathBuf};
 use inca_switch::device::{Nanos, PortId};
 use inca_switch::units;
 use inca_switch::Profile;
-use rand::{Rng, SeedableRng};
 use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use toml::Spanned;
@@ -67,6 +68,8 @@ use crate::engine::{Fault, LinkId, Node, NodeId, Simulation};
 use crate::link::{ChannelConfig, LossModel};
 use crate::nodes::host::{Host, HostConfig};
 use crate::nodes::router::{Router, RouterConfig};
+pub use crate::random_faults::RandomFaults;
+use crate::random_faults::{ImpairBounds, Kind, Plan};
 
 /// A scenario problem: what is wrong, where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -125,7 +128,7 @@ pub struct ServerSetup {
     pub addresses: BTreeMap<String, Ipv4Addr>,
 }
 
-fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
+pub(crate) fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
     let v = NumOrStr::deserialize(d)?;
     v.parse(units::parse_time).ok_or_else(|| {
         D::Error::custom(format!(
@@ -134,7 +137,7 @@ fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
     })
 }
 
-fn de_opt_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Nanos>, D::Error> {
+pub(crate) fn de_opt_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Nanos>, D::Error> {
     de_time(d).map(Some)
 }
 
@@ -479,36 +482,6 @@ pub struct LossChange {
     pub loss: LossSpec,
 }
 
-/// Randomised faults for test campaigns: from `start` to `stop`, faults
-/// drawn from the run seed arrive with exponentially distributed gaps of
-/// mean `mean_interval`; each picks a kind from `kinds` ("link", "crash",
-/// "pause") and a target from `nodes` / `links` (default: every link, and
-/// every switch and router), and is undone after `down_for`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RandomFaults {
-    /// First possible fault.
-    #[serde(default, deserialize_with = "de_opt_time")]
-    pub start: Option<Nanos>,
-    /// No fault starts after this.
-    #[serde(default, deserialize_with = "de_opt_time")]
-    pub stop: Option<Nanos>,
-    /// Mean time between faults.
-    #[serde(deserialize_with = "de_time")]
-    pub mean_interval: Nanos,
-    /// How long each lasts.
-    #[serde(deserialize_with = "de_time")]
-    pub down_for: Nanos,
-    /// Kinds to draw from.
-    pub kinds: Vec<String>,
-    /// Candidate nodes.
-    #[serde(default)]
-    pub nodes: Option<Vec<String>>,
-    /// Candidate links.
-    #[serde(default)]
-    pub links: Option<Vec<String>>,
-}
-
 /// Line and column (1-based) of byte offset `at` in `text`.
 fn line_col(text: &str, at: usize) -> (usize, usize) {
     let before = &text[..at.min(text.len())];
@@ -543,11 +516,121 @@ impl Loaded {
         let text = apply_overrides(text, overrides)?;
         let scenario: Scenario =
             toml::from_str(&text).map_err(|e| ScenarioError(format!("{origin}: {e}")))?;
-        Ok(Loaded {
+        let loaded = Loaded {
             scenario,
             text,
             origin: origin.to_string(),
-        })
+        };
+        if let Some(r) = &loaded.scenario.random_faults {
+            loaded.check_random_faults(r)?;
+        }
+        Ok(loaded)
+    }
+
+    /// Where the `[name]` header of the file is (`0..0` if it has none).
+    fn section_header(&self, name: &str) -> std::ops::Range<usize> {
+        let header = format!("[{name}]");
+        let mut at = 0;
+        for line in self.text.split_inclusive('\n') {
+            if line.trim_start().starts_with(&header) {
+                return at..at + line.trim_end().len();
+            }
+            at += line.len();
+        }
+        0..0
+    }
+
+    /// The checks of `[random_faults]` that need no topology: kinds, value
+    /// ranges, group sizes.
+    fn check_random_faults(&self, r: &RandomFaults) -> Result<(), ScenarioError> {
+        let here = self.section_header("random_faults");
+        let field = |f: &str| format!("random_faults.{f}");
+        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.1).collect();
+        let mut kinds = Vec::new();
+        for k in r.kinds.get_ref() {
+            kinds.push(Kind::parse(k.get_ref()).ok_or_else(|| {
+                self.err_at(
+                    k.span(),
+                    &field("kinds"),
+                    format!("unknown kind {:?}: use {}", k.get_ref(), names.join(", ")),
+                )
+            })?);
+        }
+        if kinds.is_empty() {
+            return Err(self.err_at(r.kinds.span(), &field("kinds"), "needs at least one kind"));
+        }
+        if r.mean_interval == 0 {
+            return Err(self.err_at(here, &field("mean_interval"), "must be above zero"));
+        }
+        if let (Some(a), Some(b)) = (r.start, r.stop) {
+            if b <= a {
+                return Err(self.err_at(here, &field("stop"), "must be after start"));
+            }
+        }
+        if let Some(i) = &r.impair {
+            let spec = i.get_ref();
+            for (name, p) in [
+                ("loss", &spec.loss),
+                ("duplicate", &spec.duplicate),
+                ("reorder", &spec.reorder),
+            ] {
+                if let Some(p) = p {
+                    if !(0.0..=1.0).contains(p.get_ref()) {
+                        return Err(self.err_at(
+                            p.span(),
+                            &field(&format!("impair.{name}")),
+                            format!("must be within 0..=1, got {}", p.get_ref()),
+                        ));
+                    }
+                }
+            }
+            if spec.window == Some(0) {
+                return Err(self.err_at(i.span(), &field("impair.for"), "must be above zero"));
+            }
+            if let Err((f, e)) = impair_bounds(spec).check() {
+                return Err(self.err_at(i.span(), &field(f), e));
+            }
+            if spec.links.as_ref().is_some_and(Vec::is_empty) {
+                return Err(self.err_at(i.span(), &field("impair.links"), "is empty"));
+            }
+        } else if kinds.contains(&Kind::Impair) {
+            return Err(self.err_at(
+                r.kinds.span(),
+                &field("kinds"),
+                "\"impair\" needs an `impair = { loss = .., duplicate = .., reorder = .., reorder_delay = .., jitter = .. }` table of maxima",
+            ));
+        }
+        if kinds.contains(&Kind::Partition) {
+            let (list, span): (Vec<&str>, _) = match (&r.partition_nodes, &r.nodes) {
+                (Some(p), _) => (
+                    p.get_ref().iter().map(|n| n.get_ref().as_str()).collect(),
+                    p.span(),
+                ),
+                (None, Some(n)) => (
+                    n.iter().map(|n| n.get_ref().as_str()).collect(),
+                    here.clone(),
+                ),
+                // Every switch, router and server: checked when built.
+                (None, None) => return Ok(()),
+            };
+            let mut distinct = list.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if distinct.len() != list.len() {
+                return Err(self.err_at(span, &field("partition_nodes"), "names a node twice"));
+            }
+            if list.len() < 2 {
+                return Err(self.err_at(
+                    span,
+                    &field("partition_nodes"),
+                    format!(
+                        "a partition splits two or more nodes into two non-empty groups; {} given",
+                        list.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Where the `i`-th `[[name]]` header of the file is, for errors about
@@ -1258,6 +1341,8 @@ impl Loaded {
         })
     }
 
+    /// Resolves `[random_faults]` against the topology and schedules the
+    /// draw for `seed` (see [`crate::random_faults`]).
     #[allow(clippy::too_many_arguments)]
     fn random_faults(
         &self,
@@ -1269,27 +1354,36 @@ impl Loaded {
         is_host: &[bool],
         duration: Nanos,
     ) -> Result<(), ScenarioError> {
-        let err = |m: String| ScenarioError(format!("{}: random_faults: {m}", self.origin));
-        for k in &r.kinds {
-            if !["link", "crash", "pause"].contains(&k.as_str()) {
-                return Err(err(format!("unknown kind {k:?}: use link, crash or pause")));
-            }
-        }
-        if r.kinds.is_empty() || r.mean_interval == 0 {
-            return Err(err(
-                "needs at least one kind and a non-zero mean_interval".into()
-            ));
-        }
-        let nodes: Vec<NodeId> = match &r.nodes {
-            Some(ns) => ns
-                .iter()
+        self.check_random_faults(r)?;
+        let field = |f: &str| format!("random_faults.{f}");
+        let nodes_of = |list: &[Spanned<String>], f: &str| -> Result<Vec<NodeId>, ScenarioError> {
+            list.iter()
                 .map(|n| {
-                    names
-                        .get(n)
-                        .copied()
-                        .ok_or_else(|| err(format!("no node named {n:?}")))
+                    names.get(n.get_ref()).copied().ok_or_else(|| {
+                        self.err_at(
+                            n.span(),
+                            &field(f),
+                            format!("no node named {:?}", n.get_ref()),
+                        )
+                    })
                 })
-                .collect::<Result<_, _>>()?,
+                .collect()
+        };
+        let links_of = |list: &[Spanned<String>], f: &str| -> Result<Vec<LinkId>, ScenarioError> {
+            list.iter()
+                .map(|l| {
+                    links.get(l.get_ref()).copied().ok_or_else(|| {
+                        self.err_at(
+                            l.span(),
+                            &field(f),
+                            format!("no link named {:?} (links are named a-b by their nodes unless given a name)", l.get_ref()),
+                        )
+                    })
+                })
+                .collect()
+        };
+        let nodes: Vec<NodeId> = match &r.nodes {
+            Some(ns) => nodes_of(ns, "nodes")?,
             None => names
                 .values()
                 .copied()
@@ -1297,53 +1391,52 @@ impl Loaded {
                 .collect(),
         };
         let cand_links: Vec<LinkId> = match &r.links {
-            Some(ls) => ls
-                .iter()
-                .map(|l| {
-                    links
-                        .get(l)
-                        .copied()
-                        .ok_or_else(|| err(format!("no link named {l:?}")))
-                })
-                .collect::<Result<_, _>>()?,
+            Some(ls) => links_of(ls, "links")?,
             None => links.values().copied().collect(),
         };
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x6661_756c_7473);
-        let mut t = r.start.unwrap_or(0);
-        let stop = r.stop.unwrap_or(duration);
-        loop {
-            // Exponential gaps: a Poisson process of faults.
-            let u: f64 = rng.gen_range(f64::EPSILON..1.0);
-            t += (-(u.ln()) * r.mean_interval as f64) as Nanos;
-            if t >= stop {
-                break;
-            }
-            let kind = &r.kinds[rng.gen_range(0..r.kinds.len())];
-            match kind.as_str() {
-                "link" if !cand_links.is_empty() => {
-                    let l = cand_links[rng.gen_range(0..cand_links.len())];
-                    sim.schedule(t, Fault::LinkDown(l));
-                    sim.schedule(t + r.down_for, Fault::LinkUp(l));
-                }
-                "crash" if !nodes.is_empty() => {
-                    let n = nodes[rng.gen_range(0..nodes.len())];
-                    sim.schedule(t, Fault::Crash(n));
-                    sim.schedule(t + r.down_for, Fault::Restart(n));
-                }
-                "pause" if !nodes.is_empty() => {
-                    let n = nodes[rng.gen_range(0..nodes.len())];
-                    sim.schedule(
-                        t,
-                        Fault::Pause {
-                            node: n,
-                            duration: r.down_for,
-                        },
-                    );
-                }
-                _ => {}
-            }
-        }
+        let impair = r.impair.as_ref().map(|i| i.get_ref());
+        let impair_links = match impair.and_then(|i| i.links.as_ref()) {
+            Some(ls) => links_of(ls, "impair.links")?,
+            None => cand_links.clone(),
+        };
+        let partition_nodes = match &r.partition_nodes {
+            Some(p) => nodes_of(p.get_ref(), "partition_nodes")?,
+            None => nodes.clone(),
+        };
+        let plan = Plan {
+            start: r.start.unwrap_or(0),
+            stop: r.stop.unwrap_or(duration),
+            mean_interval: r.mean_interval,
+            down_for: r.down_for,
+            kinds: r
+                .kinds
+                .get_ref()
+                .iter()
+                .filter_map(|k| Kind::parse(k.get_ref()))
+                .collect(),
+            nodes,
+            links: cand_links,
+            impair: impair.map(impair_bounds).unwrap_or_default(),
+            impair_links,
+            impair_for: impair.and_then(|i| i.window).unwrap_or(r.down_for),
+            partition_nodes,
+        };
+        plan.check()
+            .map_err(|e| self.err_at(self.section_header("random_faults"), "random_faults", e))?;
+        crate::random_faults::schedule(&plan, sim, seed);
         Ok(())
+    }
+}
+
+/// The maxima an `impair` table gives (absent: zero, left as configured).
+fn impair_bounds(i: &crate::random_faults::ImpairSpec) -> ImpairBounds {
+    let p = |v: &Option<Spanned<f64>>| v.as_ref().map_or(0.0, |v| *v.get_ref());
+    ImpairBounds {
+        loss: p(&i.loss),
+        duplicate: p(&i.duplicate),
+        reorder: p(&i.reorder),
+        reorder_delay: i.reorder_delay.unwrap_or(0),
+        jitter: i.jitter.unwrap_or(0),
     }
 }
 

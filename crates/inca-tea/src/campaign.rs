@@ -11,6 +11,12 @@
 //! completion times). A miss is allowed only if the key was absent at some
 //! such moment. A DRAM lookup must also complete within `T_GRACE` of its
 //! SRAM check (the mutation shield's assumption, spec §5.4).
+//!
+//! With `random_faults` on, a fault schedule drawn from the seed
+//! ([`inca_sim::random_faults`]) comes on top of the server failover: link
+//! flaps and impairment windows (loss, duplication, reordering, jitter) on
+//! the server links, partitions among the switch and the servers, server
+//! pauses. [`lookup_campaign_faulted`] returns what was injected.
 
 use std::collections::BTreeMap;
 
@@ -44,6 +50,8 @@ pub struct CampaignConfig {
     pub failover: bool,
     /// Insert step order (only `Shielded` is correct).
     pub insert_order: InsertOrder,
+    /// Random faults drawn from the seed (see the module documentation).
+    pub random_faults: bool,
 }
 
 impl CampaignConfig {
@@ -57,6 +65,7 @@ impl CampaignConfig {
             op_gap: 300_000,
             failover: true,
             insert_order: InsertOrder::Shielded,
+            random_faults: false,
         }
     }
 }
@@ -127,6 +136,60 @@ pub fn lookup_campaign(seed: u64, ops: usize) -> Result<CampaignStats, Violation
 
 /// Runs one campaign. See the module documentation.
 pub fn lookup_campaign_with(c: &CampaignConfig) -> Result<CampaignStats, Violation> {
+    lookup_campaign_faulted(c).0
+}
+
+/// What a campaign injected: the fault log (time, what) and the faults
+/// started by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Injected {
+    /// Every fault and its undoing, in time order.
+    pub log: Vec<(Nanos, String)>,
+    /// Faults started, by kind (link, crash, pause, impair, partition).
+    pub tally: BTreeMap<&'static str, u64>,
+}
+
+/// The random faults of a campaign whose operations start at `t0` and span
+/// `span`: one every 8 ms on average while operations run, each lasting
+/// 2 ms (impairments 6 ms).
+/// [our choice] Impairments stay within the mutation shield's assumption
+/// (spec §5.4: T_GRACE, 100 µs, exceeds any lookup's time in flight): at
+/// most 20 µs of jitter and 40 µs of reorder delay on a server link, so a
+/// read and its response together stay under T_GRACE. Longer delays break
+/// the assumption, not the design, and the judge reports them as such.
+fn fault_plan(rig: &Rig, t0: Nanos, span: Nanos) -> inca_sim::random_faults::Plan {
+    use inca_sim::random_faults::{ImpairBounds, Kind, Plan};
+    let mut partition_nodes = vec![rig.switch];
+    partition_nodes.extend(&rig.servers);
+    Plan {
+        start: t0 + 1_000_000,
+        stop: t0 + span,
+        mean_interval: 8_000_000,
+        down_for: 2_000_000,
+        kinds: vec![Kind::Link, Kind::Impair, Kind::Partition, Kind::Pause],
+        nodes: rig.servers.clone(),
+        links: rig.server_links.clone(),
+        impair: ImpairBounds {
+            loss: 0.05,
+            duplicate: 0.01,
+            reorder: 0.05,
+            reorder_delay: 40_000,
+            jitter: 20_000,
+        },
+        impair_links: rig.server_links.clone(),
+        impair_for: 6_000_000,
+        partition_nodes,
+    }
+}
+
+/// Runs one campaign and says what faults it injected.
+pub fn lookup_campaign_faulted(c: &CampaignConfig) -> (Result<CampaignStats, Violation>, Injected) {
+    let mut injected = Injected::default();
+    let result = run_campaign(c, &mut injected);
+    (result, injected)
+}
+
+fn run_campaign(c: &CampaignConfig, injected: &mut Injected) -> Result<CampaignStats, Violation> {
     let fail = |what: String| Violation {
         seed: c.seed,
         what,
@@ -181,6 +244,10 @@ pub fn lookup_campaign_with(c: &CampaignConfig) -> Result<CampaignStats, Violati
         rig.sim.schedule(t0 + span * 2 / 5, Fault::Crash(s0));
         rig.sim.schedule(t0 + span * 11 / 20, Fault::Restart(s0));
     }
+    if c.random_faults {
+        let plan = fault_plan(&rig, t0, span);
+        inca_sim::random_faults::schedule(&plan, &mut rig.sim, c.seed);
+    }
     rig.run_until(end);
     // Let the operation queue drain.
     let mut t = end;
@@ -191,6 +258,15 @@ pub fn lookup_campaign_with(c: &CampaignConfig) -> Result<CampaignStats, Violati
         rig.run_until(t);
     }
     rig.run_until(t + 1_000_000);
+    // The rig delivers its control messages as faults too: not injected.
+    injected.log = rig
+        .sim
+        .fault_log
+        .iter()
+        .filter(|(_, what)| !what.starts_with("message kind "))
+        .cloned()
+        .collect();
+    injected.tally = rig.sim.fault_tally.clone();
     let (lookups, mut commits) = rig.observer.drain();
     // The preloaded entries are the history's first versions.
     commits.splice(

@@ -10,18 +10,22 @@
 //!   factory collected while it built the devices: RedPlane's per-flow
 //!   linearizability and snapshot bounds, for example.
 //!
-//! A failing seed is printed with its fault schedule and what the checks
-//! said, and `inca run SCENARIO --seed N` reproduces it exactly.
+//! A failing seed is printed with its fault schedule (what link, which
+//! values, which groups) and what the checks said, and `inca run SCENARIO
+//! --seed N` reproduces it exactly. The summary tallies the faults by kind,
+//! with the seeds that had each kind and how many of those failed.
 //!
 //! Some campaigns are built in rather than written as scenarios, because
 //! they drive their devices with scripted operations and judge every result
 //! against a reference ([`BUILTIN`]): `tea-lookup` (every TEA lookup returns
 //! the value most recently installed, or a miss, across inserts, deletes,
-//! displacements, stash overflow, cache changes and a server failover) and
+//! displacements, stash overflow, cache changes and a server failover),
+//! `tea-lookup-faults` (the same under random faults drawn from the seed) and
 //! `redplane-snapshot` (a switch crashes under lossy links and another
 //! restores an exact snapshot no older than ε). `inca campaign NAME --first-seed
 //! N --seeds 1` reproduces a seed of those.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -37,6 +41,8 @@ pub struct SeedResult {
     pub seed: u64,
     /// Faults injected, with their times.
     pub faults: Vec<(u64, String)>,
+    /// Faults started, by kind (link, crash, pause, impair, partition, ..).
+    pub kinds: BTreeMap<String, u64>,
     /// Violations found (empty for a passing run).
     pub violations: Vec<String>,
     /// What the run did, for people (built-in campaigns).
@@ -54,7 +60,7 @@ pub struct CampaignSummary {
     pub seeds: u64,
     /// Seeds with at least one violation.
     pub failed: u64,
-    /// Faults injected over all seeds.
+    /// Faults started over all seeds (their undoing not counted).
     pub faults: u64,
     /// Simulator events over all seeds.
     pub events: u64,
@@ -62,6 +68,20 @@ pub struct CampaignSummary {
     pub wall_seconds: f64,
     /// The failing seeds, in seed order.
     pub failures: Vec<SeedResult>,
+    /// Per fault kind: faults, seeds that had one, and failing seeds among
+    /// them.
+    pub by_kind: BTreeMap<String, KindTally>,
+}
+
+/// One fault kind over a campaign.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct KindTally {
+    /// Faults of this kind started.
+    pub faults: u64,
+    /// Seeds with at least one.
+    pub seeds: u64,
+    /// Of those, seeds with a violation.
+    pub failed: u64,
 }
 
 /// The built-in campaigns: name and what one seed does.
@@ -69,6 +89,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "tea-lookup",
         "TEA switch + 2 DRAM servers (R = 2): 300 random inserts/updates/deletes through the control plane with displacement, stash overflow and cache changes, a server crash and recovery, and a continuous lookup stream judged against a reference map",
+    ),
+    (
+        "tea-lookup-faults",
+        "tea-lookup with random faults drawn from the seed on top: link flaps, impairment windows (loss, duplication, reordering, jitter), partitions and pauses of the DRAM servers",
     ),
     (
         "redplane-snapshot",
@@ -79,8 +103,13 @@ pub const BUILTIN: &[(&str, &str)] = &[
 /// Runs one seed of built-in campaign `name`.
 fn run_builtin_seed(name: &str, seed: u64) -> anyhow::Result<SeedResult> {
     match name {
-        "tea-lookup" => {
-            let (violations, notes) = match inca_tea::campaign::lookup_campaign(seed, 300) {
+        "tea-lookup" | "tea-lookup-faults" => {
+            let config = inca_tea::campaign::CampaignConfig {
+                random_faults: name == "tea-lookup-faults",
+                ..inca_tea::campaign::CampaignConfig::new(seed, 300)
+            };
+            let (result, injected) = inca_tea::campaign::lookup_campaign_faulted(&config);
+            let (violations, notes) = match result {
                 Ok(stats) => (
                     Vec::new(),
                     vec![format!(
@@ -98,7 +127,12 @@ fn run_builtin_seed(name: &str, seed: u64) -> anyhow::Result<SeedResult> {
             };
             Ok(SeedResult {
                 seed,
-                faults: vec![(0, "DRAM server 0 crashes and restarts mid-run".into())],
+                faults: injected.log,
+                kinds: injected
+                    .tally
+                    .iter()
+                    .map(|(k, n)| (k.to_string(), *n))
+                    .collect(),
                 violations,
                 notes,
                 events: 0,
@@ -120,6 +154,7 @@ fn run_builtin_seed(name: &str, seed: u64) -> anyhow::Result<SeedResult> {
                     (0, format!("switch links lose {:.1} %", run.loss * 100.0)),
                     (run.crash_at, "switch A crashed (state lost)".into()),
                 ],
+                kinds: BTreeMap::from([("loss".to_string(), 1), ("crash".to_string(), 1)]),
                 violations,
                 notes: vec![format!(
                     "B restored {} time(s), {} exact; {} epsilon actions",
@@ -153,6 +188,12 @@ pub fn run_seed(loaded: &Loaded, seed: u64) -> anyhow::Result<SeedResult> {
     Ok(SeedResult {
         seed,
         faults: built.sim.fault_log.clone(),
+        kinds: built
+            .sim
+            .fault_tally
+            .iter()
+            .map(|(k, n)| (k.to_string(), *n))
+            .collect(),
         violations,
         notes: Vec::new(),
         events: built.sim.stats().events,
@@ -246,11 +287,21 @@ pub fn run(
         .filter(|r| !r.violations.is_empty())
         .cloned()
         .collect();
+    let mut by_kind: BTreeMap<String, KindTally> = BTreeMap::new();
+    for r in &results {
+        for (kind, n) in &r.kinds {
+            let t = by_kind.entry(kind.clone()).or_default();
+            t.faults += n;
+            t.seeds += 1;
+            t.failed += u64::from(!r.violations.is_empty());
+        }
+    }
     Ok(CampaignSummary {
+        by_kind,
         scenario: scenario.display().to_string(),
         seeds: results.len() as u64,
         failed: failures.len() as u64,
-        faults: results.iter().map(|r| r.faults.len() as u64).sum(),
+        faults: results.iter().flat_map(|r| r.kinds.values()).sum(),
         events: results.iter().map(|r| r.events).sum(),
         wall_seconds: wall.elapsed().as_secs_f64(),
         failures,
@@ -273,6 +324,12 @@ pub fn print(summary: &CampaignSummary, scenario: &Path) {
             format!("{} seeds FAILED", summary.failed)
         }
     );
+    for (kind, t) in &summary.by_kind {
+        println!(
+            "  {kind:>9}: {} faults in {} seeds, {} of those seeds failed",
+            t.faults, t.seeds, t.failed
+        );
+    }
     for f in &summary.failures {
         println!("seed {}:", f.seed);
         println!("  fault schedule:");

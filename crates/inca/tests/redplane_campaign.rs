@@ -46,9 +46,10 @@ fn run(file: &str, seed: u64, set: &[&str]) -> (Vec<String>, usize) {
     (violations, ops)
 }
 
-/// The short campaign: a few seeds, each with random crashes and link
-/// flaps, checked end to end; every one must pass and check real traffic.
-/// Seed 4 crashes the store head and both switches in turn.
+/// The short campaign: a few seeds, each with random crashes, link flaps
+/// and impairment windows (seed 4: a store member crashed twice over, then
+/// a switch–store link flap), checked end to end; every one must pass and
+/// check real traffic.
 #[test]
 fn short_campaign_finds_no_violation() {
     for seed in 1..=4 {

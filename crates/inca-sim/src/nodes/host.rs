@@ -418,6 +418,11 @@ impl WorkloadConfig {
 /// tcp_flags = 2                    # send TCP segments with these flags (here SYN)
 /// flows_at = "dst"                 # random flows vary the destination, not the source
 /// vxlan_vni = 1                    # wrap every frame in VXLAN with this VNI
+/// gtpu_teid = 1000                 # send every packet in GTP-U, TEID 1000 + UE index
+/// gtpu_sgw = "10.255.0.1"          # the tunnel's outer destination (default dst's)
+/// gtpc_every = 18                  # session signalling: each UE's first packet, then every 18th
+/// gtpc_format = "redplane"         # its body: "inca" (inca-apps epc, default) or "redplane"
+/// gtpc_attach = false              # no session message before each UE's first packet
 /// ```
 ///
 /// `tcp_flags`, `flows_at` and `vxlan_vni` shape frames for NFs that need
@@ -429,6 +434,23 @@ impl WorkloadConfig {
 /// `vxlan_vni` the generated 5-tuple is the inner frame's; the outer header
 /// goes from the host to `dst`'s address, port 4789. `size` counts the
 /// whole frame; it is raised to fit the headers and the probe.
+///
+/// `gtpu_teid` makes the host an eNodeB: each generated IPv4 packet (from a
+/// UE, the flow's source, usually drawn from `src_prefix`, to `dst`) is sent
+/// in GTP-U to `gtpu_sgw` (default `dst`'s address), UDP 2152, with the TEID
+/// `gtpu_teid` + the UE's index in `src_prefix` (its host bits; one bearer
+/// per UE, both directions [our choice]). Received GTP-U G-PDUs (downlink) are unwrapped to find the
+/// probe. `gtpc_every` adds the session signalling a gateway needs (a
+/// stand-in for GTP-C, UDP 2123, from the host's port 2123 to `dst`'s
+/// address, 16-byte body then zeros to `size`): the first packet of each UE
+/// is its session message instead of data, and so is every `gtpc_every`-th
+/// packet after (0: only the first) [our choice: [RP] §7.1 has one
+/// signalling message per 17 data packets, `gtpc_every = 18`].
+/// `gtpc_attach = false` leaves out the first-packet messages (a workload
+/// after another that attached the same UEs). The body is
+/// inca-apps' `epc` [`Signal`](inca-apps) (version 1, create, UE, TEID, eNB)
+/// or, with `gtpc_format = "redplane"`, the RedPlane EPC's (UE, uplink
+/// TEID, downlink TEID, eNB); the eNB is the host's address.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpConfig {
@@ -469,7 +491,39 @@ pub struct UdpConfig {
     pub flows_at: Option<FlowsAt>,
     /// Wrap every frame in VXLAN with this VNI (0..=16,777,215).
     pub vxlan_vni: Option<u32>,
+    /// Send every packet in GTP-U with TEID this + the UE's index in
+    /// `src_prefix`.
+    pub gtpu_teid: Option<u32>,
+    /// GTP-U's outer destination (the serving gateway). Default `dst`'s
+    /// address.
+    pub gtpu_sgw: Option<Ipv4Addr>,
+    /// Session signalling: each UE's first packet, and every this-th packet
+    /// (0: only the first). Only with `gtpu_teid`.
+    pub gtpc_every: Option<u64>,
+    /// The signalling body's layout. Default `inca`.
+    pub gtpc_format: Option<GtpcFormat>,
+    /// Whether each UE's first packet is its session message (default
+    /// true; false when an earlier workload attached the UEs).
+    pub gtpc_attach: Option<bool>,
 }
+
+/// The body of a generated session signalling message (see [`UdpConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GtpcFormat {
+    /// inca-apps `epc`: version 1, type 1 (create), 2 reserved, UE, TEID,
+    /// eNB.
+    #[default]
+    Inca,
+    /// The RedPlane EPC-SGW: UE, uplink TEID, downlink TEID, eNB.
+    Redplane,
+}
+
+/// The signalling (GTP-C stand-in) UDP port.
+pub const GTPC_PORT: u16 = 2123;
+
+/// Length of a signalling body.
+pub const GTPC_BODY_LEN: usize = 16;
 
 /// Which end of a generated flow `flows = N` varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -561,7 +615,13 @@ pub struct RequestConfig {
 /// ```toml
 /// kind = "echo"
 /// port = 7
+/// tcp = true     # also answer TCP segments with a probe (flags PSH+ACK)
 /// ```
+///
+/// [our choice] With `tcp`, a TCP segment to `port` that carries a probe
+/// (a generator's `tcp_flags` segments, not the host's TCP stack) is
+/// answered by a segment with the probe, swapped ends and flags PSH+ACK, so
+/// a stateful firewall's reverse direction can be timed like UDP.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EchoConfig {
@@ -569,6 +629,9 @@ pub struct EchoConfig {
     pub name: Option<String>,
     /// UDP port to answer on.
     pub port: u16,
+    /// Also answer TCP segments to `port` that carry a probe.
+    #[serde(default)]
+    pub tcp: bool,
 }
 
 /// A bulk TCP transfer (iperf-style) through the host's TCP stack.
@@ -951,6 +1014,20 @@ struct UdpPlan {
     sched: Schedule,
     flows: FlowPlan,
     vlan: Option<u16>,
+    /// GTP-U's outer destination (with `shape.gtpu`).
+    gtpu_sgw: Option<Ipv4Addr>,
+    /// Session signalling.
+    gtpc: Option<Gtpc>,
+}
+
+/// A `udp` workload's session signalling (see [`UdpConfig`]).
+#[derive(Debug, Clone, Copy)]
+struct Gtpc {
+    /// Every this-th packet is signalling (0: none but the first).
+    every: u64,
+    format: GtpcFormat,
+    /// Each UE's first packet is its session message.
+    attach: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -982,6 +1059,8 @@ enum Kind {
     Request(RequestPlan),
     Echo {
         port: u16,
+        /// Also answer TCP segments carrying a probe.
+        tcp: bool,
     },
     TcpSend {
         dst: SocketAddrV4,
@@ -1275,9 +1354,32 @@ impl Plan {
                         }
                         v => v,
                     };
+                    if c.gtpu_teid.is_some() && vxlan.is_some() {
+                        return Err(invalid(
+                            &format!("{field}.gtpu_teid"),
+                            "not with vxlan_vni (one tunnel at a time)",
+                        ));
+                    }
+                    for (set, f) in [
+                        (c.gtpu_sgw.is_some(), "gtpu_sgw"),
+                        (c.gtpc_every.is_some(), "gtpc_every"),
+                        (c.gtpc_format.is_some(), "gtpc_format"),
+                        (c.gtpc_attach.is_some(), "gtpc_attach"),
+                    ] {
+                        if set && c.gtpu_teid.is_none() {
+                            return Err(invalid(&format!("{field}.{f}"), "only with gtpu_teid"));
+                        }
+                    }
+                    let gtpu_sgw = c.gtpu_sgw;
+                    let gtpc = c.gtpc_every.map(|every| Gtpc {
+                        every,
+                        format: c.gtpc_format.unwrap_or_default(),
+                        attach: c.gtpc_attach.unwrap_or(true),
+                    });
                     let shape = Shape {
                         l4: c.tcp_flags.map_or(L4::Udp, L4::Tcp),
                         vxlan,
+                        gtpu: c.gtpu_teid,
                     };
                     let least = shape.headers() + PROBE_LEN;
                     if !shape.is_plain() && sched.size.min() < least {
@@ -1293,6 +1395,8 @@ impl Plan {
                         sched,
                         flows,
                         vlan,
+                        gtpu_sgw,
+                        gtpc,
                     })
                 }
                 WorkloadConfig::NewFlows(c) => {
@@ -1334,6 +1438,8 @@ impl Plan {
                         sched,
                         flows: FlowPlan::Fresh { prefix, ports },
                         vlan: None,
+                        gtpu_sgw: None,
+                        gtpc: None,
                     })
                 }
                 WorkloadConfig::Tuples(c) => {
@@ -1372,6 +1478,8 @@ impl Plan {
                             ),
                         },
                         vlan: None,
+                        gtpu_sgw: None,
+                        gtpc: None,
                     })
                 }
                 WorkloadConfig::Pcap(c) => {
@@ -1465,7 +1573,10 @@ impl Plan {
                         max_outstanding,
                     })
                 }
-                WorkloadConfig::Echo(c) => Kind::Echo { port: c.port },
+                WorkloadConfig::Echo(c) => Kind::Echo {
+                    port: c.port,
+                    tcp: c.tcp,
+                },
                 WorkloadConfig::Tcp(c) => {
                     let dst = c
                         .dst
@@ -1514,7 +1625,7 @@ impl Plan {
             .collect();
         let echoes = (0..workloads.len())
             .filter_map(|i| match workloads[i].kind {
-                Kind::Echo { port } => Some((port, i)),
+                Kind::Echo { port, .. } => Some((port, i)),
                 _ => None,
             })
             .collect();
@@ -1672,6 +1783,9 @@ enum Gen {
         /// Random 5-tuples' (source address, source port); empty for a
         /// single flow.
         flows: Vec<(Ipv4Addr, u16)>,
+        /// With session signalling: which flows (UEs) have had theirs
+        /// (one entry per flow, at most `MAX_FLOWS`).
+        signalled: Vec<bool>,
     },
     Pcap {
         origin: Nanos,
@@ -1943,6 +2057,10 @@ impl Host {
                             n, ports, prefix, ..
                         } => draw_flows(*n, *ports, *prefix, plan.ip, rng),
                     };
+                    let signalled = match p.gtpc {
+                        Some(_) => vec![false; flows.len().max(1)],
+                        None => Vec::new(),
+                    };
                     Gen::Udp {
                         clock: Clock {
                             origin: p.sched.start.max(anchor),
@@ -1950,6 +2068,7 @@ impl Host {
                             bits: 0,
                         },
                         flows,
+                        signalled,
                     }
                 }
                 Kind::Pcap(p) => Gen::Pcap {
@@ -2048,7 +2167,10 @@ impl Host {
                     _ => {
                         // Generated TCP segments (`tcp_flags`) carry a probe.
                         match encap::tcp_payload(ip.payload()).and_then(Probe::parse) {
-                            Some(probe) => record_one_way(m, now, &probe),
+                            Some(probe) => {
+                                record_one_way(m, now, &probe);
+                                self.echo_tcp(now, &ip, out);
+                            }
                             None => m.stats.rx_other += 1,
                         }
                         false
@@ -2064,6 +2186,12 @@ impl Host {
                 if udp.dst_port() == encap::VXLAN_PORT && Probe::parse(payload).is_none() {
                     if let Some(probe) = encap::vxlan_inner_payload(payload).and_then(Probe::parse)
                     {
+                        record_one_way(m, now, &probe);
+                        return false;
+                    }
+                }
+                if udp.dst_port() == encap::GTPU_PORT && Probe::parse(payload).is_none() {
+                    if let Some(probe) = encap::gtpu_inner_payload(payload).and_then(Probe::parse) {
                         record_one_way(m, now, &probe);
                         return false;
                     }
@@ -2084,6 +2212,49 @@ impl Host {
                 false
             }
         }
+    }
+
+    /// Answers a generated TCP segment carrying a probe if an echo with
+    /// `tcp` listens on its destination port (see [`EchoConfig`]).
+    fn echo_tcp(&mut self, now: Nanos, ip: &Ipv4Packet<&[u8]>, out: &mut Vec<Output>) {
+        let Ok(seg) = inca_wire::TcpSegment::new_checked(ip.payload()) else {
+            return;
+        };
+        let dport = seg.dst_port();
+        let Some(&(_, w)) = self.plan.echoes.iter().find(|(port, w)| {
+            *port == dport && matches!(self.plan.workloads[*w].kind, Kind::Echo { tcp: true, .. })
+        }) else {
+            return;
+        };
+        let Some(payload) = encap::tcp_payload(ip.payload()) else {
+            return;
+        };
+        let shape = Shape {
+            l4: L4::Tcp(0x18),
+            ..Shape::default()
+        };
+        let ep = self.plan.endpoints(ip.dst_addr(), ip.src_addr());
+        let Some(frame) = shape.build(
+            &ep,
+            ip.dst_addr(),
+            dport,
+            ip.src_addr(),
+            seg.src_port(),
+            payload,
+        ) else {
+            return;
+        };
+        let m = &mut self.metrics;
+        let ws = &mut m.workloads[w];
+        ws.tx_packets += 1;
+        ws.tx_bytes += frame.len() as u64;
+        m.stats.tx_packets += 1;
+        m.stats.tx_bytes += frame.len() as u64;
+        out.push(Output::Transmit {
+            at: now,
+            port: 0,
+            frame,
+        });
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -2392,7 +2563,14 @@ fn step(
     ws: &mut WorkloadStats,
 ) -> Option<Vec<u8>> {
     match (&wl.kind, gen) {
-        (Kind::Udp(p), Gen::Udp { clock, flows }) => {
+        (
+            Kind::Udp(p),
+            Gen::Udp {
+                clock,
+                flows,
+                signalled,
+            },
+        ) => {
             let mut size = p.sched.size.sample(rng);
             if !p.shape.is_plain() {
                 // Pace by the frame actually sent.
@@ -2451,15 +2629,45 @@ fn step(
                 }
                 None => size,
             };
+            if let Some(Gtpc {
+                every,
+                format,
+                attach,
+            }) = p.gtpc
+            {
+                // The UE's session message first, then every `every`-th.
+                let first = attach && signalled.get(flow).is_some_and(|s| !s);
+                if first || (every > 0 && (seq + 1) % every == 0) {
+                    if let Some(s) = signalled.get_mut(flow) {
+                        *s = true;
+                    }
+                    let teid = p
+                        .shape
+                        .gtpu
+                        .unwrap_or(0)
+                        .wrapping_add(ue_index(&p.flows, src));
+                    ep.src_ip = plan.ip;
+                    ep.dst_ip = *p.dst.ip();
+                    scratch.clear();
+                    scratch.extend_from_slice(&gtpc_body(format, src, teid, plan.ip));
+                    scratch.resize(size.saturating_sub(UDP_FRAME_HEADERS).max(GTPC_BODY_LEN), 0);
+                    return build_udp_frame(&ep, GTPC_PORT, GTPC_PORT, scratch, true).ok();
+                }
+            }
             if !p.shape.is_plain() {
-                // A VXLAN outer header goes from the host to `dst`.
+                // A tunnel's outer header goes from the host to `dst` (GTP-U:
+                // to the gateway, `gtpu_sgw`).
                 ep.src_ip = plan.ip;
-                ep.dst_ip = *p.dst.ip();
+                ep.dst_ip = p.gtpu_sgw.unwrap_or(*p.dst.ip());
                 let payload_len = size.saturating_sub(p.shape.headers()).max(PROBE_LEN);
                 scratch.clear();
                 scratch.resize(payload_len, 0);
                 probe.write(scratch);
-                p.shape.build(&ep, src, sport, dst, dport, scratch)
+                let mut shape = p.shape;
+                // One bearer per UE: the TEID follows the UE's address.
+                let ue = ue_index(&p.flows, src);
+                shape.gtpu = shape.gtpu.map(|t| t.wrapping_add(ue));
+                shape.build(&ep, src, sport, dst, dport, scratch)
             } else if p.dst_flows.is_some() {
                 ep.src_ip = src;
                 ep.dst_ip = dst;
@@ -2512,6 +2720,41 @@ fn step(
         }
         _ => None,
     }
+}
+
+/// A UE's index in its workload's `src_prefix` (its host bits; 0 without
+/// a prefix): the offset of its TEID, the same in every workload that draws
+/// from the prefix.
+fn ue_index(flows: &FlowPlan, ue: Ipv4Addr) -> u32 {
+    match flows {
+        FlowPlan::Random {
+            prefix: Some((_, len)),
+            ..
+        } => u32::from(ue) & !prefix_mask(*len),
+        _ => 0,
+    }
+}
+
+/// The 16-byte session signalling body for UE `ue` with bearer `teid`
+/// served by eNB `enb` (see [`UdpConfig`]).
+fn gtpc_body(format: GtpcFormat, ue: Ipv4Addr, teid: u32, enb: Ipv4Addr) -> [u8; GTPC_BODY_LEN] {
+    let mut b = [0u8; GTPC_BODY_LEN];
+    let t = teid.to_be_bytes();
+    match format {
+        GtpcFormat::Inca => {
+            b[0] = 1; // version
+            b[1] = 1; // create or modify
+            b[4..8].copy_from_slice(&ue.octets());
+            b[8..12].copy_from_slice(&t);
+        }
+        GtpcFormat::Redplane => {
+            b[0..4].copy_from_slice(&ue.octets());
+            b[4..8].copy_from_slice(&t);
+            b[8..12].copy_from_slice(&t);
+        }
+    }
+    b[12..16].copy_from_slice(&enb.octets());
+    b
 }
 
 /// A UDP frame of `size` bytes whose payload starts with `probe` and is
@@ -2764,6 +3007,7 @@ impl Node for Host {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use std::collections::BTreeMap;
 
     const MAC_A: MacAddr = [2, 0, 0, 0, 0, 1];
     const MAC_B: MacAddr = [2, 0, 0, 0, 0, 2];
@@ -3092,6 +3336,180 @@ backlog = 4
             .replace("flows = 16", "flows = 1")
             .replace("flows_at = \"dst\"\n", "");
         assert!(host(&bad).unwrap_err().to_string().contains("src_port"));
+    }
+
+    #[test]
+    fn gtpu_uplink_signals_each_ue_first_then_every_nth_packet() {
+        let text = "ip = \"10.1.0.1\"\n[[workload]]\nkind = \"udp\"\ndst = \"203.0.113.1:7\"\npps = 1000\ncount = 72\nsize = 102\nflows = 4\nsrc_prefix = \"10.200.0.0/30\"\nsrc_ports = [7000, 7000]\ngtpu_teid = 1000\ngtpu_sgw = \"10.255.0.1\"\ngtpc_every = 18\ngtpc_format = \"redplane\"";
+        let frames = sent_frames(&mut host(text).unwrap());
+        assert_eq!(frames.len(), 72);
+        let (mut signals, mut data) = (BTreeMap::new(), 0);
+        let mut teids = BTreeMap::new();
+        for (i, f) in frames.iter().enumerate() {
+            let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+            assert_eq!(ip.src_addr(), Ipv4Addr::new(10, 1, 0, 1), "the eNB sends");
+            let udp = UdpDatagram::new_checked(ip.payload()).unwrap();
+            if udp.dst_port() == GTPC_PORT {
+                // Signalling to dst's address: UE, ul TEID, dl TEID, eNB.
+                assert_eq!(ip.dst_addr(), Ipv4Addr::new(203, 0, 113, 1));
+                let b = udp.payload();
+                let ue = Ipv4Addr::new(b[0], b[1], b[2], b[3]);
+                assert_eq!(b[4..8], b[8..12]);
+                assert_eq!(b[12..16], [10, 1, 0, 1]);
+                let teid = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+                // The UE's first packet is its signalling.
+                assert!(signals.contains_key(&ue) || !teids.contains_key(&ue), "{i}");
+                *signals.entry(ue).or_insert(0) += 1;
+                assert_eq!(*teids.entry(ue).or_insert(teid), teid);
+                continue;
+            }
+            data += 1;
+            assert_eq!(udp.dst_port(), encap::GTPU_PORT);
+            assert_eq!(
+                ip.dst_addr(),
+                Ipv4Addr::new(10, 255, 0, 1),
+                "to the gateway"
+            );
+            assert_eq!(f.len(), 102);
+            let g = udp.payload();
+            let teid = u32::from_be_bytes([g[4], g[5], g[6], g[7]]);
+            let inner = Ipv4Packet::new_checked(&g[8..]).unwrap();
+            let ue = inner.src_addr();
+            assert_eq!(ue.octets()[..3], [10, 200, 0]);
+            assert_eq!(inner.dst_addr(), Ipv4Addr::new(203, 0, 113, 1));
+            assert_eq!(
+                teids.get(&ue),
+                Some(&teid),
+                "data after the UE's signalling"
+            );
+            assert!((1000..1004).contains(&teid));
+        }
+        // 4 first messages plus every 18th packet (4 of 72), some of
+        // which fell on a UE's first packet already.
+        let total: u32 = signals.values().sum();
+        assert_eq!(signals.len(), 4);
+        assert!((5..=8).contains(&total), "{total} signalling messages");
+        assert_eq!(data + total as usize, 72);
+        // The downlink (the same tunnel back) reaches the eNB's probe
+        // reader; malformed GTP-U is counted, not parsed.
+        let mut enb = host("ip = \"10.1.0.1\"").unwrap();
+        let (mut r, mut out) = (rng(), Vec::new());
+        enb.start(0, &mut out);
+        let data_frames: Vec<_> = frames
+            .iter()
+            .filter(|f| f[36..38] == encap::GTPU_PORT.to_be_bytes())
+            .cloned()
+            .collect();
+        for f in &data_frames {
+            enb.handle(
+                1_000_000_000,
+                Input::Frame {
+                    port: 0,
+                    frame: f.clone(),
+                },
+                &mut r,
+                &mut out,
+            );
+        }
+        assert_eq!(enb.stats().rx_probes, data_frames.len() as u64);
+        let mut bad = data_frames[0].clone();
+        bad[14 + 20 + 8 + 1] = 1; // not a G-PDU
+        let bad = with_udp_checksum_zero(bad);
+        enb.handle(
+            1_000_000_000,
+            Input::Frame {
+                port: 0,
+                frame: bad,
+            },
+            &mut r,
+            &mut out,
+        );
+        assert_eq!(enb.stats().rx_probes, data_frames.len() as u64);
+        assert_eq!(enb.stats().rx_udp_plain, 1);
+        // The inca-apps layout: version 1, create, UE, TEID, eNB.
+        let inca = sent_frames(&mut host(&text.replace("\"redplane\"", "\"inca\"")).unwrap());
+        let b = &inca[0][14 + 20 + 8..];
+        assert_eq!(b[..2], [1, 1]);
+        assert_eq!(b[12..16], [10, 1, 0, 1]);
+        // Without attach messages exactly every 18th packet signals.
+        let later = sent_frames(&mut host(&format!("{text}\ngtpc_attach = false")).unwrap());
+        let sig: Vec<usize> = (0..later.len())
+            .filter(|&i| later[i][36..38] == GTPC_PORT.to_be_bytes())
+            .collect();
+        assert_eq!(sig, vec![17, 35, 53, 71]);
+        // The options need the tunnel, and one tunnel at a time.
+        let no_tunnel = text.replace("gtpu_teid = 1000\n", "");
+        assert!(host(&no_tunnel)
+            .unwrap_err()
+            .to_string()
+            .contains("gtpu_teid"));
+        let both = format!("{text}\nvxlan_vni = 1");
+        assert!(host(&both).unwrap_err().to_string().contains("vxlan_vni"));
+    }
+
+    /// Zeroes a frame's UDP checksum (optional in IPv4) after an edit.
+    fn with_udp_checksum_zero(mut f: Vec<u8>) -> Vec<u8> {
+        f[14 + 20 + 6] = 0;
+        f[14 + 20 + 7] = 0;
+        f
+    }
+
+    #[test]
+    fn tcp_echo_answers_generated_segments_with_swapped_ends() {
+        let gen = "ip = \"10.1.0.1\"\n[[workload]]\nkind = \"udp\"\ndst = \"203.0.113.1:7\"\npps = 1000\ncount = 3\nsize = 78\nsrc_port = 41000\ntcp_flags = 24";
+        let frames = sent_frames(&mut host(gen).unwrap());
+        for tcp in [true, false] {
+            let echo = format!(
+                "ip = \"203.0.113.1\"\n[[workload]]\nkind = \"echo\"\nport = 7\ntcp = {tcp}"
+            );
+            let mut e = host(&echo).unwrap();
+            let (mut r, mut out) = (rng(), Vec::new());
+            e.start(0, &mut out);
+            out.clear();
+            for f in &frames {
+                e.handle(
+                    1_000,
+                    Input::Frame {
+                        port: 0,
+                        frame: f.clone(),
+                    },
+                    &mut r,
+                    &mut out,
+                );
+            }
+            let answers: Vec<Vec<u8>> = out
+                .iter()
+                .filter_map(|o| match o {
+                    Output::Transmit { frame, .. } => Some(frame.clone()),
+                    _ => None,
+                })
+                .collect();
+            if !tcp {
+                assert!(answers.is_empty(), "UDP-only echo leaves TCP alone");
+                continue;
+            }
+            assert_eq!(answers.len(), 3);
+            let ip = Ipv4Packet::new_checked(&answers[0][14..]).unwrap();
+            assert_eq!(ip.dst_addr(), Ipv4Addr::new(10, 1, 0, 1));
+            let seg = inca_wire::TcpSegment::new_checked(ip.payload()).unwrap();
+            assert_eq!(
+                (seg.src_port(), seg.dst_port(), seg.flags().0),
+                (7, 41000, 0x18)
+            );
+            // Back at the sender the answer is a probe: a round trip.
+            let mut g = host("ip = \"10.1.0.1\"").unwrap();
+            g.start(0, &mut out);
+            g.handle(
+                5_000,
+                Input::Frame {
+                    port: 0,
+                    frame: answers[0].clone(),
+                },
+                &mut r,
+                &mut out,
+            );
+            assert_eq!(g.stats().rx_probes, 1);
+        }
     }
 
     #[test]

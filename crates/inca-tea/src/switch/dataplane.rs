@@ -29,8 +29,8 @@ use super::observer::{LookupPath, LookupRecord, Observer};
 use super::report::ReplicaSeries;
 use super::wire::{
     port_down_port, psn_newer, RdmaIn, Request, Shim, TeaDigest, AGENT_PORT, OP_ACK,
-    OP_READ_REQUEST, OP_READ_RESPONSE_ONLY, OP_WRITE_ONLY, PORT_DOWN_ETHERTYPE, SHIM_REPLICA,
-    SHIM_TRAILER,
+    OP_READ_REQUEST, OP_READ_RESPONSE_ONLY, OP_WRITE_ONLY, PORT_DOWN_ETHERTYPE, SHIM_REDO,
+    SHIM_REPLICA, SHIM_TRAILER,
 };
 use crate::table::layout::Layout;
 
@@ -144,6 +144,8 @@ pub struct Bridge {
     pub sport: u16,
     /// Resync: the new PSN.
     pub new_psn: u32,
+    /// The lookup is a redo (sets [`SHIM_REDO`]).
+    pub redo: bool,
 }
 
 /// Per-packet metadata of the TEA program.
@@ -158,6 +160,10 @@ pub struct TeaMeta {
     pub rdma: RdmaIn,
     /// Bridged lookup state.
     pub bridge: Bridge,
+    /// Set on a restored frame recirculated to redo its lookup: the port it
+    /// first arrived on (the recirculation pass sees the recirculation
+    /// port).
+    pub redo_port: Option<PortId>,
 }
 
 /// Handles of the declared objects.
@@ -276,6 +282,11 @@ pub struct DpStats {
     pub hot_digests: u64,
     /// Times a range's active replica changed (overload or failure).
     pub failovers: u64,
+    /// READ responses discarded because they came `T_GRACE` or more after
+    /// their lookup's SRAM check.
+    pub late_responses: u64,
+    /// Of those, lookups redone from the SRAM check (the rest dropped).
+    pub redone: u64,
 }
 
 /// The TEA switch program over network function `N`.
@@ -537,7 +548,8 @@ impl<N: TeaNf> TeaSwitch<N> {
         dp: &mut DataPlane<'_>,
         h: &Handles,
     ) -> Result<(), AccessError> {
-        let port = pkt.ingress_port();
+        let redo = pkt.meta.redo_port;
+        let port = redo.unwrap_or_else(|| pkt.ingress_port());
         let parsed = pkt.meta.parsed;
         let mut md = LookupMd {
             ingress_port: port,
@@ -568,10 +580,11 @@ impl<N: TeaNf> TeaSwitch<N> {
             return self.drop_with(pkt, dp, h, DropReason::Malformed);
         }
         let now = dp.now();
-        // Sketch: one access per row.
-        let mut est = u16::MAX;
+        // Sketch: one access per row. [our choice] A redo was counted on
+        // its first pass: it skips the sketch (est 0: no hot-key report).
+        let mut est = if redo.is_some() { 0 } else { u16::MAX };
         let mut buf = Vec::with_capacity(key.len() + 1);
-        for r in 0..CMS_ROWS {
+        for r in 0..CMS_ROWS * usize::from(redo.is_none()) {
             buf.clear();
             buf.push(r as u8);
             buf.extend_from_slice(&key);
@@ -615,8 +628,10 @@ impl<N: TeaNf> TeaSwitch<N> {
             let v = self.nf.on_found(pkt.header_mut(), &parsed, &value, &md);
             return self.apply(pkt, dp, h, v, &md);
         }
-        // Loop freedom: a packet the CPU re-injected gets no DRAM lookup.
-        if pkt.kind() != PacketKind::Normal {
+        // Loop freedom: a packet the CPU re-injected gets no DRAM lookup;
+        // a redo gets its one replacement lookup.
+        let redo_pass = redo.is_some() && matches!(pkt.kind(), PacketKind::Recirculated { .. });
+        if pkt.kind() != PacketKind::Normal && !redo_pass {
             return self.drop_with(pkt, dp, h, DropReason::ReinjectMiss);
         }
         // Hot-key report, de-duplicated by a 2-array Bloom filter.
@@ -749,6 +764,7 @@ impl<N: TeaNf> TeaSwitch<N> {
             qpn: qpe.qpn,
             sport: qpe.sport,
             new_psn: 0,
+            redo: redo_pass,
         };
         self.stats.dram_lookups += 1;
         self.series.record(now, replica);
@@ -860,6 +876,10 @@ impl<N: TeaNf> TeaSwitch<N> {
         if front + l > pkt.len() || l < 14 {
             return self.drop_with(pkt, dp, h, DropReason::Malformed);
         }
+        let elapsed = now32.wrapping_sub(shim.issue_ts);
+        if u64::from(elapsed) >= self.cfg.t_grace {
+            return self.late_response(pkt, dp, h, front, l, shim);
+        }
         let cells = pkt.header()[RESPONSE_HEADERS..RESPONSE_HEADERS + kv].to_vec();
         let parsed = pkt.meta.parsed;
         let mut md = LookupMd {
@@ -879,7 +899,6 @@ impl<N: TeaNf> TeaSwitch<N> {
         // pad and ICRC.
         pkt.remove_header(0, front);
         pkt.truncate(l);
-        let elapsed = now32.wrapping_sub(shim.issue_ts);
         self.observe(|| LookupRecord {
             at: now,
             checked_at: now.saturating_sub(u64::from(elapsed)),
@@ -904,6 +923,44 @@ impl<N: TeaNf> TeaSwitch<N> {
             }
         };
         self.apply(pkt, dp, h, v, &md)
+    }
+
+    /// A READ response that came `T_GRACE` or more after its lookup's SRAM
+    /// check. The mutation shield (spec §5.4) only covers lookups whose
+    /// DRAM read falls within `T_GRACE` of their SRAM check, and the read
+    /// happened somewhere before now: its cells may hold a key moved away
+    /// (or a value replaced) after the check, so they must not be used.
+    /// Outages make such replies: a paused server or a link down holds the
+    /// READ, a retransmitted or duplicated READ is answered late, a READ
+    /// re-executed after a PSN resync returns a frame parked long ago.
+    ///
+    /// [our choice] (the spec assumes this never happens) The cells are
+    /// discarded; the parked frame is restored and recirculated to redo the
+    /// lookup from the SRAM check, with a fresh issue time, as if it had just
+    /// arrived on its original port. A redo whose reply is late again is
+    /// dropped ([`DropReason::LateResponse`]), so a packet makes at most two
+    /// DRAM lookups and uses at most one reply. `issue_ts` is ns mod 2^32,
+    /// so a reply more than 4.29 s old could pass for a fresh one; replies
+    /// in the future (clock wrap) count as late.
+    fn late_response(
+        &mut self,
+        pkt: &mut PacketCtx<TeaMeta, TeaDigest>,
+        dp: &mut DataPlane<'_>,
+        h: &Handles,
+        front: usize,
+        l: usize,
+        shim: Shim,
+    ) -> Result<(), AccessError> {
+        self.stats.late_responses += 1;
+        if shim.flags & SHIM_REDO != 0 {
+            return self.drop_with(pkt, dp, h, DropReason::LateResponse);
+        }
+        self.stats.redone += 1;
+        pkt.remove_header(0, front);
+        pkt.truncate(l);
+        pkt.meta.redo_port = Some(shim.orig_port);
+        pkt.recirculate();
+        Ok(())
     }
 
     /// Egress: the LookupRequestor (spec §5.1 steps 8–9) and resync markers.
@@ -933,7 +990,9 @@ impl<N: TeaNf> TeaSwitch<N> {
                 let pad = (4 - p % 4) % 4;
                 let trailer = self.cfg.read_req_trailer;
                 let shim = Shim {
-                    flags: b.replica | if trailer { SHIM_TRAILER } else { 0 },
+                    flags: b.replica
+                        | if trailer { SHIM_TRAILER } else { 0 }
+                        | if b.redo { SHIM_REDO } else { 0 },
                     orig_port: b.orig_port,
                     issue_ts: b.ts,
                 };
@@ -1184,6 +1243,8 @@ impl<N: TeaNf> Program for TeaSwitch<N> {
         if gress == Gress::Egress {
             return Ok(());
         }
+        // A recirculated redo carries the response pass's metadata.
+        meta.class = Class::Normal;
         if header.len() >= 14 && u16::from_be_bytes([header[12], header[13]]) == PORT_DOWN_ETHERTYPE
         {
             meta.class = Class::PortDown;

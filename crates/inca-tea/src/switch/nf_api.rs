@@ -33,10 +33,14 @@ pub enum DropReason {
     ReinjectMiss = 8,
     /// No range or memory entry for the bucket (not set up yet).
     NoRoute = 9,
+    /// A READ response arrived `T_GRACE` or more after its lookup's SRAM
+    /// check, for a lookup that was already redone once (see
+    /// `TeaSwitch::response`).
+    LateResponse = 10,
 }
 
 /// Number of drop reasons (size of the drop counter).
-pub const DROP_REASONS: usize = 10;
+pub const DROP_REASONS: usize = 11;
 
 /// Lookup metadata the NF sees (spec §5.11).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -64,7 +64,7 @@ impl ReplicaSeries {
     }
 }
 
-const REASONS: [(DropReason, &str); 10] = [
+const REASONS: [(DropReason, &str); 11] = [
     (DropReason::NoServer, "no_server"),
     (DropReason::FcReject, "fc_reject"),
     (DropReason::Nf, "nf"),
@@ -75,6 +75,7 @@ const REASONS: [(DropReason, &str); 10] = [
     (DropReason::Nak, "nak"),
     (DropReason::ReinjectMiss, "reinject_miss"),
     (DropReason::NoRoute, "no_route"),
+    (DropReason::LateResponse, "late_response"),
 ];
 
 /// The report: counters prefixed `tea_`, series `tea_lookups_primary` and
@@ -90,6 +91,8 @@ pub fn build(dp: &DpStats, cp: &CpStats, series: &ReplicaSeries, g: &Gauges) -> 
         ("tea_dram_lookups".to_string(), dp.dram_lookups),
         ("tea_responses".to_string(), dp.responses),
         ("tea_remote_misses".to_string(), dp.remote_misses),
+        ("tea_late_responses".to_string(), dp.late_responses),
+        ("tea_redone_lookups".to_string(), dp.redone),
         ("tea_failovers".to_string(), dp.failovers),
         ("tea_hot_digests".to_string(), dp.hot_digests),
         ("tea_cache_changes".to_string(), cp.cache_changes),

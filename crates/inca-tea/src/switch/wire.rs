@@ -16,6 +16,9 @@ pub const SHIM_MAGIC: u8 = 0xA5;
 pub const SHIM_REPLICA: u8 = 0x01;
 /// Shim flag: the READ carried the packet as a trailer.
 pub const SHIM_TRAILER: u8 = 0x02;
+/// Shim flag [our choice]: this lookup is the redo of one whose READ
+/// response came back too late to be used (at most one redo per packet).
+pub const SHIM_REDO: u8 = 0x04;
 /// DSCP 26 << 2, ECN 0 (spec §4.1).
 pub const ROCE_TOS: u8 = 0x68;
 /// UDP port of the agent protocol (spec §4.3, carried in UDP here).
@@ -34,7 +37,7 @@ pub const OP_ACK: u8 = 0x11;
 /// The TEA shim (spec §4.2): first 8 bytes of a scratchpad.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Shim {
-    /// Flags ([`SHIM_REPLICA`], [`SHIM_TRAILER`]).
+    /// Flags ([`SHIM_REPLICA`], [`SHIM_TRAILER`], [`SHIM_REDO`]).
     pub flags: u8,
     /// The port the packet arrived on.
     pub orig_port: PortId,
