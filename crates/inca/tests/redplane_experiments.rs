@@ -19,10 +19,20 @@ fn experiments() -> PathBuf {
 }
 
 /// Every sweep descriptor in experiments/redplane/ (a file with a
-/// `scenario =` line; the scenario files themselves have none), sorted.
+/// `scenario =` line; the scenario files themselves have none), sorted,
+/// then the smallest and largest of the generated "at scale" variants
+/// (scale/, 2 and 16 switches; the 4 and 8 are the same generator's).
 fn descriptors() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(experiments())
-        .expect("experiments/redplane exists")
+    let mut out = descriptors_in(&experiments());
+    for n in [2, 16] {
+        out.push(experiments().join(format!("scale/bandwidth-share-{n}.toml")));
+    }
+    out
+}
+
+fn descriptors_in(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("the experiments folder exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .filter(|p| {
@@ -102,6 +112,27 @@ fn every_redplane_descriptor_runs_quick_and_writes_its_plots() {
                 csv.display()
             );
         }
+        if stem == "per-app-latency" {
+            apps_act_on_their_traffic(&out.join("plots/rtt_percentiles.csv"));
+        }
     }
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// The firewall and EPC round trips exist only if the apps act on the
+/// packets: the firewall lets e1's answers in only for connections whose
+/// inside SYN it recorded, and the EPC tunnels e1's answers back to the
+/// eNodeB only for UEs whose signalling it applied (unparsed GTP-U would be
+/// dropped). So each of their configurations must have answered probes.
+fn apps_act_on_their_traffic(csv: &Path) {
+    let body = std::fs::read_to_string(csv).unwrap();
+    for label in ["firewall", "redplane-firewall", "epc", "redplane-epc"] {
+        let row = body
+            .lines()
+            .find(|l| l.split(',').next() == Some(label))
+            .unwrap_or_else(|| panic!("{label}: no row in\n{body}"));
+        // config,config,count,p50_us,...
+        let count: f64 = row.split(',').nth(2).unwrap().parse().unwrap();
+        assert!(count > 100.0, "{label}: only {count} round trips:\n{body}");
+    }
 }
