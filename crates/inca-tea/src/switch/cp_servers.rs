@@ -71,6 +71,11 @@ pub(crate) struct ServerRec {
     pub phase: Phase,
     /// region id → (base_va, rkey).
     pub regions: std::collections::BTreeMap<u16, (u64, u32)>,
+    /// Regions the agent handed back at the last setup with the base VA and
+    /// R_Key they had before: it kept their memory (a link or partition
+    /// outage, not a restart), so a reload must also clear the rows the
+    /// mirror emptied meanwhile.
+    pub kept_regions: BTreeSet<u16>,
     pub qps: std::collections::BTreeMap<u16, QpRec>,
     /// Its entries are in the data-plane tables (modify rather than add).
     pub installed: bool,
@@ -97,6 +102,7 @@ impl ServerRec {
             hello: None,
             phase: Phase::Unknown,
             regions: Default::default(),
+            kept_regions: Default::default(),
             qps: Default::default(),
             installed: false,
             hb_outstanding: false,
@@ -336,9 +342,17 @@ impl<N: TeaNf> TeaSwitch<N> {
             let Some(table) = &self.cp.table else {
                 return;
             };
+            // A kept region may hold cells deleted or moved away while the
+            // server took no writes (the plan skipped it): rewrite every row.
+            // A fresh one is zero: its empty rows need no write.
             let mut writes = Vec::new();
+            let kept = &self.cp.servers[sid].kept_regions;
             for r in table.partition().regions_of(sid as u16) {
-                writes.extend(table.region_kv_writes(&r, 0..r.rows));
+                if kept.contains(&r.region_id) {
+                    writes.extend(table.region_kv_rewrites(&r, 0..r.rows));
+                } else {
+                    writes.extend(table.region_kv_writes(&r, 0..r.rows));
+                }
             }
             self.cp.servers[sid].reload_queue = chunk_writes(writes).into();
             self.cp.servers[sid].phase = Phase::Reload {
@@ -701,7 +715,17 @@ impl<N: TeaNf> TeaSwitch<N> {
         let sid = p.sid;
         match (p.purpose, r) {
             (Purpose::Alloc { region, .. }, Reply::Region { base_va, rkey }) => {
-                self.cp.servers[sid].regions.insert(region, (base_va, rkey));
+                // [our choice] Same VA and R_Key as before means the same
+                // registration, memory kept: R_Keys differ across restarts
+                // (a restarted NIC registers anew), so a fresh region never
+                // looks kept. A kept region taken for fresh would skip rows
+                // that must be cleared; the other way round only costs writes.
+                let s = &mut self.cp.servers[sid];
+                if s.regions.insert(region, (base_va, rkey)) == Some((base_va, rkey)) {
+                    s.kept_regions.insert(region);
+                } else {
+                    s.kept_regions.remove(&region);
+                }
                 self.setup_reply(sid, cp);
             }
             (

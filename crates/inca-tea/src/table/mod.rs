@@ -347,12 +347,34 @@ impl TeaTable {
     }
 
     /// The KV part (main bucket + shadow) of rows `rows` of `region`, as writes
-    /// for reloading a region from the mirror (server recovery, spec §5.7).
-    /// All-zero rows are skipped: a freshly allocated region is zero.
+    /// for loading a *freshly registered* region from the mirror (server
+    /// setup, or recovery after a restart, spec §5.7). All-zero rows are
+    /// skipped: a freshly registered region is zero.
     pub fn region_kv_writes(
         &self,
         region: &Region,
         rows: std::ops::Range<u32>,
+    ) -> Vec<RegionWrite> {
+        self.kv_writes(region, rows, true)
+    }
+
+    /// Like [`TeaTable::region_kv_writes`], but every row, all-zero ones
+    /// included: for reloading a region the server *kept* (a link or
+    /// partition outage, a repeated setup), whose rows may still hold cells
+    /// the mirror emptied while the server took no writes.
+    pub fn region_kv_rewrites(
+        &self,
+        region: &Region,
+        rows: std::ops::Range<u32>,
+    ) -> Vec<RegionWrite> {
+        self.kv_writes(region, rows, false)
+    }
+
+    fn kv_writes(
+        &self,
+        region: &Region,
+        rows: std::ops::Range<u32>,
+        skip_zero: bool,
     ) -> Vec<RegionWrite> {
         let end = rows.end.min(region.rows);
         (rows.start..end)
@@ -360,7 +382,8 @@ impl TeaTable {
                 let i = region.lo + r;
                 let mut bytes = self.bucket_bytes(i).to_vec();
                 bytes.extend_from_slice(self.bucket_bytes(self.layout.next_bucket(i)));
-                bytes.iter().any(|&x| x != 0).then(|| RegionWrite {
+                let keep = !skip_zero || bytes.iter().any(|&x| x != 0);
+                keep.then(|| RegionWrite {
                     region: region.region_id,
                     offset: self.layout.row_offset(region.lo, i),
                     bytes,
