@@ -38,8 +38,9 @@
 //! that they are out; they drop their state and rejoin as the tail through
 //! the state copy. The price is liveness: with one member of three left,
 //! or a 2-node chain without its first member, the chain waits until a
-//! member restarts (a restarted member is heard, holds nothing and commits
-//! nothing, so the survivor may then remove the dead and admit it). And a
+//! member restarts (once the restarted member has learned the view, it
+//! supports the survivor, holds nothing and commits nothing, so the
+//! survivor may then remove the dead and admit it). And a
 //! member's view is merged only while that member is live in this node's
 //! view: a node that was removed but has not heard of it yet must not
 //! spread removals it decided on a stale view.
@@ -75,7 +76,7 @@ pub struct Membership {
     entries: Vec<Entry>,
     last_heard: Vec<Nanos>,
     /// Whether each member's latest heartbeat counted this node as in the
-    /// chain (a restarted member's always does: it knows no view).
+    /// chain (a restarted member still learning the view counts nobody).
     supports: Vec<bool>,
     learning: bool,
 }
@@ -287,8 +288,12 @@ impl Membership {
             return false;
         };
         self.last_heard[f] = now;
-        self.supports[f] = restarted
-            || match view {
+        // A member still learning the view after its restart supports
+        // nobody: heard by both sides of a one-way cut it would give each
+        // a quorum (partition seed 160). Once it has learned the view, its
+        // view says whom it supports.
+        self.supports[f] = !restarted
+            && match view {
                 Some(v) => v.get(self.me).is_some_and(|e| e.live()),
                 None => removed & (1u32.checked_shl(self.me as u32).unwrap_or(0)) == 0,
             };
@@ -418,6 +423,43 @@ mod tests {
         assert_eq!(n.head(), Some(ip(2)));
         assert!(n.on_heartbeat(6, ip(2), 0b001, true, None));
         assert_eq!(n.chain(), vec![ip(3)]);
+    }
+
+    /// Partition seeds 82, 17 and 160: the quorum is counted against the
+    /// configured chain, from members heard lately whose views count this
+    /// node in; a member still learning after its restart counts for
+    /// nobody.
+    #[test]
+    fn only_recent_supporters_of_the_configured_chain_make_a_quorum() {
+        let three = vec![ip(1), ip(2), ip(3)];
+        let w = 15;
+        // Alone: no quorum, whatever its own view says.
+        let mut a = Membership::new(three.clone(), ip(1), 0);
+        assert!(!a.quorum_within(100, w));
+        // A member heard 1 ago whose view has us in: a quorum.
+        let b = Membership::new(three.clone(), ip(2), 0);
+        a.on_heartbeat(99, ip(2), b.removed(), false, Some(b.entries()));
+        assert!(a.quorum_within(100, w));
+        // Heard long ago: not counted (seed 82: it crossed no limit yet, but
+        // is not heard either).
+        assert!(!a.quorum_within(99 + w + 1, w));
+        // A member whose view removed us: not counted (seed 17).
+        let mut b2 = Membership::new(three.clone(), ip(2), 0);
+        b2.remove(0);
+        let mut a = Membership::new(three.clone(), ip(1), 0);
+        a.on_heartbeat(99, ip(2), b2.removed(), false, Some(b2.entries()));
+        assert!(!a.quorum_within(100, w));
+        // A restarted member still learning the view: not counted (seed
+        // 160: heard by both sides, it gave each a quorum).
+        let fresh = Membership::restarted(three.clone(), ip(3), 90);
+        let mut a = Membership::new(three.clone(), ip(1), 0);
+        a.on_heartbeat(99, ip(3), fresh.removed(), true, Some(fresh.entries()));
+        assert!(!a.quorum_within(100, w));
+        // Out of the chain: never a quorum.
+        let mut out = Membership::new(three.clone(), ip(1), 0);
+        out.on_heartbeat(99, ip(2), b2.removed(), false, Some(b2.entries()));
+        assert!(!out.in_chain());
+        assert!(!out.quorum_within(100, w));
     }
 
     #[test]
