@@ -3235,29 +3235,7 @@ backlog = 4
     fn udp_vlan_tags_every_frame_and_keeps_its_size() {
         let text = "ip = \"10.0.0.1\"\n[[workload]]\nkind = \"udp\"\ndst = \"10.0.1.1:9\"\npps = 1000\ncount = 3\nsize = 100\nvlan = 7";
         let mut h = host(text).unwrap();
-        let mut r = rng();
-        let mut out = Vec::new();
-        h.start(0, &mut out);
-        let mut frames = Vec::new();
-        for _ in 0..100 {
-            let timers: Vec<_> = out
-                .drain(..)
-                .filter_map(|o| match o {
-                    Output::Timer { at, token } => Some((at, token)),
-                    Output::Transmit { frame, .. } => {
-                        frames.push(frame);
-                        None
-                    }
-                    _ => None,
-                })
-                .collect();
-            if timers.is_empty() {
-                break;
-            }
-            for (at, token) in timers {
-                h.handle(at, Input::Timer { token }, &mut r, &mut out);
-            }
-        }
+        let frames = sent_frames(&mut h);
         assert_eq!(frames.len(), 3);
         for f in &frames {
             let eth = EthernetFrame::new_checked(&f[..]).unwrap();
