@@ -703,6 +703,18 @@ pub enum HostError {
     },
 }
 
+/// A workload's `src_ports = [lo, hi]` (default 1024–65535), checked.
+fn src_port_range(field: &str, ports: Option<[u16; 2]>) -> Result<(u16, u16), HostError> {
+    match ports {
+        Some([lo, hi]) if lo > hi || lo == 0 => Err(invalid(
+            &format!("{field}.src_ports"),
+            format!("[{lo}, {hi}] is not a range of non-zero ports"),
+        )),
+        Some([lo, hi]) => Ok((lo, hi)),
+        None => Ok((1024, 65535)),
+    }
+}
+
 fn invalid(field: &str, reason: impl Into<String>) -> HostError {
     HostError::Invalid {
         field: field.to_string(),
@@ -1280,16 +1292,7 @@ impl Plan {
                                     "with flows = N use src_ports (or flows_at = \"dst\")",
                                 ));
                             }
-                            let ports = match c.src_ports {
-                                Some([lo, hi]) if lo > hi || lo == 0 => {
-                                    return Err(invalid(
-                                        &format!("{field}.src_ports"),
-                                        format!("[{lo}, {hi}] is not a range of non-zero ports"),
-                                    ))
-                                }
-                                Some([lo, hi]) => (lo, hi),
-                                None => (1024, 65535),
-                            };
+                            let ports = src_port_range(&field, c.src_ports)?;
                             let prefix = match &c.src_prefix {
                                 Some(s) => Some(parse_prefix(s).ok_or_else(|| {
                                     invalid(
@@ -1416,16 +1419,7 @@ impl Plan {
                             super::attack::parse_prefix(s)
                                 .ok_or_else(|| invalid(&pf, format!("{s:?} is not a.b.c.d/len")))
                         })?;
-                    let ports = match c.src_ports {
-                        Some([lo, hi]) if lo > hi || lo == 0 => {
-                            return Err(invalid(
-                                &format!("{field}.src_ports"),
-                                format!("[{lo}, {hi}] is not a range of non-zero ports"),
-                            ))
-                        }
-                        Some([lo, hi]) => (lo, hi),
-                        None => (1024, 65535),
-                    };
+                    let ports = src_port_range(&field, c.src_ports)?;
                     notes.push(format!(
                         "{name}: new-flow flood over {} sources; later packets reuse them",
                         super::attack::space(prefix, ports)
