@@ -13,6 +13,7 @@
 
 use std::collections::VecDeque;
 
+use crate::capture::ControlWrite;
 use crate::device::{ControlMessage, Nanos, PortId};
 use crate::meter::MeterConfig;
 use crate::objects::{Handle, ObjectId, Objects, RegisterHandle, TableHandle};
@@ -83,6 +84,10 @@ pub(crate) struct Requests {
     pub ops: Vec<IssuedOp>,
     pub timers: Vec<(Nanos, u64)>,
     pub messages: Vec<ControlMessage>,
+    /// Describe object writes in `described` as they are issued
+    /// ([`crate::capture`]); off on a running switch.
+    pub capture: bool,
+    pub described: Vec<(u64, ControlWrite)>,
 }
 
 /// The program's handle to its control plane. See the module documentation.
@@ -91,7 +96,15 @@ pub struct ControlPlane<'a> {
     pub(crate) timing: &'a ControlPlaneTiming,
     pub(crate) requests: &'a mut Requests,
     pub(crate) next_request: &'a mut u64,
+    /// Ored into every request id this handle issues: a composite program
+    /// gives each block its own tag, so that a read result or a failure
+    /// finds its way back to the block that asked (0 for a plain program).
+    pub(crate) request_tag: u64,
 }
+
+/// Bits of a request id below a block's tag (see
+/// [`ControlPlane::request_tag`]): room for 2^48 operations per run.
+pub(crate) const REQUEST_SEQ_BITS: u32 = 48;
 
 impl ControlPlane<'_> {
     /// The current time.
@@ -99,9 +112,28 @@ impl ControlPlane<'_> {
         self.now
     }
 
+    /// The same control plane for a block of a composite: request ids carry
+    /// `tag` in their top bits.
+    pub(crate) fn tagged(&mut self, tag: u64) -> ControlPlane<'_> {
+        ControlPlane {
+            now: self.now,
+            timing: self.timing,
+            requests: self.requests,
+            next_request: self.next_request,
+            request_tag: tag << REQUEST_SEQ_BITS,
+        }
+    }
+
+    /// Records what an object write does, when capturing.
+    fn describe(&mut self, request: u64, write: Option<ControlWrite>) {
+        if let Some(w) = write {
+            self.requests.described.push((request, w));
+        }
+    }
+
     fn issue(&mut self, op: Op, latency: Nanos, rate_limited: bool) -> u64 {
         *self.next_request += 1;
-        let request = *self.next_request;
+        let request = *self.next_request | self.request_tag;
         self.requests.ops.push(IssuedOp {
             request,
             op,
@@ -119,11 +151,18 @@ impl ControlPlane<'_> {
         spec: MatchSpec,
         action: A,
     ) -> u64 {
+        let write = self.requests.capture.then(|| ControlWrite::TableAdd {
+            table: table.id(),
+            spec: spec.clone(),
+            action: Box::new(action.clone()),
+        });
         let op = Op::Objects(Box::new(move |o: &mut Objects, now| {
             let t = o.table_mut(table).ok_or("not a table of this program")?;
             t.insert(spec, action, now).map_err(|e| e.to_string())
         }));
-        self.issue(op, self.timing.table_write, true)
+        let request = self.issue(op, self.timing.table_write, true);
+        self.describe(request, write);
+        request
     }
 
     /// Changes the action data of an existing entry.
@@ -133,11 +172,18 @@ impl ControlPlane<'_> {
         spec: MatchSpec,
         action: A,
     ) -> u64 {
+        let write = self.requests.capture.then(|| ControlWrite::TableModify {
+            table: table.id(),
+            spec: spec.clone(),
+            action: Box::new(action.clone()),
+        });
         let op = Op::Objects(Box::new(move |o: &mut Objects, _| {
             let t = o.table_mut(table).ok_or("not a table of this program")?;
             t.modify(&spec, action).map_err(|e| e.to_string())
         }));
-        self.issue(op, self.timing.table_write, true)
+        let request = self.issue(op, self.timing.table_write, true);
+        self.describe(request, write);
+        request
     }
 
     /// Deletes an entry.
@@ -146,11 +192,17 @@ impl ControlPlane<'_> {
         table: TableHandle<A>,
         spec: MatchSpec,
     ) -> u64 {
+        let write = self.requests.capture.then(|| ControlWrite::TableDelete {
+            table: table.id(),
+            spec: spec.clone(),
+        });
         let op = Op::Objects(Box::new(move |o: &mut Objects, _| {
             let t = o.table_mut(table).ok_or("not a table of this program")?;
             t.delete(&spec).map(|_| ()).map_err(|e| e.to_string())
         }));
-        self.issue(op, self.timing.table_write, true)
+        let request = self.issue(op, self.timing.table_write, true);
+        self.describe(request, write);
+        request
     }
 
     /// Reads `count` entries of a register array from `first`; the values
@@ -182,15 +234,25 @@ impl ControlPlane<'_> {
         value: T,
     ) -> u64 {
         let v = value.to_u64();
+        let write = self
+            .requests
+            .capture
+            .then_some(ControlWrite::RegisterWrite {
+                register: reg.id(),
+                index,
+                value: v,
+            });
         let op = Op::Objects(Box::new(move |o: &mut Objects, _| {
             o.register_write(reg.id(), index, v)
                 .map_err(|e| e.to_string())
         }));
-        self.issue(
+        let request = self.issue(
             op,
             self.timing.register_op + self.timing.register_per_entry,
             true,
-        )
+        );
+        self.describe(request, write);
+        request
     }
 
     /// Sets every entry of a register array to zero. Costs time per entry.
@@ -206,7 +268,9 @@ impl ControlPlane<'_> {
         }));
         let latency =
             self.timing.register_op + self.timing.register_per_entry.saturating_mul(entries);
-        self.issue(op, latency, true)
+        let request = self.issue(op, latency, true);
+        self.describe(request, self.clear_write(reg.id(), 0, None));
+        request
     }
 
     /// Sets every entry of a register array to zero with a caller-given
@@ -222,7 +286,9 @@ impl ControlPlane<'_> {
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         }));
-        self.issue(op, latency, true)
+        let request = self.issue(op, latency, true);
+        self.describe(request, self.clear_write(reg.id(), 0, None));
+        request
     }
 
     /// Sets entries `first .. first + count` of a register array to zero
@@ -245,15 +311,42 @@ impl ControlPlane<'_> {
             }
             Ok(())
         }));
-        self.issue(op, latency, true)
+        let request = self.issue(op, latency, true);
+        self.describe(request, self.clear_write(reg.id(), first, Some(count)));
+        request
+    }
+
+    fn clear_write(
+        &self,
+        register: ObjectId,
+        first: u64,
+        count: Option<u64>,
+    ) -> Option<ControlWrite> {
+        self.requests
+            .capture
+            .then_some(ControlWrite::RegisterClear {
+                register,
+                first,
+                count,
+            })
     }
 
     /// Reconfigures one meter.
     pub fn meter_configure(&mut self, meter: Handle, index: u64, config: MeterConfig) -> u64 {
+        let write = self
+            .requests
+            .capture
+            .then_some(ControlWrite::MeterConfigure {
+                meter: meter.id(),
+                index,
+                config,
+            });
         let op = Op::Objects(Box::new(move |o: &mut Objects, now| {
             o.meter_configure(meter.id(), index, config, now)
         }));
-        self.issue(op, self.timing.register_op, true)
+        let request = self.issue(op, self.timing.register_op, true);
+        self.describe(request, write);
+        request
     }
 
     /// Sends a frame into the data plane. It costs the punt latency plus its

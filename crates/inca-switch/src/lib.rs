@@ -17,11 +17,19 @@
 //! - [`profile`], [`resources`], [`placement`] — device profiles, resource
 //!   kinds, and the stage allocator that places a program or explains why it
 //!   does not fit.
+//! - [`composite`] — several programs as blocks of one program: namespaced
+//!   declarations, per-block metadata and digests, control events routed to
+//!   their block, and a classifier for several apps on one switch;
+//!   [`block_report`] attributes the resource report to blocks, and
+//!   [`capture`] runs control logic and collects its writes.
 //! - [`switch`] — the [`Switch`] device that runs a program on a profile.
 //! - [`agenda`] — the time-ordered event agenda devices and drivers use.
 //! - [`harness`] — a one-device driver for tests and benchmarks.
 //! - [`units`] — times, sizes and rates as people write them.
 pub mod agenda;
+pub mod block_report;
+pub mod capture;
+pub mod composite;
 pub mod control;
 pub mod counter;
 pub mod device;
@@ -42,11 +50,12 @@ pub mod table;
 pub mod tm;
 pub mod units;
 
+pub use composite::{Block, Composite, CompositeError};
 pub use control::{ControlPlane, PacketOutDest};
 pub use device::{Device, DeviceRng, Input, Nanos, Output, PortId};
 pub use objects::{
-    AccessError, ArrayDecl, DataPlane, Declare, DeclareError, Handle, ObjectId, RegisterHandle,
-    TableDecl, TableHandle,
+    AccessError, ArrayDecl, BlockSpan, DataPlane, Declare, DeclareError, Handle, ObjectId,
+    RegisterHandle, TableDecl, TableHandle,
 };
 pub use placement::Gress;
 pub use profile::Profile;

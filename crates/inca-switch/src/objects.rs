@@ -32,6 +32,24 @@ use crate::placement::{Gress, ObjectDecl, ObjectKind};
 use crate::register::{RegisterArray, RegisterValue};
 use crate::table::{MatchKind, MatchSpec, MatchTable, TableConfig, TableError};
 
+/// The objects one block of a composite program declared: a contiguous
+/// range of ids (the framework routes an object's events, such as idle
+/// timeouts, to the block that owns it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockSpan {
+    /// The block's instance name (the prefix of its object names).
+    pub name: String,
+    /// Its objects' ids.
+    pub objects: std::ops::Range<u32>,
+}
+
+impl BlockSpan {
+    /// Whether object `id` is one of this block's.
+    pub fn owns(&self, id: ObjectId) -> bool {
+        self.objects.contains(&id.0)
+    }
+}
+
 /// Index of an object in its program's declaration list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectId(pub(crate) u32);
@@ -298,18 +316,73 @@ struct Declared {
 }
 
 /// Collects a program's declarations. See the module documentation.
+///
+/// A composite program declares each of its blocks inside
+/// [`Declare::in_block`]: the block's object names get the block's name as a
+/// prefix (`nat/nat_out`), so two blocks may both declare `flows`, and the
+/// resource report can sum what each block uses.
 #[derive(Default)]
 pub struct Declare {
     slots: Vec<Declared>,
+    /// The block being declared: its name and the objects every one of its
+    /// objects comes after (the composite's classifier).
+    block: Option<(String, Vec<usize>)>,
+    blocks: Vec<BlockSpan>,
 }
 
 impl Declare {
+    /// Declares a block's objects: `declare` runs with every object name
+    /// prefixed by `name/`, and every object placed after `after` (what
+    /// decides whether the block runs at all, such as a classifier table).
+    /// Blocks do not nest, and a block name must be non-empty without `/`.
+    pub fn in_block<R>(
+        &mut self,
+        name: &str,
+        after: &[ObjectId],
+        declare: impl FnOnce(&mut Declare) -> Result<R, DeclareError>,
+    ) -> Result<R, DeclareError> {
+        if name.is_empty() || name.contains('/') || self.block.is_some() {
+            return Err(DeclareError::Invalid {
+                name: name.to_string(),
+                reason: "a block name is non-empty, has no '/', and blocks do not nest".into(),
+            });
+        }
+        if self.blocks.iter().any(|b| b.name == name) {
+            return Err(DeclareError::DuplicateName(name.to_string()));
+        }
+        let first = self.slots.len() as u32;
+        self.block = Some((
+            name.to_string(),
+            after.iter().map(|id| id.index()).collect(),
+        ));
+        let r = declare(self);
+        self.block = None;
+        self.blocks.push(BlockSpan {
+            name: name.to_string(),
+            objects: first..self.slots.len() as u32,
+        });
+        r
+    }
+
+    /// The blocks declared so far, in declaration order.
+    pub fn blocks(&self) -> &[BlockSpan] {
+        &self.blocks
+    }
+
     fn push(
         &mut self,
-        decl: ObjectDecl,
+        mut decl: ObjectDecl,
         make: impl FnOnce() -> Storage + 'static,
         idle_timeout: Option<Nanos>,
     ) -> Result<ObjectId, DeclareError> {
+        if let Some((block, after)) = &self.block {
+            decl.name = format!("{block}/{}", decl.name);
+            for &i in after {
+                if !decl.after.contains(&i) {
+                    decl.after.push(i);
+                }
+            }
+        }
         if self.slots.iter().any(|s| s.decl.name == decl.name) {
             return Err(DeclareError::DuplicateName(decl.name));
         }

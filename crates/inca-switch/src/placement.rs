@@ -721,6 +721,9 @@ pub struct Placement {
     pub dram_used: u64,
     /// DRAM bytes of the device.
     pub dram_bytes: u64,
+    /// What each block of a composite program uses (empty for a program
+    /// without blocks); see [`crate::block_report`].
+    pub blocks: Vec<crate::block_report::BlockUsage>,
 }
 
 impl Placement {
@@ -828,6 +831,10 @@ impl fmt::Display for Placement {
         }
         writeln!(f)?;
         writeln!(f)?;
+        if !self.blocks.is_empty() {
+            write!(f, "{}", crate::block_report::BlockTable(self))?;
+            writeln!(f)?;
+        }
         let w = self
             .objects
             .iter()
@@ -936,6 +943,7 @@ pub fn place(profile: &Profile, decls: &[ObjectDecl]) -> Result<Placement, Place
         available: profile.stage_budget * u64::from(stages),
         dram_used: st.dram_used,
         dram_bytes: profile.dram_bytes,
+        blocks: Vec::new(),
     })
 }
 

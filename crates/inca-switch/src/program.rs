@@ -358,6 +358,36 @@ impl<M, D> PacketCtx<M, D> {
     pub(crate) fn into_frame(self) -> Vec<u8> {
         self.frame
     }
+
+    /// The same packet with other metadata and digest types, for running a
+    /// block of a composite: the frame moves into the result (this context
+    /// keeps an empty one until [`PacketCtx::absorb`]), everything else is
+    /// copied, and no digest is pending.
+    pub(crate) fn retype<M2, D2>(&mut self, meta: M2) -> PacketCtx<M2, D2> {
+        PacketCtx {
+            frame: std::mem::take(&mut self.frame),
+            parse_depth: self.parse_depth,
+            meta,
+            ingress_port: self.ingress_port,
+            ingress_time: self.ingress_time,
+            kind: self.kind,
+            destination: self.destination,
+            mirror: self.mirror,
+            mirror_loop: self.mirror_loop,
+            digest: None,
+            egress: self.egress,
+        }
+    }
+
+    /// Takes back what a block did to a [`PacketCtx::retype`]d packet: the
+    /// frame and the decisions; returns the block's metadata and digest.
+    pub(crate) fn absorb<M2, D2>(&mut self, inner: PacketCtx<M2, D2>) -> (M2, Option<D2>) {
+        self.frame = inner.frame;
+        self.destination = inner.destination;
+        self.mirror = inner.mirror;
+        self.mirror_loop = inner.mirror_loop;
+        (inner.meta, inner.digest)
+    }
 }
 
 /// An event for the program's control plane.

@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 
 use crate::agenda::Agenda;
+use crate::block_report::block_usage;
 use crate::line::LineClock;
 
 use crate::control::{
@@ -57,7 +58,14 @@ pub enum LoadError {
 pub fn check<P: Program>(profile: &Profile, program: &mut P) -> Result<Placement, LoadError> {
     let mut decl = Declare::default();
     program.declare(&mut decl)?;
-    Ok(place(profile, &decl.decls())?)
+    place_declared(profile, &decl)
+}
+
+/// Places what `decl` holds, attributing the usage to its blocks.
+fn place_declared(profile: &Profile, decl: &Declare) -> Result<Placement, LoadError> {
+    let mut placement = place(profile, &decl.decls())?;
+    placement.blocks = block_usage(&placement, decl.blocks());
+    Ok(placement)
 }
 
 /// Counters of what the switch did with packets.
@@ -207,7 +215,7 @@ impl<P: Program> Switch<P> {
     pub fn new(profile: Profile, mut program: P) -> Result<Self, LoadError> {
         let mut decl = Declare::default();
         program.declare(&mut decl)?;
-        let placement = place(&profile, &decl.decls())?;
+        let placement = place_declared(&profile, &decl)?;
         let objects = decl.into_objects(profile.features.cpu_data_path);
         let dp = profile.data_path;
         Ok(Switch {
@@ -773,6 +781,7 @@ impl<P: Program> Switch<P> {
             timing: &timing,
             requests: &mut self.requests,
             next_request: &mut self.next_request,
+            request_tag: 0,
         };
         self.program.control(ev, &mut cp);
         let done = now + timing.cpu_per_event;
