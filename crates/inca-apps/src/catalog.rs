@@ -1,8 +1,11 @@
 //! The apps by name: what `inca check` and scenarios load.
 
+use inca_switch::composite::ClassifyRuleError;
 use inca_switch::placement::Placement;
-use inca_switch::{check, LoadError, Profile, Program};
+use inca_switch::{check, CompositeError, LoadError, Profile, Program};
 
+use crate::acl::Acl;
+use crate::composite;
 use crate::counters::{FlowCounter, TenantCounters};
 use crate::epc::ServingGateway;
 use crate::firewall::Firewall;
@@ -36,6 +39,20 @@ pub enum CatalogError {
     /// It does not load (does not fit, or a bad declaration).
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// A composite's blocks or classifier do not go together.
+    #[error(transparent)]
+    Composite(#[from] CompositeError),
+    /// A composite's classifier rule is malformed.
+    #[error(transparent)]
+    Classify(#[from] ClassifyRuleError),
+    /// One app of a composite could not be built.
+    #[error("app {app:?}: {source}")]
+    InApp {
+        /// The app's instance name.
+        app: String,
+        /// What went wrong.
+        source: Box<CatalogError>,
+    },
 }
 
 /// Every app name with a one-line description and its parameters.
@@ -87,6 +104,16 @@ pub const APPS: &[(&str, &str, &[&str])] = &[
         NetCache::PARAMS,
     ),
     ("ratelimit", "per-flow rate limiter", RateLimiter::PARAMS),
+    (
+        "acl",
+        "access-control list: 5-tuple ternary rules, permit/deny",
+        Acl::PARAMS,
+    ),
+    (
+        composite::NAME,
+        "several apps on one switch behind a classifier",
+        composite::PARAMS,
+    ),
 ];
 
 /// Something to do with an app once its concrete type is known: the catalog
@@ -121,6 +148,8 @@ pub fn with_app<V: AppVisitor>(
         "kvstore" => Ok(visitor.visit(KvStore::from_params(params)?)),
         "netcache" => Ok(visitor.visit(NetCache::from_params(params)?)),
         "ratelimit" => Ok(visitor.visit(RateLimiter::from_params(params)?)),
+        "acl" => Ok(visitor.visit(Acl::from_params(params)?)),
+        composite::NAME => Ok(visitor.visit(composite::from_params(params)?)),
         _ => Err(CatalogError::Unknown {
             name: name.to_string(),
             known: APPS.iter().map(|a| a.0).collect::<Vec<_>>().join(", "),

@@ -8,9 +8,13 @@
 //! - [`l2l3`] — L2 (MAC table) and L3 (LPM route, next hop) forwarding.
 //! - [`nat`] — source NAT with an exact-match translation table per
 //!   direction; new flows go to the control plane, which allocates a port.
+//! - [`acl`] — an access-control list of 5-tuple ternary permit/deny rules.
+//! - [`composite`] — several apps on one switch behind a classifier.
 //! - [`catalog`] — the apps by name, for `inca check`.
 
+pub mod acl;
 pub mod catalog;
+pub mod composite;
 pub mod counters;
 pub mod epc;
 pub mod firewall;

@@ -64,6 +64,11 @@ impl Params {
         }
     }
 
+    /// Every `(name, value)` given, in name order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// The raw text of `name`, if given (for names and choices).
     pub fn text(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
