@@ -8,7 +8,7 @@
 //! Parameters:
 //! - `apps` — the apps, comma-separated, each `app` or `instance:app` (the
 //!   instance name prefixes its objects and parameters; two instances of one
-//!   app need two names). Required.
+//!   app need two names). Default: [`DEFAULT_APPS`].
 //! - `classify` — classifier rules, `app:field=value[,...]` separated by
 //!   `;`, earlier rules winning (fields `port`, `vlan`, `dst`, `dport`; see
 //!   [`inca_switch::composite::classifier`]). Default: none.
@@ -35,6 +35,9 @@ pub const NAME: &str = "composite";
 /// Parameter names of the composite itself (the rest are `instance.param`).
 pub const PARAMS: &[&str] = &["apps", "classify", "default", "<app>.<param>"];
 
+/// The apps of a composite whose `apps` parameter is not given.
+pub const DEFAULT_APPS: &str = "nat,firewall,acl";
+
 struct ToBlock<'a>(&'a str);
 
 impl AppVisitor for ToBlock<'_> {
@@ -46,10 +49,7 @@ impl AppVisitor for ToBlock<'_> {
 
 /// Builds the composite from `p` (see the module documentation).
 pub fn from_params(p: &Params) -> Result<Composite, CatalogError> {
-    let apps = p.text("apps").ok_or_else(|| ParamError::Value {
-        name: "apps".into(),
-        reason: "the composite needs its apps, e.g. apps=nat,firewall".into(),
-    })?;
+    let apps = p.text("apps").unwrap_or(DEFAULT_APPS);
     let mut instances: Vec<(String, String)> = Vec::new();
     for item in apps.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (inst, app) = item.split_once(':').unwrap_or((item, item));

@@ -332,8 +332,9 @@ pub struct Declare {
 
 impl Declare {
     /// Declares a block's objects: `declare` runs with every object name
-    /// prefixed by `name/`, and every object placed after `after` (what
-    /// decides whether the block runs at all, such as a classifier table).
+    /// prefixed by `name/`, and every object but hash units placed after
+    /// `after` (what decides whether the block runs at all, such as a
+    /// classifier table).
     /// Blocks do not nest, and a block name must be non-empty without `/`.
     pub fn in_block<R>(
         &mut self,
@@ -377,7 +378,10 @@ impl Declare {
     ) -> Result<ObjectId, DeclareError> {
         if let Some((block, after)) = &self.block {
             decl.name = format!("{block}/{}", decl.name);
-            for &i in after {
+            // A hash unit only computes over header fields; it runs whether
+            // or not the block does, so it need not wait for the classifier.
+            let gated = !matches!(decl.kind, ObjectKind::Hash { .. });
+            for &i in after.iter().filter(|_| gated) {
                 if !decl.after.contains(&i) {
                     decl.after.push(i);
                 }
