@@ -244,6 +244,8 @@ fn each_block_sees_what_it_sees_alone() {
     assert_eq!(b.seen.messages, [77]);
     assert_eq!(c.counters().unclassified, 1);
     assert_eq!(c.counters().classify_install_failures, 0);
+    // 12 packets and 4 re-injected punts each.
+    assert_eq!(c.counters().classified, [16, 16]);
     // The report carries each block's counters under its name.
     let r = c.report();
     assert!(r.counters.contains(&("composite/unclassified".into(), 1)));

@@ -214,6 +214,9 @@ pub struct CompositeCounters {
     pub punt_code_overflow: u64,
     /// Classifier entries the switch refused.
     pub classify_install_failures: u64,
+    /// Packets classified to each block, by block index (classified
+    /// composites).
+    pub classified: Vec<u64>,
 }
 
 /// Blocks run as one program. See the module documentation.
@@ -234,6 +237,10 @@ pub const MAX_BLOCKS: usize = u16::MAX as usize - 1;
 
 impl Composite {
     fn build(name: &str, blocks: Vec<Block>, classifier: Option<Classifier>) -> Composite {
+        let classified = match classifier {
+            Some(_) => vec![0; blocks.len()],
+            None => Vec::new(),
+        };
         Composite {
             name: name.to_string(),
             blocks,
@@ -241,7 +248,10 @@ impl Composite {
             spans: Vec::new(),
             punts: PuntCodes::default(),
             timers: TimerTokens::default(),
-            counters: CompositeCounters::default(),
+            counters: CompositeCounters {
+                classified,
+                ..CompositeCounters::default()
+            },
         }
     }
 
@@ -413,6 +423,9 @@ impl Composite {
         }
         pkt.meta.app = Some(app);
         pkt.meta.blocks = vec![(app, meta)];
+        if let Some(n) = self.counters.classified.get_mut(usize::from(app)) {
+            *n += 1;
+        }
         Ok(true)
     }
 
@@ -591,6 +604,10 @@ impl Program for Composite {
             ("misaddressed_messages", c.misaddressed_messages),
         ] {
             r.counters.push((format!("composite/{name}"), v));
+        }
+        for (b, n) in self.blocks.iter().zip(&c.classified) {
+            r.counters
+                .push((format!("composite/classified_{}", b.name()), *n));
         }
         for b in &self.blocks {
             let br = b.0.report();
