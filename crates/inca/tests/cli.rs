@@ -176,3 +176,63 @@ fn a_builtin_campaign_runs_and_an_unknown_one_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_composite_reports_per_app_resources_and_names_the_app_that_does_not_fit() {
+    let apps = ["--set", "apps=nat,firewall,univmon,acl"];
+    let small = ["--set", "nat.flows=4096", "--set", "firewall.flows=4096"];
+    let mut args = vec!["check", "--profile", "tofino", "composite"];
+    args.extend(apps);
+    args.extend(small);
+    let (ok, out, err) = run(&args);
+    assert!(ok, "{err}");
+    assert!(out.contains("fits"), "{out}");
+    // The per-block table: one row per app, and the classifier.
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("block "))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        names,
+        ["classifier", "nat", "firewall", "univmon", "acl"],
+        "{out}"
+    );
+    for needle in [
+        "nat/nat_out",
+        "firewall/fw_conn",
+        "univmon/um_l0_row0",
+        "acl/acl_rules",
+    ] {
+        assert!(out.contains(needle), "report lacks {needle:?}:\n{out}");
+    }
+
+    let mut args = vec!["check", "--profile", "tofino", "composite"];
+    args.extend(apps);
+    args.extend([
+        "--set",
+        "nat.flows=10000000",
+        "--set",
+        "firewall.flows=4096",
+    ]);
+    let (ok, out, err) = run(&args);
+    assert!(!ok, "must exit non-zero:\n{out}");
+    assert!(err.contains("does not fit"), "{err}");
+    assert!(
+        err.contains("\"nat/nat_out\""),
+        "names the app and the object: {err}"
+    );
+}
+
+#[test]
+fn the_acl_and_the_composite_are_listed() {
+    let (ok, out, _) = run(&["check", "--list"]);
+    assert!(ok);
+    assert!(out.contains("acl"), "{out}");
+    assert!(out.contains("composite"), "{out}");
+}
