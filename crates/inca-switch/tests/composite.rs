@@ -405,3 +405,29 @@ fn capture_collects_a_blocks_writes_without_applying_them() {
         "the replayed entry (port 4) forwards, not the default 5"
     );
 }
+
+#[test]
+fn after_a_restart_the_classifier_and_the_blocks_start_again() {
+    let sw = Switch::new(Profile::tofino(), composite()).unwrap();
+    let mut h = run(sw, &traffic(1), &[]);
+    assert_eq!(h.take().len(), 12);
+    h.restart(4 * SECONDS);
+    let later: Vec<_> = traffic(2)
+        .into_iter()
+        .map(|(at, p, f)| (at + 4 * SECONDS, p, f))
+        .collect();
+    for (at, port, f) in &later {
+        h.send(*at, *port, f.clone());
+    }
+    h.advance_to(6 * SECONDS);
+    let out = h.take();
+    assert_eq!(out.len(), 12, "classified and forwarded after the restart");
+    assert!(out.iter().all(|t| t.port == 6));
+    let c = h.device.program();
+    assert!(
+        c.block::<ToyA>("a").unwrap().seen.punts.is_empty(),
+        "state lost in the crash"
+    );
+    let b = c.block::<ToyB>("b").unwrap();
+    assert_eq!((b.seen.punts.len(), b.seen.timers.len()), (4, 1));
+}
