@@ -65,6 +65,8 @@ pub(crate) enum Op {
         stream: u8,
         config: Option<StreamConfig>,
     },
+    /// Re-arms a port's packet-generator port-down trigger.
+    PktGenClearPortDown { port: PortId },
 }
 
 /// An operation with its request id and how long it takes.
@@ -288,6 +290,17 @@ impl ControlPlane<'_> {
     pub fn packet_generator(&mut self, stream: u8, config: Option<StreamConfig>) -> u64 {
         self.issue(
             Op::PacketGen { stream, config },
+            self.timing.table_write,
+            true,
+        )
+    }
+
+    /// Re-arms `port`'s packet-generator port-down trigger, which fires
+    /// once and then stays latched until this clear (Tofino's
+    /// `bf_pktgen_clear_port_down`). See [`crate::pktgen`].
+    pub fn pktgen_clear_port_down(&mut self, port: PortId) -> u64 {
+        self.issue(
+            Op::PktGenClearPortDown { port },
             self.timing.table_write,
             true,
         )
