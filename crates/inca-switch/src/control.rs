@@ -18,8 +18,9 @@ use crate::meter::MeterConfig;
 use crate::objects::{Handle, ObjectId, Objects, RegisterHandle, TableHandle};
 use crate::pktgen::StreamConfig;
 use crate::profile::ControlPlaneTiming;
+use crate::program::ControlEvent;
 use crate::register::RegisterValue;
-use crate::table::MatchSpec;
+use crate::table::{EntryActivity, MatchSpec};
 use crate::tm::MirrorSession;
 
 /// Bound on events waiting for the control-plane CPU; more are dropped and
@@ -40,11 +41,50 @@ pub enum PacketOutDest {
 }
 
 type ObjectsOp = Box<dyn FnOnce(&mut Objects, Nanos) -> Result<(), String>>;
+type ReadOp = Box<dyn FnOnce(&mut Objects, Nanos) -> Result<Readback, String>>;
+
+/// What a per-entry read brings back to the control plane.
+pub(crate) enum Readback {
+    /// A table entry's activity.
+    Entry {
+        table: ObjectId,
+        spec: MatchSpec,
+        activity: EntryActivity,
+    },
+    /// Counter cells as `(packets, bytes)`.
+    Counters { first: u64, values: Vec<(u64, u64)> },
+}
+
+impl Readback {
+    /// The event that delivers it, answering `request`.
+    pub(crate) fn into_event<D>(self, request: u64) -> ControlEvent<D> {
+        match self {
+            Readback::Entry {
+                table,
+                spec,
+                activity,
+            } => ControlEvent::EntryActivity {
+                request,
+                table,
+                spec,
+                hit: activity.hit,
+                idle: activity.idle,
+            },
+            Readback::Counters { first, values } => ControlEvent::CounterValues {
+                request,
+                first,
+                values,
+            },
+        }
+    }
+}
 
 /// One control-plane operation on its way to the data plane.
 pub(crate) enum Op {
     /// Changes objects (table writes, register writes, meter configuration).
     Objects(ObjectsOp),
+    /// Reads objects and answers with an event (entry activity, counters).
+    Read(ReadOp),
     /// Reads `count` register entries from `first`.
     RegisterRead {
         id: ObjectId,
@@ -174,6 +214,47 @@ impl ControlPlane<'_> {
             latency,
             true,
         )
+    }
+
+    /// Reads one table entry's activity: whether the data plane hit it
+    /// since the previous such read (the read resets the flag, as Tofino's
+    /// hit-state poll mode does) and the time since its last hit. It costs
+    /// a one-entry hardware read (`register_op + register_per_entry`, [our
+    /// choice]: the same PCIe read path as a register); the answer comes
+    /// as [`crate::ControlEvent::EntryActivity`], a missing entry as
+    /// [`crate::ControlEvent::OpFailed`].
+    pub fn table_entry_read<A: Clone + 'static>(
+        &mut self,
+        table: TableHandle<A>,
+        spec: MatchSpec,
+    ) -> u64 {
+        let op = Op::Read(Box::new(move |o: &mut Objects, now| {
+            let t = o.table_mut(table).ok_or("not a table of this program")?;
+            let activity = t.read_activity(&spec, now).map_err(|e| e.to_string())?;
+            Ok(Readback::Entry {
+                table: table.id(),
+                spec,
+                activity,
+            })
+        }));
+        let latency = self.timing.register_op + self.timing.register_per_entry;
+        self.issue(op, latency, true)
+    }
+
+    /// Reads `count` cells of a counter array from `first`, costing what a
+    /// register read of as many entries costs; the `(packets, bytes)`
+    /// values come back as [`crate::ControlEvent::CounterValues`].
+    pub fn counter_read(&mut self, counter: Handle, first: u64, count: u64) -> u64 {
+        let op = Op::Read(Box::new(move |o: &mut Objects, _| {
+            let values = (first..first.saturating_add(count))
+                .map(|i| o.counter_read(counter, i))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            Ok(Readback::Counters { first, values })
+        }));
+        let latency =
+            self.timing.register_op + self.timing.register_per_entry.saturating_mul(count);
+        self.issue(op, latency, true)
     }
 
     /// Writes one register entry.

@@ -820,6 +820,9 @@ impl<P: Program> Switch<P> {
         let request = issued.request;
         let result: Result<(), String> = match issued.op {
             Op::Objects(f) => f(&mut self.objects, now),
+            Op::Read(f) => f(&mut self.objects, now).map(|r| {
+                self.cpu_arrive(now, r.into_event(request));
+            }),
             Op::RegisterRead { id, first, count } => {
                 match self.objects.register_read(id, first, count) {
                     Ok(values) => {
