@@ -787,11 +787,10 @@ impl<P: Program> Switch<P> {
         let done = now + timing.cpu_per_event;
         self.cp.cpu_free = done;
         let requests = std::mem::take(&mut self.requests);
-        for op in requests.ops {
-            let request = op.request;
-            match self.cp.schedule(done, op, &timing) {
-                Ok(at) => self.schedule(at, Event::CpOpDone),
-                Err(_) => {
+        for (request, at) in self.cp.schedule(done, requests.ops, &timing) {
+            match at {
+                Some(at) => self.schedule(at, Event::CpOpDone),
+                None => {
                     let error = "control-plane operation queue is full".to_string();
                     self.schedule(
                         done,
