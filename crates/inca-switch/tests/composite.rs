@@ -299,6 +299,8 @@ fn bad_composites_are_refused() {
     let one = || vec![Block::new("a", ToyA::new(5, 7))];
     assert!(Composite::classified("c", one(), r("x:*"), None).is_err());
     assert!(Composite::classified("c", one(), r("a:*"), Some("x")).is_err());
+    let reserved = vec![Block::new("classifier", ToyA::new(5, 7))];
+    assert!(Composite::classified("c", reserved, r("classifier:*"), None).is_err());
     let mut d = Declare::default();
     let e = d.in_block("a/b", &[], |_| Ok(())).unwrap_err();
     assert!(matches!(e, DeclareError::Invalid { .. }));

@@ -231,6 +231,10 @@ pub struct Composite {
     counters: CompositeCounters,
 }
 
+/// The block name of a classified composite's own objects (the `classify`
+/// table); no app may take it.
+pub const CLASSIFIER_BLOCK: &str = "classifier";
+
 /// The most blocks a composite takes (block tags in request ids are 16 bits,
 /// one value kept for the composite itself).
 pub const MAX_BLOCKS: usize = u16::MAX as usize - 1;
@@ -286,6 +290,9 @@ impl Composite {
         default: Option<&str>,
     ) -> Result<Composite, CompositeError> {
         Self::check_blocks(&blocks)?;
+        if blocks.iter().any(|b| b.name() == CLASSIFIER_BLOCK) {
+            return Err(CompositeError::DuplicateBlock(CLASSIFIER_BLOCK.into()));
+        }
         if rules.len() > CLASSIFY_ENTRIES {
             return Err(CompositeError::TooManyRules(rules.len()));
         }
@@ -473,7 +480,7 @@ impl Program for Composite {
     fn declare(&mut self, decl: &mut Declare) -> Result<(), DeclareError> {
         let mut after = Vec::new();
         if let Some(c) = &mut self.classifier {
-            let table = decl.in_block("classifier", &[], |d| {
+            let table = decl.in_block(CLASSIFIER_BLOCK, &[], |d| {
                 d.table::<u16>(TableDecl::new(
                     "classify",
                     MatchKind::Ternary,
