@@ -50,7 +50,7 @@ use crate::table::MatchKind;
 
 pub use classifier::{ClassifyRule, ClassifyRuleError};
 use erased::{AnyDigest, ErasedBlock, Typed};
-pub use erased::{BlockDigest, BlockMeta};
+pub use erased::{BlockDigest, BlockMeta, CompositeMeta};
 
 use classifier::{classify_key, CLASSIFY_ENTRIES, CLASSIFY_KEY_BYTES};
 
@@ -141,21 +141,6 @@ pub enum CompositeError {
     /// More rules than the `classify` table holds.
     #[error("{0} classifier rules; the classify table holds {CLASSIFY_ENTRIES}")]
     TooManyRules(usize),
-}
-
-/// The composite's metadata: which app a packet belongs to (classified
-/// composites) and the metadata of each block that runs on it.
-#[derive(Clone, Default)]
-pub struct CompositeMeta {
-    app: Option<u16>,
-    blocks: Vec<(u16, BlockMeta)>,
-}
-
-impl CompositeMeta {
-    /// The app the classifier chose (None: not classified, or a pipeline).
-    pub fn app(&self) -> Option<u16> {
-        self.app
-    }
 }
 
 /// Punt reason codes of blocks, as composite codes: `(block, reason)` pairs
