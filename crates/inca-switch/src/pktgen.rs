@@ -24,7 +24,7 @@
 //! Timer and recirculation streams emit the bare template (the model has
 //! no timer or recirculation pktgen header).
 
-use inca_wire::pktgen::{PortDownHeaderRepr, MAX_PORT, PORT_DOWN_HEADER_LEN};
+use inca_wire::pktgen::{PortDownHeaderRepr, MAX_APP_ID, MAX_PORT, PORT_DOWN_HEADER_LEN};
 
 use crate::device::{Nanos, PortId};
 
@@ -76,6 +76,13 @@ pub enum PktGenError {
     /// A batch of zero packets.
     #[error("a packet-generator batch needs at least one packet")]
     EmptyBatch,
+    /// A port-down stream whose number the header's 3-bit `app_id` cannot
+    /// carry (a profile with more than 8 streams).
+    #[error("packet-generator stream {stream} cannot watch a port: port-down packets name streams 0..=7")]
+    PortDownStream {
+        /// The stream asked for.
+        stream: u8,
+    },
     /// A port-down trigger or clear names a port the device does not have
     /// (or one the 9-bit header field cannot carry).
     #[error("port {port} cannot trigger the packet generator: this device has ports 0..{ports}")]
@@ -158,6 +165,9 @@ impl PacketGenerator {
             }
             if let Trigger::PortDown { port } = c.trigger {
                 self.check_port(port)?;
+                if id > MAX_APP_ID {
+                    return Err(PktGenError::PortDownStream { stream: id });
+                }
             }
         }
         let streams = self.streams.len();
@@ -326,6 +336,12 @@ mod tests {
             ),
             Err(PktGenError::EmptyBatch)
         );
+        let mut wide = PacketGenerator::new(16, 8);
+        assert_eq!(
+            wide.configure(8, Some(on(1))),
+            Err(PktGenError::PortDownStream { stream: 8 })
+        );
+        assert!(wide.configure(7, Some(on(1))).is_ok());
     }
 
     #[test]

@@ -1113,49 +1113,6 @@ mod tests {
     }
 
     #[test]
-    fn activity_reads_reset_the_hit_flag() {
-        let mut t = MatchTable::new(TableConfig {
-            name: "polled".into(),
-            kind: MatchKind::Exact,
-            key_bytes: 1,
-            size: 4,
-            idle_timeout: None,
-        });
-        let spec = MatchSpec::Exact(b(&[1]));
-        t.insert(spec.clone(), 10u8, 100).unwrap();
-        let read = |t: &mut MatchTable<u8>, now| t.read_activity(&spec, now).unwrap();
-        assert_eq!(
-            read(&mut t, 150),
-            EntryActivity {
-                hit: false,
-                idle: 50
-            }
-        );
-        t.peek(&[1]);
-        assert!(!read(&mut t, 160).hit, "a peek is not a hit");
-        t.lookup(&[1], 200);
-        assert_eq!(
-            read(&mut t, 230),
-            EntryActivity {
-                hit: true,
-                idle: 30
-            }
-        );
-        assert_eq!(
-            read(&mut t, 240),
-            EntryActivity {
-                hit: false,
-                idle: 40
-            }
-        );
-        assert_eq!(
-            t.read_activity(&MatchSpec::Exact(b(&[2])), 0),
-            Err(TableError::NotFound)
-        );
-        assert!(t.read_activity(&MatchSpec::Exact(b(&[1, 2])), 0).is_err());
-    }
-
-    #[test]
     fn idle_timeout_reports_once_and_rearms() {
         let mut t = MatchTable::new(TableConfig {
             name: "aged".into(),

@@ -8,6 +8,7 @@ use std::rc::Rc;
 use inca_switch::device::{ControlMessage, MICROS, MILLIS};
 use inca_switch::harness::Harness;
 use inca_switch::objects::Handle;
+use inca_switch::table::{EntryActivity, MatchTable, TableConfig, TableError};
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
     MatchKind, MatchSpec, Nanos, PacketCtx, ParseError, Profile, Program, Switch, TableDecl,
@@ -252,4 +253,50 @@ fn counters_are_read_with_the_per_entry_latency() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// The table-level read under the switch-level ones above.
+#[test]
+fn activity_reads_reset_the_hit_flag() {
+    let mut t = MatchTable::new(TableConfig {
+        name: "polled".into(),
+        kind: MatchKind::Exact,
+        key_bytes: 1,
+        size: 4,
+        idle_timeout: None,
+    });
+    let spec = MatchSpec::Exact(Box::new([1]));
+    t.insert(spec.clone(), 10u8, 100).unwrap();
+    let read = |t: &mut MatchTable<u8>, now| t.read_activity(&spec, now).unwrap();
+    assert_eq!(
+        read(&mut t, 150),
+        EntryActivity {
+            hit: false,
+            idle: 50
+        }
+    );
+    t.peek(&[1]);
+    assert!(!read(&mut t, 160).hit, "a peek is not a hit");
+    t.lookup(&[1], 200);
+    assert_eq!(
+        read(&mut t, 230),
+        EntryActivity {
+            hit: true,
+            idle: 30
+        }
+    );
+    assert_eq!(
+        read(&mut t, 240),
+        EntryActivity {
+            hit: false,
+            idle: 40
+        }
+    );
+    assert_eq!(
+        t.read_activity(&MatchSpec::Exact(Box::new([2])), 0),
+        Err(TableError::NotFound)
+    );
+    assert!(t
+        .read_activity(&MatchSpec::Exact(Box::new([1, 2])), 0)
+        .is_err());
 }
