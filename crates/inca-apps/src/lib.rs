@@ -14,7 +14,7 @@
 
 pub mod acl;
 pub mod catalog;
-pub mod composite;
+pub use catalog::composite;
 pub mod counters;
 pub mod epc;
 pub mod firewall;

@@ -4,7 +4,8 @@
 //! - [`device`] — the sans-IO device contract every inca device implements
 //!   (frames, timers and control messages in; transmissions and timers out).
 //! - [`program`] — the switch program API: parser, ingress, egress and
-//!   control-plane handlers over a [`PacketCtx`].
+//!   control-plane handlers over a [`PacketCtx`]; [`intrinsic`] — what the
+//!   switch tells a program about a packet (where it came from).
 //! - [`objects`] — declaring objects and the data-plane access rules (one
 //!   access per object per pass, tables read-only from the data plane).
 //! - Stateful objects: [`table`] (exact, ternary, LPM, range; idle timeout),
@@ -14,7 +15,8 @@
 //! - [`line`] — exact serialisation of frames onto a line.
 //! - [`tm`] — traffic manager: egress queues, shared buffer, multicast
 //!   groups, mirror sessions. [`pktgen`] — the packet generator.
-//! - [`control`] — the control-plane agent: latency and operation-rate model.
+//! - [`control`] — the control-plane agent: latency and operation-rate model,
+//!   and the events a program's control plane receives.
 //! - [`profile`], [`resources`], [`placement`] — device profiles, resource
 //!   kinds, and the stage allocator that places a program or explains why it
 //!   does not fit.
@@ -37,6 +39,7 @@ pub mod device;
 pub mod feeder;
 pub mod harness;
 pub mod hash;
+pub mod intrinsic;
 pub mod line;
 pub mod meter;
 pub mod objects;

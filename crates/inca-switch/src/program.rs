@@ -8,11 +8,12 @@
 //! ([`Program::control`]) through a [`ControlPlane`] whose writes take effect
 //! after the modelled latency. The same program loads onto any profile.
 
+pub use crate::control::ControlEvent;
 use crate::control::ControlPlane;
-use crate::device::{ControlMessage, Nanos, PortId};
-use crate::objects::{AccessError, DataPlane, Declare, DeclareError, ObjectId};
+use crate::device::{Nanos, PortId};
+pub use crate::intrinsic::PacketKind;
+use crate::objects::{AccessError, DataPlane, Declare, DeclareError};
 use crate::placement::Gress;
-use crate::table::MatchSpec;
 
 /// Extra bytes `PacketCtx::insert_header` reserves: a RoCE pad (at most 3)
 /// and the 4-byte ICRC that `append_roce_icrc` may add next.
@@ -96,36 +97,6 @@ pub struct ProgramSeries {
     pub bin: Nanos,
     /// One value per bin.
     pub values: Vec<u64>,
-}
-
-/// Where a packet came from, as intrinsic metadata tells the program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PacketKind {
-    /// Arrived on a front-panel port.
-    Normal,
-    /// Came back from a recirculation; `passes` counts previous passes.
-    Recirculated {
-        /// How many ingress passes this packet has made before this one.
-        passes: u8,
-    },
-    /// Resubmitted from ingress (at most once).
-    Resubmitted,
-    /// Made by the packet generator.
-    Generated {
-        /// The generator stream.
-        stream: u8,
-        /// Which trigger of that stream (counts from 0).
-        batch_id: u16,
-        /// Which packet of the batch.
-        packet_id: u16,
-    },
-    /// Injected by the control plane (packet-out into ingress).
-    FromCpu,
-    /// A mirror copy (egress only).
-    Mirrored {
-        /// The mirror session.
-        session: u16,
-    },
 }
 
 /// What the program decided to do with a packet in ingress.
@@ -388,83 +359,6 @@ impl<M, D> PacketCtx<M, D> {
         self.mirror_loop = inner.mirror_loop;
         (inner.meta, inner.digest)
     }
-}
-
-/// An event for the program's control plane.
-#[derive(Debug, Clone)]
-pub enum ControlEvent<D> {
-    /// The switch has (re)started with empty tables and registers: install
-    /// static entries here.
-    Start,
-    /// A digest from the data plane.
-    Digest(D),
-    /// A packet punted from the data plane.
-    PacketIn {
-        /// The port it arrived on.
-        port: PortId,
-        /// The reason code the program gave.
-        reason: u16,
-        /// The frame.
-        frame: Vec<u8>,
-    },
-    /// A table entry has not been hit for the table's idle timeout.
-    IdleTimeout {
-        /// The table.
-        table: ObjectId,
-        /// The entry.
-        spec: MatchSpec,
-    },
-    /// Values of a register read issued earlier.
-    RegisterValues {
-        /// The request id the read returned.
-        request: u64,
-        /// The values, in index order (pairs as `hi << 32 | lo`).
-        values: Vec<u64>,
-    },
-    /// An entry's activity, read with
-    /// [`ControlPlane::table_entry_read`].
-    EntryActivity {
-        /// The request id the read returned.
-        request: u64,
-        /// The table.
-        table: ObjectId,
-        /// The entry.
-        spec: MatchSpec,
-        /// Hit since the previous read of this entry (or its insert).
-        hit: bool,
-        /// Time since its last hit (or its insert).
-        idle: Nanos,
-    },
-    /// Counter cells read with [`ControlPlane::counter_read`].
-    CounterValues {
-        /// The request id the read returned.
-        request: u64,
-        /// The first index read.
-        first: u64,
-        /// `(packets, bytes)` per cell, in index order from `first`.
-        values: Vec<(u64, u64)>,
-    },
-    /// A control-plane operation failed when it took effect.
-    OpFailed {
-        /// The request id the operation returned.
-        request: u64,
-        /// Why.
-        error: String,
-    },
-    /// A control-plane timer set earlier fired.
-    Timer {
-        /// The program's token.
-        token: u64,
-    },
-    /// A port changed state.
-    PortStatus {
-        /// The port.
-        port: PortId,
-        /// Whether it is up.
-        up: bool,
-    },
-    /// A message from outside the switch (management network, experiment).
-    Message(ControlMessage),
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::device::{Nanos, PortId};
+use crate::intrinsic::PacketKind;
 use crate::line::LineClock;
-use crate::program::PacketKind;
 
 /// Bytes a frame occupies on the wire beyond its own length: FCS (4) and
 /// preamble, start delimiter and inter-frame gap (20).

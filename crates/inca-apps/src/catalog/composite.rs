@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use inca_switch::composite::ClassifyRule;
 use inca_switch::{Block, Composite, Program};
 
-use crate::catalog::{with_app, AppVisitor, CatalogError};
+use super::{with_app, AppVisitor, CatalogError};
 use crate::params::{ParamError, Params};
 
 /// The catalog name of the composite program.

@@ -14,15 +14,17 @@
 //! `cpu_per_event`. This is what makes control-plane-bound behaviour (a NAT's
 //! first packet, a RedPlane lease grant) show up in experiments.
 
+mod write;
+
 use std::collections::VecDeque;
 
-use crate::capture::ControlWrite;
+pub use write::ControlWrite;
+
 use crate::device::{ControlMessage, Nanos, PortId};
 use crate::meter::MeterConfig;
 use crate::objects::{Handle, ObjectId, Objects, RegisterHandle, TableHandle};
 use crate::pktgen::StreamConfig;
 use crate::profile::ControlPlaneTiming;
-use crate::program::ControlEvent;
 use crate::register::RegisterValue;
 use crate::table::{EntryActivity, MatchSpec};
 use crate::tm::MirrorSession;
@@ -624,6 +626,83 @@ impl ControlPlaneAgent {
     pub fn reset(&mut self) {
         *self = ControlPlaneAgent::default();
     }
+}
+
+/// An event for the program's control plane.
+#[derive(Debug, Clone)]
+pub enum ControlEvent<D> {
+    /// The switch has (re)started with empty tables and registers: install
+    /// static entries here.
+    Start,
+    /// A digest from the data plane.
+    Digest(D),
+    /// A packet punted from the data plane.
+    PacketIn {
+        /// The port it arrived on.
+        port: PortId,
+        /// The reason code the program gave.
+        reason: u16,
+        /// The frame.
+        frame: Vec<u8>,
+    },
+    /// A table entry has not been hit for the table's idle timeout.
+    IdleTimeout {
+        /// The table.
+        table: ObjectId,
+        /// The entry.
+        spec: MatchSpec,
+    },
+    /// Values of a register read issued earlier.
+    RegisterValues {
+        /// The request id the read returned.
+        request: u64,
+        /// The values, in index order (pairs as `hi << 32 | lo`).
+        values: Vec<u64>,
+    },
+    /// An entry's activity, read with
+    /// [`ControlPlane::table_entry_read`].
+    EntryActivity {
+        /// The request id the read returned.
+        request: u64,
+        /// The table.
+        table: ObjectId,
+        /// The entry.
+        spec: MatchSpec,
+        /// Hit since the previous read of this entry (or its insert).
+        hit: bool,
+        /// Time since its last hit (or its insert).
+        idle: Nanos,
+    },
+    /// Counter cells read with [`ControlPlane::counter_read`].
+    CounterValues {
+        /// The request id the read returned.
+        request: u64,
+        /// The first index read.
+        first: u64,
+        /// `(packets, bytes)` per cell, in index order from `first`.
+        values: Vec<(u64, u64)>,
+    },
+    /// A control-plane operation failed when it took effect.
+    OpFailed {
+        /// The request id the operation returned.
+        request: u64,
+        /// Why.
+        error: String,
+    },
+    /// A control-plane timer set earlier fired.
+    Timer {
+        /// The program's token.
+        token: u64,
+    },
+    /// A port changed state.
+    PortStatus {
+        /// The port.
+        port: PortId,
+        /// Whether it is up.
+        up: bool,
+    },
+    /// A message from outside the switch (management network, experiment).
+    Message(ControlMessage),
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! The apps by name: what `inca check` and scenarios load.
 
+pub mod composite;
+
 use inca_switch::composite::ClassifyRuleError;
 use inca_switch::placement::Placement;
 use inca_switch::{check, CompositeError, LoadError, Profile, Program};
 
 use crate::acl::Acl;
-use crate::composite;
 use crate::counters::{FlowCounter, TenantCounters};
 use crate::epc::ServingGateway;
 use crate::firewall::Firewall;
