@@ -8,9 +8,12 @@
 //! - [`l2l3`] — L2 (MAC table) and L3 (LPM route, next hop) forwarding.
 //! - [`nat`] — source NAT with an exact-match translation table per
 //!   direction; new flows go to the control plane, which allocates a port.
+//! - [`core`] — each NF's pure core (state transition and rewrite), which
+//!   the apps here, RedPlane's and TEA's adapt.
 //! - [`catalog`] — the apps by name, for `inca check`.
 
 pub mod catalog;
+pub mod core;
 pub mod counters;
 pub mod epc;
 pub mod firewall;

@@ -1,0 +1,107 @@
+//! Differential tests: RedPlane's apps — their flow key, their reference
+//! step (`SpecModel`) and their data-plane translation — agree with
+//! references built from `inca_apps::core` alone, on random packets and
+//! random replicated values.
+
+use inca_apps::core::nat::{self, Direction, Keying};
+use inca_apps::core::Endpoint;
+use inca_apps::fixtures::{flow_frame, FlowProto};
+use inca_apps::headers::parse;
+use inca_redplane::apps::nat::RpNat;
+use inca_redplane::apps::{RedPlaneApp, SpecModel};
+use proptest::prelude::*;
+
+const PUBLIC: [u8; 4] = [198, 51, 100, 1];
+
+fn proto(i: u8) -> FlowProto {
+    match i % 6 {
+        0 => FlowProto::Tcp(0x02),
+        1 => FlowProto::Tcp(0x10),
+        2 => FlowProto::Udp,
+        3 => FlowProto::UdpNoChecksum,
+        4 => FlowProto::IcmpEcho(true),
+        _ => FlowProto::IcmpEcho(false),
+    }
+}
+
+/// A random packet: outbound from an inside host, or inbound to the public
+/// address (or to some other address).
+fn packet(op: (u8, u8, u8, u8)) -> Vec<u8> {
+    let (kind, a, b, c) = op;
+    let remote = [203, 0, 113, 1 + b % 2];
+    match kind % 3 {
+        0 => flow_frame(
+            proto(c),
+            [10, 0, 0, 1 + a % 3],
+            1000 + u16::from(b),
+            remote,
+            80,
+        ),
+        1 => flow_frame(proto(c), remote, 80, PUBLIC, 1024 + u16::from(a)),
+        _ => flow_frame(
+            proto(c),
+            remote,
+            80,
+            [10, 0, 0, 1 + a % 3],
+            1000 + u16::from(b),
+        ),
+    }
+}
+
+/// What a reference step gives: the flow key, the outputs (from the IPv4
+/// header on) and the address to route on.
+type Step = (Option<Vec<u8>>, Vec<Vec<u8>>, Option<[u8; 4]>);
+
+/// The NAT's reference step as the core defines it.
+fn nat_reference(frame: &[u8], value: &[u8]) -> Step {
+    let Some(p) = parse(frame)
+        .ok()
+        .filter(|p| p.ipv4)
+        .and_then(|p| nat::flow(&p))
+    else {
+        return (None, Vec::new(), None);
+    };
+    let dir = Direction::by_public_address(&p, PUBLIC);
+    let key = nat::key(&p, dir, Keying::Endpoint).as_bytes().to_vec();
+    let to = Endpoint::from_bytes(value).filter(|e| value.len() == 6 && !e.is_unset());
+    let Some(to) = to else {
+        return (Some(key), Vec::new(), None);
+    };
+    let mut f = frame.to_vec();
+    nat::translate(&mut f, &p, dir, to);
+    let route = match dir {
+        Direction::Outbound => p.dst,
+        Direction::Inbound => to.ip,
+    };
+    (
+        Some(key),
+        vec![f[usize::from(p.l3)..].to_vec()],
+        Some(route),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    #[test]
+    fn redplane_nat_matches_the_core(
+        op in any::<(u8, u8, u8, u8)>(),
+        value in prop_oneof![Just(vec![0u8; 6]), prop::collection::vec(any::<u8>(), 6..=6)],
+    ) {
+        let nat = RpNat::new(PUBLIC, 1024, 64_512, 2);
+        let frame = packet(op);
+        let (key, outs, route) = nat_reference(&frame, &value);
+        prop_assert_eq!(nat.spec_key(&frame), key.clone());
+        let p = parse(&frame).unwrap();
+        prop_assert_eq!(
+            RedPlaneApp::key(&nat, &p, &frame).map(|k| k.as_slice().to_vec()),
+            key.clone()
+        );
+        if key.is_some() {
+            let (got, next) = nat.spec_step(&value, &frame);
+            prop_assert_eq!(got, outs);
+            prop_assert_eq!(next, value.clone());
+            let mut f = frame.clone();
+            prop_assert_eq!(nat.translate(&mut f, &p, &value), route);
+        }
+    }
+}
