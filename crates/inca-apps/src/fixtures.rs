@@ -139,3 +139,27 @@ fn icmp_echo_frame(src: [u8; 4], dst: [u8; 4], request: bool, id: u16) -> Vec<u8
     f[36..38].copy_from_slice(&s.to_be_bytes());
     f
 }
+
+/// A VXLAN frame (outer `outer_src` → `outer_dst`, UDP to port 4789, VNI
+/// `vni`) around an inner UDP frame `inner_src` → `inner_dst`, with valid
+/// checksums.
+pub fn vxlan_frame(
+    outer_src: [u8; 4],
+    outer_dst: [u8; 4],
+    vni: u32,
+    inner_src: [u8; 4],
+    inner_dst: [u8; 4],
+) -> Vec<u8> {
+    let inner = flow_frame(FlowProto::Udp, inner_src, 1111, inner_dst, 2222);
+    let v = vni.to_be_bytes();
+    let mut payload = vec![crate::core::vpn::VXLAN_FLAG_I, 0, 0, 0, v[1], v[2], v[3], 0];
+    payload.extend_from_slice(&inner);
+    let ep = Endpoints::new(
+        [2, 0, 0, 0, 1, 1],
+        Ipv4Addr::from(outer_src),
+        [2, 0, 0, 0, 1, 2],
+        Ipv4Addr::from(outer_dst),
+    );
+    build_udp_frame(&ep, 49_152, crate::core::vpn::VXLAN_PORT, &payload, true)
+        .expect("a frame of fixed, valid sizes")
+}

@@ -3,10 +3,15 @@
 //! references built from `inca_apps::core` alone, on random packets and
 //! random replicated values.
 
+use inca_apps::core::firewall::{self, Side};
+use inca_apps::core::lb;
 use inca_apps::core::nat::{self, Direction, Keying};
 use inca_apps::core::Endpoint;
+use inca_apps::core::Prefix;
 use inca_apps::fixtures::{flow_frame, FlowProto};
 use inca_apps::headers::parse;
+use inca_redplane::apps::firewall::RpFirewall;
+use inca_redplane::apps::lb::RpLb;
 use inca_redplane::apps::nat::RpNat;
 use inca_redplane::apps::{RedPlaneApp, SpecModel};
 use proptest::prelude::*;
@@ -102,6 +107,124 @@ proptest! {
             prop_assert_eq!(next, value.clone());
             let mut f = frame.clone();
             prop_assert_eq!(nat.translate(&mut f, &p, &value), route);
+        }
+    }
+}
+
+/// The firewall's reference step as the core defines it: (key, outputs,
+/// next value).
+fn firewall_reference(frame: &[u8], state: &[u8]) -> (Option<Vec<u8>>, Vec<Vec<u8>>, Vec<u8>) {
+    let internal = Prefix::new([10, 0, 0, 0], 8);
+    let p = parse(frame).unwrap();
+    let side = (p.ipv4 && p.proto == 6 && p.has_ports)
+        .then(|| Side::by_prefix(&p, internal))
+        .flatten();
+    let Some(side) = side else {
+        return (None, Vec::new(), state.to_vec());
+    };
+    let key = firewall::inside_end(&p, side).to_bytes().to_vec();
+    let write = side == Side::Inside && firewall::handshake_writes(&p, frame);
+    let s = state.first().copied().unwrap_or(0);
+    let (pass, next) = firewall::handshake_step(s, side, write, p.tcp_flags);
+    let mut v = vec![0u8; 6];
+    v[0] = next;
+    let out = if pass {
+        vec![frame[usize::from(p.l3)..].to_vec()]
+    } else {
+        Vec::new()
+    };
+    (Some(key), out, v)
+}
+
+fn fw_proto(i: u8) -> FlowProto {
+    match i % 6 {
+        0 => FlowProto::Tcp(0x02),
+        1 => FlowProto::Tcp(0x12),
+        2 => FlowProto::Tcp(0x10),
+        3 => FlowProto::Tcp(0x18),
+        4 => FlowProto::Tcp(0x04),
+        _ => FlowProto::Udp,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    #[test]
+    fn redplane_firewall_matches_the_core(
+        (kind, a, b, c) in any::<(u8, u8, u8, u8)>(),
+        state in 0u8..4,
+    ) {
+        let fw = RpFirewall::new([10, 0, 0, 0], 8);
+        let (host, remote) = ([10, 0, 0, 1 + a % 3], [203, 0, 113, 1 + b % 2]);
+        let frame = match kind % 3 {
+            0 => flow_frame(fw_proto(c), host, 1000 + u16::from(b), remote, 80),
+            1 => flow_frame(fw_proto(c), remote, 80, host, 1000 + u16::from(b)),
+            _ => flow_frame(fw_proto(c), remote, 80, [192, 0, 2, 1], 1000),
+        };
+        let value = [state, 0, 0, 0, 0, 0];
+        let (key, outs, next) = firewall_reference(&frame, &value);
+        prop_assert_eq!(fw.spec_key(&frame), key.clone());
+        if key.is_some() {
+            prop_assert_eq!(fw.spec_step(&value, &frame), (outs, next));
+        }
+    }
+}
+
+/// The load balancer's reference step as the core defines it.
+fn lb_reference(frame: &[u8], value: &[u8], vip: Endpoint, backends: Prefix) -> Step {
+    let Some(p) = parse(frame).ok().filter(|p| p.ipv4 && p.has_ports) else {
+        return (None, Vec::new(), None);
+    };
+    let to_vip = lb::to_vip(&p, vip);
+    if !to_vip && !backends.contains(p.src) {
+        return (None, Vec::new(), None);
+    }
+    let key = lb::client_end(&p, to_vip).to_bytes().to_vec();
+    let backend = Endpoint::from_bytes(value).filter(|e| value.len() == 6 && !e.is_unset());
+    let Some(backend) = backend else {
+        return (Some(key), Vec::new(), None);
+    };
+    let mut f = frame.to_vec();
+    let route = if to_vip {
+        lb::to_backend(&mut f, &p, backend);
+        backend.ip
+    } else {
+        lb::from_backend(&mut f, &p, vip);
+        p.dst
+    };
+    (
+        Some(key),
+        vec![f[usize::from(p.l3)..].to_vec()],
+        Some(route),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    #[test]
+    fn redplane_lb_matches_the_core(
+        (kind, a, b, c) in any::<(u8, u8, u8, u8)>(),
+        value in prop_oneof![Just(vec![0u8; 6]), prop::collection::vec(any::<u8>(), 6..=6)],
+    ) {
+        let vip = Endpoint::new([203, 0, 113, 10], 80);
+        let net = Prefix::new([10, 1, 0, 0], 16);
+        let rp = RpLb::new((vip.ip, vip.port), (net.net, net.len));
+        let (client, cport) = ([198, 18, 0, 1 + a % 3], 2000 + u16::from(b));
+        let frame = match kind % 4 {
+            0 => flow_frame(proto(c), client, cport, vip.ip, vip.port),
+            1 => flow_frame(proto(c), [10, 1, 0, 1 + b % 4], 8080, client, cport),
+            2 => flow_frame(proto(c), client, cport, vip.ip, 81),
+            _ => flow_frame(proto(c), [10, 2, 0, 1], 8080, client, cport),
+        };
+        let (key, outs, route) = lb_reference(&frame, &value, vip, net);
+        prop_assert_eq!(rp.spec_key(&frame), key.clone());
+        if key.is_some() {
+            let (got, next) = rp.spec_step(&value, &frame);
+            prop_assert_eq!(got, outs);
+            prop_assert_eq!(next, value.clone());
+            let mut f = frame.clone();
+            let p = parse(&frame).unwrap();
+            prop_assert_eq!(rp.translate(&mut f, &p, &value), route);
         }
     }
 }

@@ -5,11 +5,17 @@
 
 use std::collections::BTreeMap;
 
+use inca_apps::core::firewall::{self, Opening, Orientation, Side};
+use inca_apps::core::lb::{self, Spread};
 use inca_apps::core::nat::{self, Allocator, Direction, Keying, Mapping, Pool};
+use inca_apps::core::vpn::{self, TunnelKey};
+use inca_apps::core::Endpoint;
+use inca_apps::fixtures::vxlan_frame;
 use inca_apps::fixtures::{flow_frame, FlowProto};
 use inca_apps::headers::parse;
 use inca_switch::PortId;
-use inca_tea::nf::TeaNat;
+use inca_tea::nf::firewall::STATE_ESTABLISHED;
+use inca_tea::nf::{TeaFirewall, TeaLb, TeaNat, TeaVpn};
 use inca_tea::switch::{LookupMd, TeaNf, Verdict};
 use proptest::prelude::*;
 
@@ -173,5 +179,208 @@ proptest! {
             prop_assert_eq!(&table, &r.table, "table after packet {}", i);
         }
         prop_assert_eq!(nf.allocated(), r.alloc.len());
+    }
+}
+
+/// The firewall as the core defines it, with its state as a TEA table:
+/// outside packets look up their own 5-tuple; an inside SYN opens the
+/// reverse one.
+fn firewall_reference(
+    table: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    port: PortId,
+    frame: &[u8],
+) -> (Verdict, Vec<u8>) {
+    let f = frame.to_vec();
+    let Ok(p) = parse(frame) else {
+        return (Verdict::Drop, f);
+    };
+    let side = Side::by_port(port, OUTSIDE);
+    match side {
+        Side::Inside => {
+            if Opening::TcpSyn.opens(&p, side) {
+                let key = firewall::conn_key(&p, side, Orientation::AsSentFromOutside);
+                table.insert(key.to_vec(), vec![STATE_ESTABLISHED]);
+            }
+            let v = if p.ipv4 {
+                Verdict::Forward(OUTSIDE)
+            } else {
+                Verdict::Drop
+            };
+            (v, f)
+        }
+        Side::Outside => {
+            let key = firewall::conn_key(&p, side, Orientation::AsSentFromOutside);
+            let open = p.has_ports && table.get(&key[..]) == Some(&vec![STATE_ESTABLISHED]);
+            (
+                if open {
+                    Verdict::Forward(INSIDE)
+                } else {
+                    Verdict::Drop
+                },
+                f,
+            )
+        }
+    }
+}
+
+fn fw_proto(i: u8) -> FlowProto {
+    match i % 5 {
+        0 => FlowProto::Tcp(0x02),
+        1 => FlowProto::Tcp(0x12),
+        2 => FlowProto::Tcp(0x10),
+        3 => FlowProto::Udp,
+        _ => FlowProto::IcmpEcho(true),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn tea_firewall_matches_the_core(ops in prop::collection::vec(any::<(u8, u8, u8, u8)>(), 1..80)) {
+        let mut nf = TeaFirewall::new(OUTSIDE, INSIDE);
+        let (mut table, mut want_table) = (BTreeMap::new(), BTreeMap::new());
+        for (i, &(kind, a, b, c)) in ops.iter().enumerate() {
+            let (host, hport) = ([10, 0, 0, 1 + a % 3], 1000 + u16::from(b % 3));
+            let (remote, rport) = ([203, 0, 113, 1 + b % 2], 80 + u16::from(a % 2));
+            let (port, frame) = if kind % 2 == 0 {
+                (INSIDE, flow_frame(fw_proto(c), host, hport, remote, rport))
+            } else {
+                (OUTSIDE, flow_frame(fw_proto(c), remote, rport, host, hport))
+            };
+            let got = run_nf(&mut nf, &mut table, port, &frame);
+            let want = firewall_reference(&mut want_table, port, &frame);
+            prop_assert_eq!(&got, &want, "packet {} on port {}", i, port);
+            prop_assert_eq!(&table, &want_table, "table after packet {}", i);
+        }
+    }
+}
+
+const VIP: Endpoint = Endpoint::new([192, 0, 2, 1], 80);
+const BACKEND_PORT: PortId = 3;
+
+/// The load balancer as the core defines it, with its state as a TEA table.
+fn lb_reference(
+    table: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    backends: &[Endpoint],
+    port: PortId,
+    frame: &[u8],
+) -> (Verdict, Vec<u8>) {
+    let mut f = frame.to_vec();
+    let Ok(p) = parse(frame) else {
+        return (Verdict::Drop, f);
+    };
+    if !(p.has_ports && lb::to_vip(&p, VIP)) {
+        // Return traffic is direct: no lookup, no rewrite.
+        let v = if port == BACKEND_PORT {
+            Verdict::Forward(OUTSIDE)
+        } else {
+            Verdict::Drop
+        };
+        return (v, f);
+    }
+    let key = lb::client_key(&p, true, VIP).to_vec();
+    if !table.contains_key(&key) {
+        let Some(slot) = Spread::Modulo(backends.len()).slot(&key) else {
+            return (Verdict::Drop, f);
+        };
+        table.insert(key.clone(), backends[slot].to_bytes().to_vec());
+    }
+    let to = Endpoint::from_bytes(&table[&key]).unwrap();
+    lb::to_backend(&mut f, &p, to);
+    (Verdict::Forward(BACKEND_PORT), f)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn tea_lb_matches_the_core(
+        ops in prop::collection::vec(any::<(u8, u8, u8, u8)>(), 1..80),
+        n in 0usize..4,
+    ) {
+        let backends: Vec<Endpoint> =
+            (0..n as u8).map(|i| Endpoint::new([10, 1, 0, 1 + i], 8080)).collect();
+        let mut nf = TeaLb {
+            vip: VIP.ip,
+            vip_port: VIP.port,
+            backends: backends.iter().map(|b| (b.ip, b.port)).collect(),
+            client_port: OUTSIDE,
+            backend_port: BACKEND_PORT,
+        };
+        let (mut table, mut want_table) = (BTreeMap::new(), BTreeMap::new());
+        for (i, &(kind, a, b, c)) in ops.iter().enumerate() {
+            let pr = if c % 2 == 0 { FlowProto::Tcp(0x10) } else { FlowProto::Udp };
+            let (client, cport) = ([10, 9, 0, 1 + a % 3], 2000 + u16::from(b % 3));
+            let (port, frame) = match kind % 3 {
+                0 => (OUTSIDE, flow_frame(pr, client, cport, VIP.ip, VIP.port)),
+                1 => (BACKEND_PORT, flow_frame(pr, [10, 1, 0, 1], 8080, client, cport)),
+                _ => (OUTSIDE, flow_frame(pr, client, cport, VIP.ip, 81)),
+            };
+            let got = run_nf(&mut nf, &mut table, port, &frame);
+            let want = lb_reference(&mut want_table, &backends, port, &frame);
+            prop_assert_eq!(&got, &want, "packet {} on port {}", i, port);
+            prop_assert_eq!(&table, &want_table, "table after packet {}", i);
+        }
+    }
+}
+
+const LOCAL: [u8; 4] = [192, 0, 2, 1];
+
+/// The VPN gateway as the core defines it: inbound tunnels looked up by
+/// their wide key and re-tunnelled to the server.
+fn vpn_reference(
+    table: &BTreeMap<Vec<u8>, Vec<u8>>,
+    port: PortId,
+    frame: &[u8],
+) -> (Verdict, Vec<u8>) {
+    let mut f = frame.to_vec();
+    let m = vpn::parse_vxlan(frame).ok().filter(|m| m.vxlan);
+    let (Some(m), true) = (m, port == OUTSIDE) else {
+        let ipv4 = parse(frame).is_ok_and(|p| p.ipv4);
+        let v = if port != OUTSIDE && ipv4 {
+            Verdict::Forward(OUTSIDE)
+        } else {
+            Verdict::Drop
+        };
+        return (v, f);
+    };
+    let Some(v) = table.get(&TunnelKey::inbound(&m).to_wide_bytes()[..]) else {
+        return (Verdict::Drop, f);
+    };
+    let server = [v[0], v[1], v[2], v[3]];
+    let vni = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
+    if vpn::retunnel(&mut f, &m, LOCAL, server, vni) {
+        (Verdict::Forward(INSIDE), f)
+    } else {
+        (Verdict::Drop, frame.to_vec())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn tea_vpn_matches_the_core(
+        ops in prop::collection::vec(any::<(u8, u8, u8, u8)>(), 1..60),
+        mappings in prop::collection::vec((0u32..4, 0u8..4, any::<[u8; 4]>(), 0u32..1 << 24), 0..6),
+    ) {
+        let mut nf = TeaVpn { outside_port: OUTSIDE, inside_port: INSIDE, local: LOCAL };
+        let mut table = BTreeMap::new();
+        for &(vni, vm, server, int_vni) in &mappings {
+            table.insert(
+                TunnelKey::new(vni, [10, 0, 0, vm]).to_wide_bytes().to_vec(),
+                inca_tea::nf::vpn::vpn_value(server, int_vni),
+            );
+        }
+        let before = table.clone();
+        for (i, &(kind, a, b, c)) in ops.iter().enumerate() {
+            let remote = [203, 0, 113, 1 + c % 2];
+            let (port, frame) = match kind % 4 {
+                0 | 1 => (OUTSIDE, vxlan_frame(remote, LOCAL, u32::from(a % 4), [172, 16, 0, 1], [10, 0, 0, b % 4])),
+                2 => (INSIDE, vxlan_frame([10, 9, 9, 9], remote, u32::from(a % 4), [10, 0, 0, b % 4], [172, 16, 0, 1])),
+                _ => (OUTSIDE, flow_frame(FlowProto::Udp, remote, 53, LOCAL, 4000)),
+            };
+            let got = run_nf(&mut nf, &mut table, port, &frame);
+            prop_assert_eq!(&got, &vpn_reference(&table, port, &frame), "packet {} on port {}", i, port);
+        }
+        prop_assert_eq!(table, before);
     }
 }

@@ -10,13 +10,21 @@
 //! - [`nat`] — flow keys (5-tuple or endpoint), the direction decision
 //!   (by ingress port or by public address), allocation of public endpoints
 //!   from a pool, and the rewrite with incremental checksums.
+//! - [`firewall`] — sides, connection keys, what opens and closes a
+//!   connection, RedPlane's TCP handshake state.
+//! - [`lb`] — the virtual service, connection keys, backend choice by hash,
+//!   and the rewrites to the backend and back from the VIP.
+//! - [`vpn`] — the VXLAN parser, tunnel keys and the re-tunnelling rewrite.
 //!
 //! Where systems legitimately differ (RedPlane keys a NAT flow by its
 //! endpoint and decides direction from addresses; the plain and TEA NATs key
 //! by 5-tuple and decide from the ingress port), the core offers the
 //! variants as explicit types instead of one copy per system.
 
+pub mod firewall;
+pub mod lb;
 pub mod nat;
+pub mod vpn;
 
 /// An IPv4 address and a port: a NAT's public or inside end, a load
 /// balancer's backend. Its 6-byte form (address, then the port big-endian)
@@ -54,4 +62,40 @@ impl Endpoint {
     pub fn is_unset(self) -> bool {
         self == Endpoint::default()
     }
+}
+
+/// An IPv4 prefix `net/len`: a firewall's protected network, a load
+/// balancer's backend network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    /// The network address.
+    pub net: [u8; 4],
+    /// The prefix length (values above 32 count as 32).
+    pub len: u8,
+}
+
+impl Prefix {
+    /// `net/len`.
+    pub const fn new(net: [u8; 4], len: u8) -> Self {
+        Prefix { net, len }
+    }
+
+    /// Whether `ip` is in the prefix.
+    pub fn contains(&self, ip: [u8; 4]) -> bool {
+        let len = u32::from(self.len.min(32));
+        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+        u32::from_be_bytes(ip) & mask == u32::from_be_bytes(self.net) & mask
+    }
+}
+
+/// The 5-tuple of the other direction of `p`'s flow (ends swapped).
+pub fn reversed_five_tuple(p: &crate::headers::Parsed) -> [u8; 13] {
+    crate::headers::Parsed {
+        src: p.dst,
+        dst: p.src,
+        sport: p.dport,
+        dport: p.sport,
+        ..*p
+    }
+    .five_tuple()
 }
