@@ -3,6 +3,7 @@
 //! references built from `inca_apps::core` alone, on random packets and
 //! random replicated values.
 
+use inca_apps::core::epc::Encap;
 use inca_apps::core::firewall::{self, Side};
 use inca_apps::core::lb;
 use inca_apps::core::nat::{self, Direction, Keying};
@@ -10,6 +11,7 @@ use inca_apps::core::Endpoint;
 use inca_apps::core::Prefix;
 use inca_apps::fixtures::{flow_frame, FlowProto};
 use inca_apps::headers::parse;
+use inca_redplane::apps::epc::RpEpc;
 use inca_redplane::apps::firewall::RpFirewall;
 use inca_redplane::apps::lb::RpLb;
 use inca_redplane::apps::nat::RpNat;
@@ -225,6 +227,47 @@ proptest! {
             let mut f = frame.clone();
             let p = parse(&frame).unwrap();
             prop_assert_eq!(rp.translate(&mut f, &p, &value), route);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// Downlink packets to a UE: encapsulated toward its eNB with its
+    /// downlink TEID exactly as the core's GTP-U header says.
+    #[test]
+    fn redplane_epc_downlink_matches_the_core(
+        (a, c, len) in (any::<u8>(), any::<u8>(), 0usize..600),
+        value in prop::collection::vec(any::<u8>(), 12..=12),
+        no_enb in any::<bool>(),
+    ) {
+        let sgw = [192, 0, 2, 1];
+        let epc = RpEpc::new(sgw, ([10, 200, 0, 0], 16));
+        let mut value = value;
+        if no_enb {
+            value[8..12].copy_from_slice(&[0; 4]);
+        }
+        let ue = [10, 200, a, 1 + c % 9];
+        let ep = inca_wire::Endpoints::new(
+            [2, 0, 0, 0, 0, 1],
+            std::net::Ipv4Addr::new(8, 8, 8, 8),
+            [2, 0, 0, 0, 0, 2],
+            std::net::Ipv4Addr::from(ue),
+        );
+        let frame = inca_wire::build_udp_frame(&ep, 53, 4000, &vec![7; len], true).unwrap();
+        prop_assert_eq!(epc.spec_key(&frame), Some(ue.to_vec()));
+        let (outs, next) = epc.spec_step(&value, &frame);
+        prop_assert_eq!(&next, &value);
+        let enb = [value[8], value[9], value[10], value[11]];
+        if enb == [0; 4] {
+            prop_assert!(outs.is_empty());
+        } else {
+            let teid = u32::from_be_bytes([value[4], value[5], value[6], value[7]]);
+            let inner = &frame[14..];
+            let e = Encap { src: sgw, enb, teid, dont_fragment: false };
+            let mut want = e.header(inner.len()).to_vec();
+            want.extend_from_slice(inner);
+            prop_assert_eq!(outs, vec![want]);
         }
     }
 }
