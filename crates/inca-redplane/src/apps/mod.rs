@@ -4,7 +4,11 @@
 //!
 //! The NF logic of each app is one pure function over the packet bytes and
 //! the flow's value; the data-plane `process` and `spec_step` both call it,
-//! so the reference and the switch cannot drift apart.
+//! so the reference and the switch cannot drift apart. That function is
+//! built from the NF's core in `inca_apps::core` (shared with the plain apps
+//! and TEA's NFs); what stays here is RedPlane's: keys and values as
+//! replicated bytes, where the state lives on the switch, and the variants
+//! the spec picks (endpoint keys, direction from addresses).
 //!
 //! [our choice] Apps decide direction from addresses, not from the ingress
 //! port: a packet re-injected by the control plane after a grant arrives
