@@ -242,3 +242,20 @@ pub fn write_u32_fix_sum(
     h[sum_off..sum_off + 2].copy_from_slice(&sum.to_be_bytes());
     true
 }
+
+/// Turns a TCP or UDP packet around in header window `h` (IPv4 header at
+/// `l3`, L4 header at `l4`): swaps the IPv4 addresses and the ports. Both
+/// checksums stay valid, as their sums do not depend on the order. Returns
+/// false (and leaves `h` alone) if the headers are beyond `h`.
+pub fn reflect(h: &mut [u8], l3: usize, l4: usize) -> bool {
+    if h.len() < l3 + 20 || h.len() < l4 + 4 {
+        return false;
+    }
+    for i in 0..4 {
+        h.swap(l3 + 12 + i, l3 + 16 + i);
+    }
+    for i in 0..2 {
+        h.swap(l4 + i, l4 + 2 + i);
+    }
+    true
+}
