@@ -56,6 +56,9 @@
 //! Parameters: `flows` (users; entries in each table, default 65,536),
 //! `core_port` (default 0), `access_port` (default 1), `local` (the
 //! gateway's S1-U address, default 192.0.2.2).
+//!
+//! The GTP-U encapsulation is [`crate::core::epc`]'s; this program keeps the
+//! bearers in its two tables.
 
 use std::collections::BTreeMap;
 
@@ -63,21 +66,15 @@ use inca_switch::{
     AccessError, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress, MatchKind,
     MatchSpec, PacketCtx, ParseError, PortId, Program, TableDecl, TableHandle,
 };
-use inca_wire::{checksum, Ipv4Packet};
+use inca_wire::Ipv4Packet;
 
+use crate::core::epc::Encap;
 use crate::headers::{parse, Parsed, PROTO_UDP};
 use crate::params::{ParamError, Params};
 
 /// UDP port of the signalling messages (the GTP-C port).
-pub const SIGNAL_PORT: u16 = 2123;
-/// UDP port of GTP-U.
-pub const GTPU_PORT: u16 = 2152;
-/// GTP-U flags the gateway sends: version 1, protocol type GTP, no options.
-pub const GTPU_FLAGS: u8 = 0x30;
-/// GTP-U message type of a user packet (G-PDU).
-pub const GTPU_GPDU: u8 = 0xFF;
-/// Bytes the downlink encapsulation adds: IPv4 20, UDP 8, GTP-U 8.
-pub const ENCAP_LEN: usize = 36;
+pub const SIGNAL_PORT: u16 = crate::core::epc::GTPC_PORT;
+pub use crate::core::epc::{ENCAP_LEN, GTPU_FLAGS, GTPU_GPDU, GTPU_PORT};
 /// Reason code of a punted signalling packet.
 pub const REASON_SIGNAL: u16 = 1;
 /// Length of a signalling message.
@@ -428,31 +425,16 @@ fn exact(k: &[u8]) -> MatchSpec {
     MatchSpec::Exact(k.to_vec().into())
 }
 
-/// The 36 bytes of outer IPv4, UDP and GTP-U for an inner packet of
-/// `inner_len` bytes.
+/// The 36 bytes of outer IPv4 (with DF), UDP and GTP-U for an inner packet
+/// of `inner_len` bytes.
 fn gtpu_encap(local: [u8; 4], b: &Bearer, inner_len: u16) -> [u8; ENCAP_LEN] {
-    let mut e = [0u8; ENCAP_LEN];
-    let total = inner_len + ENCAP_LEN as u16;
-    // IPv4
-    e[0] = 0x45;
-    e[2..4].copy_from_slice(&total.to_be_bytes());
-    e[6] = 0x40; // DF
-    e[8] = 64;
-    e[9] = PROTO_UDP;
-    e[12..16].copy_from_slice(&local);
-    e[16..20].copy_from_slice(&b.enb);
-    let sum = checksum::checksum(&e[..20]);
-    e[10..12].copy_from_slice(&sum.to_be_bytes());
-    // UDP
-    e[20..22].copy_from_slice(&GTPU_PORT.to_be_bytes());
-    e[22..24].copy_from_slice(&GTPU_PORT.to_be_bytes());
-    e[24..26].copy_from_slice(&(inner_len + 16).to_be_bytes());
-    // GTP-U
-    e[28] = GTPU_FLAGS;
-    e[29] = GTPU_GPDU;
-    e[30..32].copy_from_slice(&inner_len.to_be_bytes());
-    e[32..36].copy_from_slice(&b.teid.to_be_bytes());
-    e
+    Encap {
+        src: local,
+        enb: b.enb,
+        teid: b.teid,
+        dont_fragment: true,
+    }
+    .header(usize::from(inner_len))
 }
 
 impl Program for ServingGateway {

@@ -36,6 +36,10 @@
 //! Counters (`fw_stats`, one access per packet): see the `STAT_*`
 //! constants.
 //!
+//! Sides, connection keys and what opens a connection are
+//! [`crate::core::firewall`]'s; this program keeps the connections in
+//! `fw_conn`.
+//!
 //! Parameters: `flows` (connections, default 65,536), `outside_port`
 //! (default 0), `idle_timeout` (seconds, default 60).
 
@@ -48,6 +52,7 @@ use inca_switch::{
     Program, TableDecl, TableHandle,
 };
 
+use crate::core::firewall::{self as core, Opening, Orientation, Side};
 use crate::counters::{attach_params, CounterBlock};
 use crate::headers::{parse, parse_ingress_only, Parsed};
 use crate::params::{ParamError, Params};
@@ -73,24 +78,6 @@ pub const STAT_NOT_L4: u64 = 4;
 pub const STAT_STRAY_RST: u64 = 5;
 /// Entries of `fw_stats`.
 pub const STATS: usize = 8;
-
-const TCP_RST: u8 = 0x04;
-
-/// The connection key of a parsed packet in the canonical (inside-sent)
-/// direction: `from_outside` swaps the ends.
-pub fn conn_key(p: &Parsed, from_outside: bool) -> [u8; 13] {
-    if !from_outside {
-        return p.five_tuple();
-    }
-    Parsed {
-        src: p.dst,
-        dst: p.src,
-        sport: p.dport,
-        dport: p.sport,
-        ..*p
-    }
-    .five_tuple()
-}
 
 /// The firewall program. See the module documentation.
 #[derive(Debug, Clone)]
@@ -257,11 +244,11 @@ impl Program for Firewall {
         if !p.has_ports {
             return count(dp, stats, STAT_NOT_L4, len); // dropped
         }
-        let rst = p.proto == crate::headers::PROTO_TCP && p.tcp_flags & TCP_RST != 0;
-        let from_outside = pkt.ingress_port() == self.outside_port;
-        let key = conn_key(&p, from_outside);
+        let rst = core::is_rst(&p);
+        let side = Side::by_port(pkt.ingress_port(), self.outside_port);
+        let key = core::conn_key(&p, side, Orientation::AsSentFromInside);
         let hit = dp.lookup(conn, &key)?;
-        if from_outside {
+        if side == Side::Outside {
             let Some(inside) = hit else {
                 return count(dp, stats, STAT_UNSOLICITED, len); // dropped
             };
@@ -273,7 +260,7 @@ impl Program for Firewall {
                     pkt.forward(self.outside_port);
                     count(dp, stats, STAT_OUT, len)?;
                 }
-                None if rst => {
+                None if !Opening::AnyButRst.opens(&p, side) => {
                     // Outbound is always allowed; a RST opens nothing.
                     pkt.forward(self.outside_port);
                     return count(dp, stats, STAT_STRAY_RST, len);
@@ -326,7 +313,8 @@ impl Program for Firewall {
                 reason,
                 frame,
             } => {
-                if port == self.outside_port {
+                let side = Side::by_port(port, self.outside_port);
+                if side == Side::Outside {
                     return;
                 }
                 let Ok(p) = parse(&frame) else {
@@ -335,7 +323,7 @@ impl Program for Firewall {
                 if !p.has_ports {
                     return;
                 }
-                let key = p.five_tuple();
+                let key = core::conn_key(&p, side, Orientation::AsSentFromInside);
                 if reason == REASON_INSTALL_FAILED {
                     if self.conns.remove(&key).is_some() {
                         self.refused += 1;

@@ -198,3 +198,64 @@ pub fn rewrite_end(h: &mut [u8], p: &Parsed, end: End, ip: [u8; 4], port: u16) {
     let s = checksum::update_u16(s, old_port, port);
     h[l4_sum..l4_sum + 2].copy_from_slice(&s.to_be_bytes());
 }
+
+/// Writes the 32-bit `new` at any byte offset `off` in `h` and updates the L4 checksum at
+/// `sum_off` incrementally (RFC 1624) word by word, with 16-bit words
+/// counted from the L4 header at `l4` (so an odd offset works too). A UDP
+/// checksum of 0 (none) stays 0. Returns false if the field is beyond `h`.
+pub fn write_u32_fix_sum(
+    h: &mut [u8],
+    l4: usize,
+    off: usize,
+    new: u32,
+    sum_off: usize,
+    udp: bool,
+) -> bool {
+    if off < l4 || h.len() < off + 4 || h.len() < sum_off + 2 {
+        return false;
+    }
+    let start = l4 + ((off - l4) & !1);
+    let end = start
+        + if (off - start).is_multiple_of(2) {
+            4
+        } else {
+            6
+        };
+    // A last odd byte is summed as if padded with zero (RFC 768).
+    let byte = |h: &[u8], i: usize| h.get(i).copied().unwrap_or(0);
+    let words = |h: &[u8]| -> Vec<u16> {
+        (start..end)
+            .step_by(2)
+            .map(|i| u16::from_be_bytes([byte(h, i), byte(h, i + 1)]))
+            .collect()
+    };
+    let before = words(h);
+    h[off..off + 4].copy_from_slice(&new.to_be_bytes());
+    let after = words(h);
+    let mut sum = u16::from_be_bytes([h[sum_off], h[sum_off + 1]]);
+    if udp && sum == 0 {
+        return true;
+    }
+    for (o, n) in before.into_iter().zip(after) {
+        sum = checksum::update_u16(sum, o, n);
+    }
+    h[sum_off..sum_off + 2].copy_from_slice(&sum.to_be_bytes());
+    true
+}
+
+/// Turns a TCP or UDP packet around in header window `h` (IPv4 header at
+/// `l3`, L4 header at `l4`): swaps the IPv4 addresses and the ports. Both
+/// checksums stay valid, as their sums do not depend on the order. Returns
+/// false (and leaves `h` alone) if the headers are beyond `h`.
+pub fn reflect(h: &mut [u8], l3: usize, l4: usize) -> bool {
+    if h.len() < l3 + 20 || h.len() < l4 + 4 {
+        return false;
+    }
+    for i in 0..4 {
+        h.swap(l3 + 12 + i, l3 + 16 + i);
+    }
+    for i in 0..2 {
+        h.swap(l4 + i, l4 + 2 + i);
+    }
+    true
+}

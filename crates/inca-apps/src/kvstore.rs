@@ -74,7 +74,7 @@ use inca_switch::{
 };
 use inca_wire::checksum;
 
-use crate::headers::{parse, Parsed, PROTO_UDP};
+use crate::headers::{parse, reflect, Parsed, PROTO_UDP};
 use crate::params::{ParamError, Params};
 
 /// UDP port of the KV protocol.
@@ -221,12 +221,7 @@ pub fn turn_around(h: &mut [u8], m: &KvMeta, op: u8, status: u8, value: &Value) 
     for i in 0..6 {
         h.swap(i, 6 + i);
     }
-    for i in 0..4 {
-        h.swap(l3 + 12 + i, l3 + 16 + i);
-    }
-    for i in 0..2 {
-        h.swap(l4 + i, l4 + 2 + i);
-    }
+    reflect(h, l3, l4);
     rewrite_kv(h, m, op, status, value);
 }
 

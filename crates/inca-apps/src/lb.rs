@@ -38,6 +38,10 @@
 //!
 //! Checksums are updated incrementally (RFC 1624), as a switch must.
 //!
+//! Connection keys, the bucket hash and the rewrites are
+//! [`crate::core::lb`]'s; this program keeps the connections and the pool
+//! in its tables.
+//!
 //! Pool changes are control messages to the switch:
 //!
 //! - kind [`MSG_ADD_BACKEND`] (1), body 8 bytes: backend address (4), its
@@ -88,7 +92,9 @@ use inca_switch::{
     Program, RegisterHandle, TableDecl, TableHandle,
 };
 
-use crate::headers::{parse, parse_ingress_only, rewrite_end, End, Parsed};
+use crate::core::lb::{self as core, Spread};
+use crate::core::Endpoint;
+use crate::headers::{parse, parse_ingress_only, Parsed};
 use crate::params::{ParamError, Params};
 
 /// Control message kind: add a backend to the pool.
@@ -135,6 +141,13 @@ pub struct Backend {
     pub port: u16,
     /// The switch port it is reached through.
     pub egress: PortId,
+}
+
+impl Backend {
+    /// Its address and port.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint::new(self.ip, self.port)
+    }
 }
 
 /// A connection's entry in `lb_conn`.
@@ -250,29 +263,13 @@ pub struct LoadBalancer {
 /// The bucket of a 5-tuple: what `lb_hash` computes, so the control plane
 /// agrees with the data plane.
 pub fn bucket_of(key: &[u8; 13], buckets: usize) -> usize {
-    (HashAlgorithm::Crc32.compute(key) as usize) & (buckets - 1)
-}
-
-/// The client 5-tuple a packet belongs to: its own for a packet to the VIP,
-/// or the reverse of a backend's reply with the VIP put back.
-fn client_key(p: &Parsed, to_vip: bool, vip: [u8; 4], vip_port: u16) -> [u8; 13] {
-    if to_vip {
-        return p.five_tuple();
-    }
-    Parsed {
-        src: p.dst,
-        dst: vip,
-        sport: p.dport,
-        dport: vip_port,
-        ..*p
-    }
-    .five_tuple()
+    Spread::Buckets(buckets).slot(key).unwrap_or(0)
 }
 
 /// Sends `pkt` to backend `b`: destination rewritten.
 fn to_backend(pkt: &mut PacketCtx<Parsed, LbDigest>, b: &Backend) {
     let p = pkt.meta;
-    rewrite_end(pkt.header_mut(), &p, End::Destination, b.ip, b.port);
+    core::to_backend(pkt.header_mut(), &p, b.endpoint());
     pkt.forward(b.egress);
 }
 
@@ -380,6 +377,11 @@ impl LoadBalancer {
     pub fn with_client_port(mut self, port: PortId) -> Self {
         self.client_port = port;
         self
+    }
+
+    /// The virtual service.
+    fn vip_endpoint(&self) -> Endpoint {
+        Endpoint::new(self.vip, self.vip_port)
     }
 
     /// The current pool members (control-plane view).
@@ -634,13 +636,14 @@ impl Program for LoadBalancer {
             }
             return dp.count(stats, STAT_NOT_L4, len);
         }
-        let to_vip = p.dst == self.vip && p.dport == self.vip_port;
-        let key = client_key(&p, to_vip, self.vip, self.vip_port);
+        let vip = self.vip_endpoint();
+        let to_vip = core::to_vip(&p, vip);
+        let key = core::client_key(&p, to_vip, vip);
         let hit = dp.lookup(conn_t, &key)?;
         if !to_vip {
             return match hit {
                 Some(c) if c.backend.ip == p.src && c.backend.port == p.sport => {
-                    rewrite_end(pkt.header_mut(), &p, End::Source, self.vip, self.vip_port);
+                    core::from_backend(pkt.header_mut(), &p, vip);
                     pkt.forward(c.client_port);
                     dp.count(stats, STAT_TO_CLIENT, len)
                 }
@@ -650,7 +653,7 @@ impl Program for LoadBalancer {
                 // it is rewritten statelessly towards the clients, as a
                 // stateless L4 load balancer does for all return traffic.
                 None if p.sport == self.vip_port && pkt.ingress_port() != self.client_port => {
-                    rewrite_end(pkt.header_mut(), &p, End::Source, self.vip, self.vip_port);
+                    core::from_backend(pkt.header_mut(), &p, vip);
                     pkt.forward(self.client_port);
                     dp.count(stats, STAT_TO_CLIENT, len)
                 }
@@ -751,7 +754,7 @@ impl Program for LoadBalancer {
                 let Ok(p) = parse(&frame) else {
                     return;
                 };
-                if !p.has_ports || p.dst != self.vip || p.dport != self.vip_port {
+                if !p.has_ports || !core::to_vip(&p, self.vip_endpoint()) {
                     return;
                 }
                 let key = p.five_tuple();

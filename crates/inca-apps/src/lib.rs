@@ -10,11 +10,14 @@
 //!   direction; new flows go to the control plane, which allocates a port.
 //! - [`acl`] — an access-control list of 5-tuple ternary permit/deny rules.
 //! - [`composite`] — several apps on one switch behind a classifier.
+//! - [`core`] — each NF's pure core (state transition and rewrite), which
+//!   the apps here, RedPlane's and TEA's adapt.
 //! - [`catalog`] — the apps by name, for `inca check`.
 
 pub mod acl;
 pub mod catalog;
 pub use catalog::composite;
+pub mod core;
 pub mod counters;
 pub mod epc;
 pub mod firewall;

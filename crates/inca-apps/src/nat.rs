@@ -12,24 +12,27 @@
 //! ones (misses) are dropped. Checksums are updated incrementally (RFC 1624),
 //! as a switch must: it never sees the payload the L4 checksum covers.
 //!
+//! The NAT logic (keys, allocation, rewrite) is [`crate::core::nat`]'s;
+//! this program keeps its state in the two tables.
+//!
 //! Parameters: `flows` (entries per direction, default 65,536),
 //! `outside_port` (default 1), `public` (first public address, default
 //! 198.51.100.1; each address carries 64,512 ports).
-
-use std::collections::BTreeMap;
 
 use inca_switch::{
     AccessError, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress, MatchKind,
     MatchSpec, PacketCtx, PacketOutDest, ParseError, PortId, Program, TableDecl, TableHandle,
 };
 
-use crate::headers::{parse, parse_ingress_only, rewrite_end, End, Parsed};
+use crate::core::nat::{self as core, Allocator, Direction, Mapping, Pool};
+use crate::core::Endpoint;
+use crate::headers::{parse, parse_ingress_only, Parsed};
 use crate::params::{ParamError, Params};
+
+pub use crate::core::nat::PORTS_PER_ADDRESS;
 
 /// Reason code of a punted new flow.
 pub const REASON_NEW_FLOW: u16 = 1;
-/// Public ports handed out per public address (1024..=65535).
-pub const PORTS_PER_ADDRESS: u32 = 65_536 - 1024;
 
 /// A translation: the address and port to write, and where to send the
 /// packet.
@@ -43,16 +46,22 @@ pub struct Translate {
     pub egress: PortId,
 }
 
+impl Translate {
+    /// The endpoint written.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint::new(self.ip, self.port)
+    }
+}
+
 /// The NAT program. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct Nat {
     flows: usize,
     outside_port: PortId,
-    public_base: [u8; 4],
     nat_out: Option<TableHandle<Translate>>,
     nat_in: Option<TableHandle<Translate>>,
     /// Control-plane state: the public endpoint of every inside 5-tuple.
-    allocated: BTreeMap<[u8; 13], ([u8; 4], u16)>,
+    allocator: Allocator,
     /// New flows refused because the pool or the table was full.
     pub refused: u64,
 }
@@ -64,13 +73,14 @@ impl Nat {
     /// A NAT for `flows` flows per direction, translating to addresses from
     /// `public_base` upwards, with the outside on `outside_port`.
     pub fn new(flows: usize, outside_port: PortId, public_base: [u8; 4]) -> Self {
+        // Flow numbers are 32-bit on the switch's control plane.
+        let capacity = (flows as u64).min(u64::from(u32::MAX));
         Nat {
             flows,
             outside_port,
-            public_base,
             nat_out: None,
             nat_in: None,
-            allocated: BTreeMap::new(),
+            allocator: Allocator::new(Pool { base: public_base }, capacity),
             refused: 0,
         }
     }
@@ -84,13 +94,6 @@ impl Nat {
         Ok(Nat::new(flows, outside, public))
     }
 
-    /// The public endpoint of flow number `n`.
-    fn public_endpoint(&self, n: u32) -> ([u8; 4], u16) {
-        let base = u32::from_be_bytes(self.public_base);
-        let ip = base.wrapping_add(n / PORTS_PER_ADDRESS).to_be_bytes();
-        (ip, (1024 + n % PORTS_PER_ADDRESS) as u16)
-    }
-
     /// Allocates a public endpoint for the inside flow `p` arriving on
     /// `port`, remembering it: the two entries to install (the flow's key
     /// and its translation out, the reply's key and its translation back),
@@ -101,44 +104,27 @@ impl Nat {
         p: &Parsed,
         port: PortId,
     ) -> Option<([u8; 13], Translate, [u8; 13], Translate)> {
-        let key = p.five_tuple();
-        let (ip, public_port) = match self.allocated.get(&key) {
-            Some(&e) => e,
-            None => {
-                let n = self.allocated.len();
-                if n >= self.flows || n as u64 >= u64::from(u32::MAX) {
-                    self.refused += 1;
-                    return None;
-                }
-                let e = self.public_endpoint(n as u32);
-                self.allocated.insert(key, e);
-                e
-            }
+        let Some(public) = self.allocator.allocate(p) else {
+            self.refused += 1;
+            return None;
         };
+        let m = Mapping::of(p, public);
         let out = Translate {
-            ip,
-            port: public_port,
+            ip: m.public.ip,
+            port: m.public.port,
             egress: self.outside_port,
         };
-        // The reply comes from the remote end to the public endpoint.
-        let reply = Parsed {
-            src: p.dst,
-            dst: ip,
-            sport: p.dport,
-            dport: public_port,
-            ..*p
-        };
         let back = Translate {
-            ip: p.src,
-            port: p.sport,
+            ip: m.inside.ip,
+            port: m.inside.port,
             egress: port,
         };
-        Some((key, out, reply.five_tuple(), back))
+        Some((m.out_key, out, m.reply_key, back))
     }
 
     /// Number of flows the control plane has allocated.
     pub fn allocated(&self) -> usize {
-        self.allocated.len()
+        self.allocator.len()
     }
 }
 
@@ -177,14 +163,13 @@ impl Program for Nat {
             return Ok(());
         };
         // TCP, UDP, and ICMP echo (its identifier as the port).
-        let p = pkt.meta.icmp_echo_as_ports();
-        if !p.has_ports {
+        let Some(p) = core::flow(&pkt.meta) else {
             return Ok(()); // anything else: dropped
-        }
+        };
         let key = p.five_tuple();
-        if pkt.ingress_port() == self.outside_port {
+        if Direction::by_port(pkt.ingress_port(), self.outside_port) == Direction::Inbound {
             if let Some(t) = dp.lookup(nat_in, &key)? {
-                rewrite_end(pkt.header_mut(), &p, End::Destination, t.ip, t.port);
+                core::translate(pkt.header_mut(), &p, Direction::Inbound, t.endpoint());
                 pkt.forward(t.egress);
             }
             return Ok(());
@@ -209,7 +194,7 @@ impl Program for Nat {
                 return Ok(());
             }
         };
-        rewrite_end(pkt.header_mut(), &p, End::Source, t.ip, t.port);
+        core::translate(pkt.header_mut(), &p, Direction::Outbound, t.endpoint());
         pkt.forward(t.egress);
         Ok(())
     }
@@ -229,11 +214,10 @@ impl Program for Nat {
         if reason != REASON_NEW_FLOW || port == self.outside_port {
             return;
         }
-        let Ok(p) = parse(&frame) else {
+        let Some(p) = parse(&frame).ok().and_then(|p| core::flow(&p)) else {
             return;
         };
-        let p = p.icmp_echo_as_ports();
-        let fresh = !self.allocated.contains_key(&p.five_tuple());
+        let fresh = !self.allocator.contains(&p.five_tuple());
         let Some((key, out, reply, back)) = self.allocate(&p, port) else {
             return;
         };

@@ -61,6 +61,9 @@
 //! Parameters: `flows` (default 65,536), `outside_port` (default 0), `local`
 //! (the gateway's tunnel address, default 192.0.2.1), `demo` (synthetic
 //! mappings installed at start, default 0).
+//!
+//! The parser and the re-tunnelling rewrite are [`crate::core::vpn`]'s;
+//! this program keeps the mappings in its two tables.
 
 use std::collections::BTreeMap;
 
@@ -68,19 +71,13 @@ use inca_switch::{
     AccessError, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress, MatchKind,
     MatchSpec, PacketCtx, ParseError, PortId, Program, TableDecl, TableHandle,
 };
-use inca_wire::ethernet::ethertype;
-use inca_wire::{checksum, Ipv4Packet};
 
+use crate::core::vpn::{retunnel, TunnelKey};
 use crate::counters::{attach_params, CounterBlock};
-use crate::headers::{parse, Parsed, PROTO_UDP};
 use crate::params::{ParamError, Params};
 
-/// The VXLAN UDP port (RFC 7348).
-pub const VXLAN_PORT: u16 = 4789;
-/// Length of the VXLAN header.
-pub const VXLAN_LEN: usize = 8;
-/// The VXLAN I flag: the VNI is valid.
-pub const VXLAN_FLAG_I: u8 = 0x08;
+pub use crate::core::vpn::{parse_vxlan, VpnMeta, VXLAN_FLAG_I, VXLAN_LEN, VXLAN_PORT};
+
 /// Control message kind: add (or replace) a mapping; body [`Mapping::encode`].
 pub const MSG_ADD_MAPPING: u32 = 0x5650_0001;
 /// Control message kind: delete a mapping; body [`Mapping::encode`] (only the
@@ -144,8 +141,7 @@ impl Mapping {
 
 /// A table key: VNI (3 bytes) then address.
 fn key(vni: u32, ip: [u8; 4]) -> [u8; 7] {
-    let v = vni.to_be_bytes();
-    [v[1], v[2], v[3], ip[0], ip[1], ip[2], ip[3]]
+    TunnelKey::new(vni, ip).to_bytes()
 }
 
 /// What a hit does: the outer destination, the VNI and the egress port.
@@ -157,70 +153,6 @@ pub struct Tunnel {
     pub vni: u32,
     /// Egress port.
     pub port: PortId,
-}
-
-/// What the parser extracts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VpnMeta {
-    /// Outer headers.
-    pub outer: Parsed,
-    /// The frame is a well-formed VXLAN packet (fields below are valid).
-    pub vxlan: bool,
-    /// Offset of the VXLAN header.
-    pub vxlan_off: u16,
-    /// VNI.
-    pub vni: u32,
-    /// Inner IPv4 source.
-    pub inner_src: [u8; 4],
-    /// Inner IPv4 destination.
-    pub inner_dst: [u8; 4],
-}
-
-/// Parses outer Ethernet/IPv4/UDP, VXLAN, inner Ethernet and inner IPv4 from
-/// the header window. A UDP packet to port 4789 whose VXLAN or inner headers
-/// are cut short or malformed is an error; anything else that is not VXLAN
-/// parses with `vxlan == false`.
-pub fn parse_vxlan(header: &[u8]) -> Result<VpnMeta, ParseError> {
-    let outer = parse(header)?;
-    let mut m = VpnMeta {
-        outer,
-        ..VpnMeta::default()
-    };
-    if !(outer.has_ports && outer.proto == PROTO_UDP && outer.dport == VXLAN_PORT) {
-        return Ok(m);
-    }
-    let vx = usize::from(outer.l4) + 8;
-    let v = header
-        .get(vx..vx + VXLAN_LEN)
-        .ok_or(ParseError("VXLAN header beyond the window"))?;
-    if v[0] & VXLAN_FLAG_I == 0 {
-        return Ok(m); // no valid VNI: not ours
-    }
-    let vni = u32::from_be_bytes([0, v[4], v[5], v[6]]);
-    let inner = vx + VXLAN_LEN;
-    let eth = header
-        .get(inner..inner + 14)
-        .ok_or(ParseError("inner Ethernet beyond the window"))?;
-    let mut et = u16::from_be_bytes([eth[12], eth[13]]);
-    let mut l3 = inner + 14;
-    if et == ethertype::VLAN {
-        let tag = header
-            .get(l3..l3 + 4)
-            .ok_or(ParseError("inner VLAN tag beyond the window"))?;
-        et = u16::from_be_bytes([tag[2], tag[3]]);
-        l3 += 4;
-    }
-    if et != ethertype::IPV4 {
-        return Err(ParseError("VXLAN inner frame is not IPv4"));
-    }
-    let ip = Ipv4Packet::new_checked_header(header.get(l3..).unwrap_or(&[]))
-        .map_err(|_| ParseError("malformed inner IPv4 header"))?;
-    m.vxlan = true;
-    m.vxlan_off = vx as u16; // within the parse window, far below 64 KiB
-    m.vni = vni;
-    m.inner_src = ip.src_addr().octets();
-    m.inner_dst = ip.dst_addr().octets();
-    Ok(m)
 }
 
 /// The VPN gateway program. See the module documentation.
@@ -383,25 +315,6 @@ impl VpnGateway {
     }
 }
 
-/// Writes the outer source and destination and the VNI, updating the outer
-/// IPv4 checksum and clearing the UDP checksum.
-fn retunnel(h: &mut [u8], m: &VpnMeta, src: [u8; 4], t: &Tunnel) {
-    let (l3, l4, vx) = (
-        usize::from(m.outer.l3),
-        usize::from(m.outer.l4),
-        usize::from(m.vxlan_off),
-    );
-    let rd32 = |h: &[u8], o: usize| u32::from_be_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
-    let mut sum = u16::from_be_bytes([h[l3 + 10], h[l3 + 11]]);
-    sum = checksum::update_u32(sum, rd32(h, l3 + 12), u32::from_be_bytes(src));
-    sum = checksum::update_u32(sum, rd32(h, l3 + 16), u32::from_be_bytes(t.dst));
-    h[l3 + 12..l3 + 16].copy_from_slice(&src);
-    h[l3 + 16..l3 + 20].copy_from_slice(&t.dst);
-    h[l3 + 10..l3 + 12].copy_from_slice(&sum.to_be_bytes());
-    h[l4 + 6..l4 + 8].copy_from_slice(&[0, 0]);
-    h[vx + 4..vx + 7].copy_from_slice(&t.vni.to_be_bytes()[1..]);
-}
-
 impl Program for VpnGateway {
     type Meta = VpnMeta;
     type Digest = ();
@@ -462,8 +375,10 @@ impl Program for VpnGateway {
             dp.lookup(vout, &key(m.vni, m.inner_src))?
         };
         if let Some(t) = hit {
-            retunnel(pkt.header_mut(), &m, self.local, &t);
-            pkt.forward(t.port);
+            // The parser checked the window holds the VXLAN header.
+            if retunnel(pkt.header_mut(), &m, self.local, t.dst, t.vni) {
+                pkt.forward(t.port);
+            }
         }
         Ok(())
     }

@@ -14,7 +14,12 @@
 //!
 //! Data arriving while a signaling write is outstanding goes out as
 //! BUF_READ (the wrapper does that).
+//!
+//! The GTP-U encapsulation is [`inca_apps::core::epc`]'s (without DF); this
+//! adapter keeps the bearer in three registers and the replicated value.
 
+use inca_apps::core::epc::Encap;
+use inca_apps::core::Prefix;
 use inca_apps::headers::{Parsed, PROTO_UDP};
 use inca_apps::params::{ParamError, Params};
 use inca_switch::objects::ObjectId;
@@ -22,17 +27,11 @@ use inca_switch::{
     AccessError, ArrayDecl, ControlPlane, DataPlane, Declare, DeclareError, PacketCtx,
     RegisterHandle,
 };
-use inca_wire::checksum;
 
 use super::{from_l3, spec_parse, SpecModel};
 use crate::switch::{Access, Bytes, Out, RedPlaneApp, RpDigest, RpMeta, Verdict};
 
-/// GTP-U's UDP port.
-pub const GTPU_PORT: u16 = 2152;
-/// GTP-C (signaling) UDP port.
-pub const GTPC_PORT: u16 = 2123;
-/// Outer IPv4 + UDP + GTP-U header bytes added by encapsulation.
-pub const ENCAP_LEN: usize = 20 + 8 + 8;
+pub use inca_apps::core::epc::{ENCAP_LEN, GTPC_PORT, GTPU_PORT};
 
 /// What kind of EPC packet a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,9 +116,7 @@ impl RpEpc {
     }
 
     fn is_ue(&self, ip: [u8; 4]) -> bool {
-        let len = u32::from(self.ue_net.1.min(32));
-        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-        u32::from_be_bytes(ip) & mask == u32::from_be_bytes(self.ue_net.0) & mask
+        Prefix::new(self.ue_net.0, self.ue_net.1).contains(ip)
     }
 
     fn kind(&self, p: &Parsed, h: &[u8]) -> Option<Kind> {
@@ -180,24 +177,13 @@ impl RpEpc {
                         None => return Out::Drop,
                     }
                 };
-                let total = (inner_len + ENCAP_LEN).min(usize::from(u16::MAX)) as u16;
-                let mut hdr = [0u8; ENCAP_LEN];
-                hdr[0] = 0x45;
-                hdr[2..4].copy_from_slice(&total.to_be_bytes());
-                hdr[8] = 64;
-                hdr[9] = PROTO_UDP;
-                hdr[12..16].copy_from_slice(&self.sgw);
-                hdr[16..20].copy_from_slice(&enb);
-                let sum = checksum::checksum(&hdr[..20]);
-                hdr[10..12].copy_from_slice(&sum.to_be_bytes());
-                hdr[20..22].copy_from_slice(&GTPU_PORT.to_be_bytes());
-                hdr[22..24].copy_from_slice(&GTPU_PORT.to_be_bytes());
-                hdr[24..26].copy_from_slice(&(total - 20).to_be_bytes());
-                hdr[28] = 0x30;
-                hdr[29] = 0xFF;
-                hdr[30..32]
-                    .copy_from_slice(&(inner_len.min(usize::from(u16::MAX)) as u16).to_be_bytes());
-                hdr[32..36].copy_from_slice(&dl.to_be_bytes());
+                let hdr = Encap {
+                    src: self.sgw,
+                    enb,
+                    teid: dl,
+                    dont_fragment: false,
+                }
+                .header(inner_len);
                 if !f.insert(l3, &hdr) {
                     return Out::Drop;
                 }

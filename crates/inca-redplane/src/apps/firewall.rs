@@ -8,7 +8,13 @@
 //! becomes at least 1) and an outbound pure ACK without payload (the
 //! handshake's third packet; state 1 becomes 2). Every other packet reads.
 //! Non-TCP traffic bypasses the firewall (routed unchanged).
+//!
+//! Sides, keys and the handshake state are [`inca_apps::core::firewall`]'s
+//! (`Side::by_prefix`, `inside_end`, `handshake_step`); this adapter keeps
+//! the state byte in a register and the replicated value.
 
+use inca_apps::core::firewall::{self as core, Side};
+use inca_apps::core::Prefix;
 use inca_apps::headers::{Parsed, PROTO_TCP};
 use inca_apps::params::{ParamError, Params};
 use inca_switch::objects::ObjectId;
@@ -17,11 +23,8 @@ use inca_switch::{
     RegisterHandle,
 };
 
-use super::{from_l3, ip_port, spec_parse, SpecModel};
+use super::{from_l3, spec_parse, SpecModel};
 use crate::switch::{Access, Bytes, Out, RedPlaneApp, RpDigest, RpMeta, Verdict};
-
-const SYN: u8 = 0x02;
-const ACK: u8 = 0x10;
 
 /// The firewall. See the module documentation.
 #[derive(Debug, Clone)]
@@ -29,15 +32,6 @@ pub struct RpFirewall {
     /// The protected network.
     pub internal: ([u8; 4], u8),
     state: Option<RegisterHandle<u8>>,
-}
-
-fn in_prefix(ip: [u8; 4], net: ([u8; 4], u8)) -> bool {
-    let mask = if net.1 == 0 {
-        0
-    } else {
-        u32::MAX << (32 - u32::from(net.1.min(32)))
-    };
-    u32::from_be_bytes(ip) & mask == u32::from_be_bytes(net.0) & mask
 }
 
 impl RpFirewall {
@@ -60,37 +54,30 @@ impl RpFirewall {
         ))
     }
 
-    fn outbound(&self, p: &Parsed) -> bool {
-        in_prefix(p.src, self.internal)
+    fn prefix(&self) -> Prefix {
+        Prefix::new(self.internal.0, self.internal.1)
+    }
+
+    /// The side of a packet: inside if its source is protected (so a
+    /// packet between two protected hosts is outbound).
+    fn side(&self, p: &Parsed) -> Side {
+        if self.prefix().contains(p.src) {
+            Side::Inside
+        } else {
+            Side::Outside
+        }
     }
 
     fn key_of(&self, p: &Parsed) -> Option<[u8; 6]> {
         if !p.ipv4 || p.proto != PROTO_TCP || !p.has_ports {
             return None;
         }
-        if self.outbound(p) {
-            Some(ip_port(p.src, p.sport))
-        } else if in_prefix(p.dst, self.internal) {
-            Some(ip_port(p.dst, p.dport))
-        } else {
-            None
-        }
+        let side = Side::by_prefix(p, self.prefix())?;
+        Some(core::inside_end(p, side).to_bytes())
     }
 
     fn access(&self, p: &Parsed, h: &[u8]) -> Access {
-        if !self.outbound(p) {
-            return Access::Read;
-        }
-        if p.tcp_flags & SYN != 0 && p.tcp_flags & ACK == 0 {
-            return Access::Write;
-        }
-        let (l3, l4) = (usize::from(p.l3), usize::from(p.l4));
-        let payload = (|| {
-            let total = usize::from(u16::from_be_bytes([*h.get(l3 + 2)?, *h.get(l3 + 3)?]));
-            let doff = usize::from(h.get(l4 + 12)? >> 4) * 4;
-            Some(total.saturating_sub(l4 - l3 + doff))
-        })();
-        if p.tcp_flags == ACK && payload == Some(0) {
+        if self.side(p) == Side::Inside && core::handshake_writes(p, h) {
             Access::Write
         } else {
             Access::Read
@@ -99,16 +86,7 @@ impl RpFirewall {
 
     /// The NF logic: (passes, next state).
     pub fn step(&self, state: u8, p: &Parsed, access: Access) -> (bool, u8) {
-        if !self.outbound(p) {
-            return (state >= 1, state);
-        }
-        let next = match access {
-            Access::Read => state,
-            Access::Write if p.tcp_flags & SYN != 0 => state.max(1),
-            Access::Write if state >= 1 => 2,
-            Access::Write => state,
-        };
-        (true, next)
+        core::handshake_step(state, self.side(p), access == Access::Write, p.tcp_flags)
     }
 }
 

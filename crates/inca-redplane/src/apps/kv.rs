@@ -8,14 +8,14 @@
 //! leaves both checksums valid apart from the value field (updated
 //! incrementally).
 
-use inca_apps::headers::{Parsed, PROTO_UDP};
+use inca_apps::headers::{reflect, write_u32_fix_sum, Parsed, PROTO_UDP};
 use inca_switch::objects::ObjectId;
 use inca_switch::{
     AccessError, ArrayDecl, ControlPlane, DataPlane, Declare, DeclareError, PacketCtx,
     RegisterHandle,
 };
 
-use super::{from_l3, spec_parse, write_u32_fix_sum, SpecModel};
+use super::{from_l3, spec_parse, SpecModel};
 use crate::switch::{Access, Bytes, Out, RedPlaneApp, RpDigest, RpMeta, Verdict};
 
 /// The KV store's UDP port.
@@ -57,11 +57,8 @@ impl RpKv {
         if !write_u32_fix_sum(h, l4, l4 + 13, value, l4 + 6, true) {
             return None;
         }
-        h[l3 + 12..l3 + 16].copy_from_slice(&p.dst);
-        h[l3 + 16..l3 + 20].copy_from_slice(&p.src);
-        h[l4..l4 + 2].copy_from_slice(&p.dport.to_be_bytes());
-        h[l4 + 2..l4 + 4].copy_from_slice(&p.sport.to_be_bytes());
-        Some(p.src)
+        // The value write checked `h` holds the L4 header and more.
+        reflect(h, l3, l4).then_some(p.src)
     }
 }
 

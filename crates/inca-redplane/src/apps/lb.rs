@@ -8,10 +8,16 @@
 //! store's `store_init` (round-robin per shard) when the connection's first
 //! packet asks for its lease, and never changes after. The backend
 //! translations are a match-action table the control plane installs.
+//!
+//! The VIP test, the client key (`client_end`) and the rewrites are
+//! [`inca_apps::core::lb`]'s; this adapter keeps the connections in the
+//! replicated values and a match-action table.
 
 use std::collections::BTreeSet;
 
-use inca_apps::headers::{rewrite_end, End, Parsed};
+use inca_apps::core::lb as core;
+use inca_apps::core::{Endpoint, Prefix};
+use inca_apps::headers::Parsed;
 use inca_apps::params::{ParamError, Params};
 use inca_switch::objects::ObjectId;
 use inca_switch::{
@@ -19,7 +25,7 @@ use inca_switch::{
     TableDecl, TableHandle,
 };
 
-use super::{from_l3, ip_port, spec_parse, split_ip_port, SpecModel};
+use super::{from_l3, spec_parse, SpecModel};
 use crate::switch::{Access, Bytes, Out, RedPlaneApp, RpDigest, RpMeta, Verdict};
 
 /// The load balancer. See the module documentation.
@@ -61,41 +67,38 @@ impl RpLb {
         ))
     }
 
+    fn vip(&self) -> Endpoint {
+        Endpoint::new(self.vip.0, self.vip.1)
+    }
+
     fn inbound(&self, p: &Parsed) -> bool {
-        p.dst == self.vip.0 && p.dport == self.vip.1
+        core::to_vip(p, self.vip())
     }
 
     fn is_backend_source(&self, p: &Parsed) -> bool {
-        let len = u32::from(self.backends.1.min(32));
-        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-        u32::from_be_bytes(p.src) & mask == u32::from_be_bytes(self.backends.0) & mask
+        Prefix::new(self.backends.0, self.backends.1).contains(p.src)
     }
 
     fn key_of(&self, p: &Parsed) -> Option<[u8; 6]> {
         if !p.ipv4 || !p.has_ports {
             return None;
         }
-        if self.inbound(p) {
-            Some(ip_port(p.src, p.sport))
-        } else if self.is_backend_source(p) {
-            Some(ip_port(p.dst, p.dport))
-        } else {
-            None
-        }
+        let inbound = self.inbound(p);
+        (inbound || self.is_backend_source(p)).then(|| core::client_end(p, inbound).to_bytes())
     }
 
     /// The NF logic: rewrite with backend `value`; the address to route
     /// on, or None (no backend: drop).
     pub fn translate(&self, h: &mut [u8], p: &Parsed, value: &[u8]) -> Option<[u8; 4]> {
-        if value.len() != 6 || value.iter().all(|&b| b == 0) {
+        if value.len() != 6 {
             return None;
         }
+        let backend = Endpoint::from_bytes(value).filter(|e| !e.is_unset())?;
         if self.inbound(p) {
-            let (ip, port) = split_ip_port(value);
-            rewrite_end(h, p, End::Destination, ip, port);
-            Some(ip)
+            core::to_backend(h, p, backend);
+            Some(backend.ip)
         } else {
-            rewrite_end(h, p, End::Source, self.vip.0, self.vip.1);
+            core::from_backend(h, p, self.vip());
             Some(p.dst)
         }
     }

@@ -11,10 +11,17 @@
 //! `store_init` when the first outbound packet asks for its lease (that is
 //! the paper's "write on the first packet"), and never changes after.
 //! The mapping is endpoint-independent (keyed by the internal endpoint).
+//!
+//! The NAT logic (keys, direction by address, rewrite) is
+//! [`inca_apps::core::nat`]'s (`Keying::Endpoint`,
+//! `Direction::by_public_address`); this adapter keeps the mappings in the
+//! replicated values and the match-action tables.
 
 use std::collections::BTreeSet;
 
-use inca_apps::headers::{rewrite_end, End, Parsed};
+use inca_apps::core::nat::{self as core, Direction, Keying};
+use inca_apps::core::Endpoint;
+use inca_apps::headers::Parsed;
 use inca_apps::params::{ParamError, Params};
 use inca_switch::objects::ObjectId;
 use inca_switch::{
@@ -22,7 +29,7 @@ use inca_switch::{
     PortId, TableDecl, TableHandle,
 };
 
-use super::{from_l3, ip_port, spec_parse, split_ip_port, SpecModel};
+use super::{from_l3, spec_parse, SpecModel};
 use crate::switch::config::shard_hash_range;
 use crate::switch::{Access, Bytes, Out, RedPlaneApp, RpDigest, RpMeta, Verdict};
 
@@ -80,37 +87,33 @@ impl RpNat {
         Ok(nat)
     }
 
-    fn is_reverse(&self, p: &Parsed) -> bool {
-        p.dst == self.public
+    fn direction(&self, p: &Parsed) -> Direction {
+        Direction::by_public_address(p, self.public)
     }
 
     fn key_of(&self, p: &Parsed) -> Option<[u8; 6]> {
-        let p = p.icmp_echo_as_ports();
-        if !p.ipv4 || !p.has_ports {
+        if !p.ipv4 {
             return None;
         }
-        Some(if self.is_reverse(&p) {
-            ip_port(p.dst, p.dport)
-        } else {
-            ip_port(p.src, p.sport)
-        })
+        let p = core::flow(p)?;
+        let key = core::key(&p, self.direction(&p), Keying::Endpoint);
+        key.as_bytes().try_into().ok()
     }
 
     /// The NF logic: translate `h` with mapping `value`. Returns the address
     /// to route on, or None (no mapping: drop).
     pub fn translate(&self, h: &mut [u8], p: &Parsed, value: &[u8]) -> Option<[u8; 4]> {
-        if value.len() != 6 || value.iter().all(|&b| b == 0) {
+        if value.len() != 6 {
             return None;
         }
-        let (ip, port) = split_ip_port(value);
+        let to = Endpoint::from_bytes(value).filter(|e| !e.is_unset())?;
         let p = p.icmp_echo_as_ports();
-        if self.is_reverse(&p) {
-            rewrite_end(h, &p, End::Destination, ip, port);
-            Some(ip)
-        } else {
-            rewrite_end(h, &p, End::Source, ip, port);
-            Some(p.dst)
-        }
+        let direction = self.direction(&p);
+        core::translate(h, &p, direction, to);
+        Some(match direction {
+            Direction::Inbound => to.ip,
+            Direction::Outbound => p.dst,
+        })
     }
 }
 
@@ -185,7 +188,7 @@ impl RedPlaneApp for RpNat {
             });
         };
         let p = pkt.meta.p;
-        let reverse = self.is_reverse(&p);
+        let reverse = self.direction(&p) == Direction::Inbound;
         let table = if reverse { rev } else { fwd };
         let out = match dp.lookup(table, key.as_slice())? {
             Some(v) => match (self.translate(pkt.header_mut(), &p, &v), self.outside_port) {

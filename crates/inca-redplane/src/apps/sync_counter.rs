@@ -8,14 +8,14 @@
 //! incrementally. A packet whose payload (or parser window) is too short to
 //! hold it is counted but forwarded unstamped.
 
-use inca_apps::headers::{Parsed, PROTO_TCP, PROTO_UDP};
+use inca_apps::headers::{write_u32_fix_sum, Parsed, PROTO_TCP, PROTO_UDP};
 use inca_switch::objects::ObjectId;
 use inca_switch::{
     AccessError, ArrayDecl, ControlPlane, DataPlane, Declare, DeclareError, PacketCtx,
     RegisterHandle,
 };
 
-use super::{from_l3, spec_parse, write_u32_fix_sum, SpecModel};
+use super::{from_l3, spec_parse, SpecModel};
 use crate::switch::{Access, Bytes, Out, RedPlaneApp, RpDigest, RpMeta, Verdict};
 
 /// Payload offset of the stamped count (after the probe header).

@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
+use inca_apps::core::Endpoint;
 use serde::{Deserialize, Serialize};
 
 /// Where a store worker sits among the shards of its app.
@@ -78,10 +79,9 @@ pub fn hash_shard(key: &[u8], count: u32) -> u32 {
     ((h * u64::from(count.max(1))) >> 16) as u32
 }
 
+/// The 6-byte (address, port) form the NAT and LB keys and values use.
 fn ip_port(ip: Ipv4Addr, port: u16) -> Vec<u8> {
-    let mut v = ip.octets().to_vec();
-    v.extend_from_slice(&port.to_be_bytes());
-    v
+    Endpoint::new(ip.octets(), port).to_bytes().to_vec()
 }
 
 /// The app on a store worker, as configured (`app = "nat"`, ...).

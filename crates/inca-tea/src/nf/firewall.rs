@@ -4,8 +4,13 @@
 //! Internal packets are forwarded out without a lookup; an internal TCP SYN
 //! raises a digest and the control plane inserts the reverse 5-tuple, which
 //! the stash makes visible at once.
+//!
+//! Sides, keys and what opens a connection are
+//! [`inca_apps::core::firewall`]'s (`Orientation::AsSentFromOutside`,
+//! `Opening::TcpSyn`); this adapter keeps the connections in TEA's table.
 
-use inca_apps::headers::{Parsed, PROTO_TCP};
+use inca_apps::core::firewall::{self as core, Opening, Orientation, Side};
+use inca_apps::headers::Parsed;
 use inca_switch::PortId;
 
 use crate::switch::{LookupMd, TeaNf, Verdict};
@@ -33,15 +38,11 @@ impl TeaFirewall {
 
     /// The key of the reply direction of an inside flow.
     pub fn reverse_key(p: &Parsed) -> Vec<u8> {
-        Parsed {
-            src: p.dst,
-            dst: p.src,
-            sport: p.dport,
-            dport: p.sport,
-            ..*p
-        }
-        .five_tuple()
-        .to_vec()
+        core::conn_key(p, Side::Inside, Orientation::AsSentFromOutside).to_vec()
+    }
+
+    fn side(&self, port: PortId) -> Side {
+        Side::by_port(port, self.outside_port)
     }
 }
 
@@ -59,7 +60,9 @@ impl TeaNf for TeaFirewall {
         18 + 60 + 20
     }
     fn key(&self, _header: &[u8], hdrs: &Parsed, port: PortId) -> Option<Vec<u8>> {
-        (port == self.outside_port && hdrs.has_ports).then(|| hdrs.five_tuple().to_vec())
+        let side = self.side(port);
+        (side == Side::Outside && hdrs.has_ports)
+            .then(|| core::conn_key(hdrs, side, Orientation::AsSentFromOutside).to_vec())
     }
     fn on_found(&self, _h: &mut [u8], _p: &Parsed, value: &[u8], _md: &LookupMd) -> Verdict {
         if value.first() == Some(&STATE_ESTABLISHED) {
@@ -72,15 +75,15 @@ impl TeaNf for TeaFirewall {
         Verdict::Drop
     }
     fn on_bypass(&self, _h: &mut [u8], hdrs: &Parsed, md: &LookupMd) -> Verdict {
-        if md.ingress_port != self.outside_port && hdrs.ipv4 {
+        if self.side(md.ingress_port) == Side::Inside && hdrs.ipv4 {
             Verdict::Forward(self.outside_port)
         } else {
             Verdict::Drop
         }
     }
     fn learn(&self, hdrs: &Parsed, port: PortId) -> Option<(Vec<u8>, Vec<u8>)> {
-        let syn = hdrs.tcp_flags & 0x12 == 0x02;
-        (port != self.outside_port && hdrs.has_ports && hdrs.proto == PROTO_TCP && syn)
+        Opening::TcpSyn
+            .opens(hdrs, self.side(port))
             .then(|| (Self::reverse_key(hdrs), vec![STATE_ESTABLISHED]))
     }
 }

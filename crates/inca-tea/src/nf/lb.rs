@@ -6,8 +6,14 @@
 //!
 //! [our choice] Return traffic is direct (DSR): packets from `backend_port`
 //! are forwarded to `client_port` without a lookup.
+//!
+//! The VIP test, the client key, the backend choice (`Spread::Modulo`) and
+//! the rewrite are [`inca_apps::core::lb`]'s; this adapter keeps the
+//! connections in TEA's table.
 
-use inca_apps::headers::{rewrite_end, End, Parsed};
+use inca_apps::core::lb::{self as core, Spread};
+use inca_apps::core::Endpoint;
+use inca_apps::headers::Parsed;
 use inca_switch::PortId;
 
 use crate::switch::{LookupMd, PuntAction, TeaNf, Verdict};
@@ -33,11 +39,12 @@ pub struct TeaLb {
 impl TeaLb {
     /// The backend the slow path picks for a 5-tuple key.
     pub fn pick(&self, key: &[u8]) -> Option<([u8; 4], u16)> {
-        if self.backends.is_empty() {
-            return None;
-        }
-        let h = inca_switch::hash::crc32(key) as usize;
-        Some(self.backends[h % self.backends.len()])
+        let slot = Spread::Modulo(self.backends.len()).slot(key)?;
+        self.backends.get(slot).copied()
+    }
+
+    fn vip(&self) -> Endpoint {
+        Endpoint::new(self.vip, self.vip_port)
     }
 }
 
@@ -55,20 +62,14 @@ impl TeaNf for TeaLb {
         18 + 60 + 20
     }
     fn key(&self, _header: &[u8], p: &Parsed, _port: PortId) -> Option<Vec<u8>> {
-        (p.has_ports && p.dst == self.vip && p.dport == self.vip_port)
-            .then(|| p.five_tuple().to_vec())
+        (p.has_ports && core::to_vip(p, self.vip()))
+            .then(|| core::client_key(p, true, self.vip()).to_vec())
     }
     fn on_found(&self, h: &mut [u8], p: &Parsed, value: &[u8], _md: &LookupMd) -> Verdict {
-        let Some(v) = value.get(..6) else {
+        let Some(backend) = Endpoint::from_bytes(value) else {
             return Verdict::Drop;
         };
-        rewrite_end(
-            h,
-            p,
-            End::Destination,
-            [v[0], v[1], v[2], v[3]],
-            u16::from_be_bytes([v[4], v[5]]),
-        );
+        core::to_backend(h, p, backend);
         Verdict::Forward(self.backend_port)
     }
     fn on_remote_miss(&self, _h: &mut [u8], _p: &Parsed, _md: &LookupMd) -> Verdict {
@@ -86,14 +87,10 @@ impl TeaNf for TeaLb {
             return PuntAction::default();
         };
         match (reason, self.pick(&key)) {
-            (REASON_NEW_CONN, Some((ip, port))) => {
-                let mut v = ip.to_vec();
-                v.extend_from_slice(&port.to_be_bytes());
-                PuntAction {
-                    inserts: vec![(key, v)],
-                    reinject: true,
-                }
-            }
+            (REASON_NEW_CONN, Some((ip, port))) => PuntAction {
+                inserts: vec![(key, Endpoint::new(ip, port).to_bytes().to_vec())],
+                reinject: true,
+            },
             _ => PuntAction::default(),
         }
     }

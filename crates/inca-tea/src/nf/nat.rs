@@ -11,18 +11,21 @@
 //!
 //! [our choice] ext→int packets all go to one `inside_port` (the value holds
 //! only the endpoint, as the spec's 6-byte value does).
+//!
+//! The NAT logic (keys, direction, allocation, rewrite) is
+//! [`inca_apps::core::nat`]'s; this adapter keeps the state in TEA's table.
 
-use std::collections::BTreeMap;
-
-use inca_apps::headers::{rewrite_end, End, Parsed};
+use inca_apps::core::nat::{self as core, Allocator, Direction, Keying, Mapping, Pool};
+use inca_apps::core::Endpoint;
+use inca_apps::headers::Parsed;
 use inca_switch::PortId;
 
 use crate::switch::{LookupMd, PuntAction, TeaNf, Verdict};
 
+pub use inca_apps::core::nat::PORTS_PER_ADDRESS;
+
 /// Punt reason of a new inside flow.
 pub const REASON_NEW_FLOW: u16 = 1;
-/// Public ports per public address (1024..=65535).
-pub const PORTS_PER_ADDRESS: u32 = 65_536 - 1024;
 
 /// The TEA NAT.
 #[derive(Debug, Clone)]
@@ -35,7 +38,7 @@ pub struct TeaNat {
     pub public_base: [u8; 4],
     /// Most flows the allocator hands out.
     pub max_flows: u64,
-    allocated: BTreeMap<[u8; 13], ([u8; 4], u16)>,
+    allocator: Allocator,
     /// Flows refused because the pool was exhausted.
     pub refused: u64,
 }
@@ -53,51 +56,34 @@ impl TeaNat {
             inside_port,
             public_base,
             max_flows,
-            allocated: BTreeMap::new(),
+            allocator: Allocator::new(Pool { base: public_base }, max_flows),
             refused: 0,
         }
     }
 
     /// Flows allocated by the slow path.
     pub fn allocated(&self) -> usize {
-        self.allocated.len()
+        self.allocator.len()
     }
 
     /// The public endpoint of flow number `n`.
     pub fn public_endpoint(&self, n: u64) -> ([u8; 4], u16) {
-        let base = u32::from_be_bytes(self.public_base);
-        let ip = base
-            .wrapping_add((n / u64::from(PORTS_PER_ADDRESS)) as u32)
-            .to_be_bytes();
-        (ip, (1024 + n % u64::from(PORTS_PER_ADDRESS)) as u16)
+        let e = Pool {
+            base: self.public_base,
+        }
+        .endpoint(n);
+        (e.ip, e.port)
     }
 
     /// The two entries of an inside flow `p` mapped to `(ip, port)`:
     /// (inside key, public endpoint) and (reply key, inside endpoint).
     pub fn entries(p: &Parsed, ip: [u8; 4], port: u16) -> [(Vec<u8>, Vec<u8>); 2] {
-        let reply = Parsed {
-            src: p.dst,
-            dst: ip,
-            sport: p.dport,
-            dport: port,
-            ..*p
-        };
+        let m = Mapping::of(p, Endpoint::new(ip, port));
         [
-            (p.five_tuple().to_vec(), value(ip, port)),
-            (reply.five_tuple().to_vec(), value(p.src, p.sport)),
+            (m.out_key.to_vec(), m.public.to_bytes().to_vec()),
+            (m.reply_key.to_vec(), m.inside.to_bytes().to_vec()),
         ]
     }
-}
-
-fn value(ip: [u8; 4], port: u16) -> Vec<u8> {
-    let mut v = ip.to_vec();
-    v.extend_from_slice(&port.to_be_bytes());
-    v
-}
-
-fn endpoint(v: &[u8]) -> Option<([u8; 4], u16)> {
-    let v = v.get(..6)?;
-    Some(([v[0], v[1], v[2], v[3]], u16::from_be_bytes([v[4], v[5]])))
 }
 
 impl TeaNf for TeaNat {
@@ -114,54 +100,46 @@ impl TeaNf for TeaNat {
         // Ethernet + VLAN + IPv4 (with options) + TCP.
         18 + 60 + 20
     }
-    fn key(&self, _header: &[u8], hdrs: &Parsed, _port: PortId) -> Option<Vec<u8>> {
-        let p = hdrs.icmp_echo_as_ports();
-        p.has_ports.then(|| p.five_tuple().to_vec())
+    fn key(&self, _header: &[u8], hdrs: &Parsed, port: PortId) -> Option<Vec<u8>> {
+        let p = core::flow(hdrs)?;
+        let direction = Direction::by_port(port, self.outside_port);
+        Some(
+            core::key(&p, direction, Keying::FiveTuple)
+                .as_bytes()
+                .to_vec(),
+        )
     }
     fn on_found(&self, header: &mut [u8], hdrs: &Parsed, value: &[u8], md: &LookupMd) -> Verdict {
-        let Some((ip, port)) = endpoint(value) else {
+        let Some(to) = Endpoint::from_bytes(value) else {
             return Verdict::Drop;
         };
         let p = hdrs.icmp_echo_as_ports();
-        if md.ingress_port == self.outside_port {
-            rewrite_end(header, &p, End::Destination, ip, port);
-            Verdict::Forward(self.inside_port)
-        } else {
-            rewrite_end(header, &p, End::Source, ip, port);
-            Verdict::Forward(self.outside_port)
+        let direction = Direction::by_port(md.ingress_port, self.outside_port);
+        core::translate(header, &p, direction, to);
+        match direction {
+            Direction::Inbound => Verdict::Forward(self.inside_port),
+            Direction::Outbound => Verdict::Forward(self.outside_port),
         }
     }
     fn on_remote_miss(&self, _header: &mut [u8], _hdrs: &Parsed, md: &LookupMd) -> Verdict {
-        if md.ingress_port == self.outside_port {
-            Verdict::Drop
-        } else {
-            Verdict::ToCpu(REASON_NEW_FLOW)
+        match Direction::by_port(md.ingress_port, self.outside_port) {
+            Direction::Inbound => Verdict::Drop,
+            Direction::Outbound => Verdict::ToCpu(REASON_NEW_FLOW),
         }
     }
     fn on_punt(&mut self, _frame: &[u8], hdrs: &Parsed, port: PortId, reason: u16) -> PuntAction {
         if reason != REASON_NEW_FLOW || port == self.outside_port {
             return PuntAction::default();
         }
-        let p = hdrs.icmp_echo_as_ports();
-        if !p.has_ports {
+        let Some(p) = core::flow(hdrs) else {
             return PuntAction::default();
-        }
-        let key = p.five_tuple();
-        let (ip, pport) = match self.allocated.get(&key) {
-            Some(&e) => e,
-            None => {
-                let n = self.allocated.len() as u64;
-                if n >= self.max_flows {
-                    self.refused += 1;
-                    return PuntAction::default();
-                }
-                let e = self.public_endpoint(n);
-                self.allocated.insert(key, e);
-                e
-            }
+        };
+        let Some(public) = self.allocator.allocate(&p) else {
+            self.refused += 1;
+            return PuntAction::default();
         };
         PuntAction {
-            inserts: Self::entries(&p, ip, pport).to_vec(),
+            inserts: Self::entries(&p, public.ip, public.port).to_vec(),
             reinject: true,
         }
     }

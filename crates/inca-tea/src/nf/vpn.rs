@@ -9,11 +9,14 @@
 //! [our choice] The tunnel is re-addressed rather than a second header
 //! pushed (the inca-apps VXLAN format), and packets from the inside are
 //! forwarded out unchanged.
+//!
+//! The parser, the key and the re-tunnelling are
+//! [`inca_apps::core::vpn`]'s (`TunnelKey::to_wide_bytes`); this adapter
+//! keeps the mappings in TEA's table.
 
+use inca_apps::core::vpn::{parse_vxlan, retunnel, TunnelKey};
 use inca_apps::headers::Parsed;
-use inca_apps::vpn::parse_vxlan;
 use inca_switch::PortId;
-use inca_wire::checksum;
 
 use crate::switch::{LookupMd, TeaNf, Verdict};
 
@@ -30,9 +33,7 @@ pub struct TeaVpn {
 
 /// The key of ⟨external VNI, VM address⟩.
 pub fn vpn_key(vni: u32, vm: [u8; 4]) -> Vec<u8> {
-    let mut k = vni.to_be_bytes().to_vec();
-    k.extend_from_slice(&vm);
-    k
+    TunnelKey::new(vni, vm).to_wide_bytes().to_vec()
 }
 
 /// The value ⟨server address, internal VNI⟩.
@@ -61,31 +62,20 @@ impl TeaNf for TeaVpn {
             return None;
         }
         let m = parse_vxlan(header).ok()?;
-        m.vxlan.then(|| vpn_key(m.vni, m.inner_dst))
+        m.vxlan
+            .then(|| TunnelKey::inbound(&m).to_wide_bytes().to_vec())
     }
     fn on_found(&self, h: &mut [u8], _p: &Parsed, value: &[u8], _md: &LookupMd) -> Verdict {
         let (Ok(m), Some(v)) = (parse_vxlan(h), value.get(..8)) else {
             return Verdict::Drop;
         };
-        let (l3, l4, vx) = (
-            usize::from(m.outer.l3),
-            usize::from(m.outer.l4),
-            usize::from(m.vxlan_off),
-        );
-        if h.len() < vx + 8 {
-            return Verdict::Drop;
-        }
-        let rd32 = |h: &[u8], o: usize| u32::from_be_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
         let server = [v[0], v[1], v[2], v[3]];
-        let mut sum = u16::from_be_bytes([h[l3 + 10], h[l3 + 11]]);
-        sum = checksum::update_u32(sum, rd32(h, l3 + 12), u32::from_be_bytes(self.local));
-        sum = checksum::update_u32(sum, rd32(h, l3 + 16), u32::from_be_bytes(server));
-        h[l3 + 12..l3 + 16].copy_from_slice(&self.local);
-        h[l3 + 16..l3 + 20].copy_from_slice(&server);
-        h[l3 + 10..l3 + 12].copy_from_slice(&sum.to_be_bytes());
-        h[l4 + 6..l4 + 8].copy_from_slice(&[0, 0]);
-        h[vx + 4..vx + 7].copy_from_slice(&v[5..8]);
-        Verdict::Forward(self.inside_port)
+        let vni = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
+        if retunnel(h, &m, self.local, server, vni) {
+            Verdict::Forward(self.inside_port)
+        } else {
+            Verdict::Drop
+        }
     }
     fn on_remote_miss(&self, _h: &mut [u8], _p: &Parsed, _md: &LookupMd) -> Verdict {
         Verdict::Drop
