@@ -66,7 +66,8 @@ use toml::Spanned;
 
 use crate::engine::{Fault, LinkId, Node, NodeId, Simulation};
 use crate::link::{ChannelConfig, LossModel};
-use crate::nodes::host::{Host, HostConfig};
+use crate::nodes::host::workload::WorkloadRegistry;
+use crate::nodes::host::{Host, HostConfig, HostError};
 use crate::nodes::router::{Router, RouterConfig};
 pub use crate::random_faults::RandomFaults;
 use crate::random_faults::{ImpairBounds, Kind, Plan};
@@ -105,6 +106,37 @@ pub trait SwitchFactory {
             "no system here crafts keys for program {:?}",
             request.program
         ))
+    }
+
+    /// A host workload of a `kind` the simulator does not build in
+    /// ([`crate::nodes::host::workload`]): its `[[host.workload]]` table as
+    /// written (without `kind`) and where it sits. `None` (the default):
+    /// this factory does not know the kind, and the scenario fails naming
+    /// it. This is where a system registers its clients (the System plug-in
+    /// interface forwards here).
+    fn workload(
+        &self,
+        kind: &str,
+        table: &toml::Table,
+        cx: &mut crate::nodes::host::workload::BuildContext<'_>,
+    ) -> Option<Result<Box<dyn crate::nodes::host::workload::Workload>, HostError>> {
+        let _ = (kind, table, cx);
+        None
+    }
+}
+
+/// A factory seen as a workload registry (hosts are built with the
+/// scenario's factory).
+struct FactoryWorkloads<'a>(&'a dyn SwitchFactory);
+
+impl WorkloadRegistry for FactoryWorkloads<'_> {
+    fn workload(
+        &self,
+        kind: &str,
+        table: &toml::Table,
+        cx: &mut crate::nodes::host::workload::BuildContext<'_>,
+    ) -> Option<Result<Box<dyn crate::nodes::host::workload::Workload>, HostError>> {
+        self.0.workload(kind, table, cx)
     }
 }
 
@@ -1157,8 +1189,14 @@ impl Loaded {
                 factory.craft_sources(&req)
             })
             .map_err(|e| self.err_at(name.span(), "host", e))?;
-            let host = Host::new(config, port_mac(id, 0), gateway_mac, link_rate)
-                .map_err(|e| self.err_at(name.span(), "host", e))?;
+            let host = Host::with_registry(
+                config,
+                port_mac(id, 0),
+                gateway_mac,
+                link_rate,
+                &FactoryWorkloads(factory),
+            )
+            .map_err(|e| self.err_at(name.span(), "host", e))?;
             let got = sim.add_node(name.get_ref(), Box::new(host));
             debug_assert_eq!(got, id);
             names.insert(name.get_ref().clone(), id);
