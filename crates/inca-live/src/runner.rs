@@ -265,7 +265,7 @@ impl<D: Device> Runner<D> {
             // node), not a reason to stop forwarding.
             inca_switch::invariant::set_strict(false);
             let mut out = std::mem::take(&mut self.out);
-            self.device.start(now, &mut out);
+            self.device.start(now, &mut self.rng, &mut out);
             self.out = out;
             self.apply(now);
         }

@@ -14,7 +14,7 @@ struct Late {
 }
 
 impl Device for Late {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         out.push(Output::Timer {
             at: now + 1_000,
             token: 1,
@@ -33,8 +33,8 @@ impl Device for Late {
         }
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
-        self.start(now, out);
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        self.start(now, rng, out);
     }
 }
 

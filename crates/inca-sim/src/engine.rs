@@ -501,7 +501,8 @@ impl Simulation {
         self.started = true;
         for i in 0..self.nodes.len() {
             let mut out = std::mem::take(&mut self.out);
-            self.nodes[i].node.start(self.now, &mut out);
+            let slot = &mut self.nodes[i];
+            slot.node.start(self.now, &mut slot.rng, &mut out);
             self.apply(NodeId(i as u32), &mut out);
             self.out = out;
         }
@@ -797,7 +798,7 @@ impl Simulation {
                 slot.state = NodeState::Up;
                 slot.timers.clear();
                 let mut out = std::mem::take(&mut self.out);
-                slot.node.restart(self.now, &mut out);
+                slot.node.restart(self.now, &mut slot.rng, &mut out);
                 self.apply(n, &mut out);
                 self.out = out;
                 for l in self.links_of(n) {

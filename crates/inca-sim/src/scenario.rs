@@ -64,10 +64,11 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::{Fault, LinkId, Node, NodeId, Simulation};
+use crate::engine::{Fault, LinkId, NodeId, Simulation};
+use crate::factory::FactoryWorkloads;
+pub use crate::factory::{ServerSetup, SwitchFactory};
 use crate::link::{ChannelConfig, LossModel};
-use crate::nodes::host::workload::WorkloadRegistry;
-use crate::nodes::host::{Host, HostConfig, HostError};
+use crate::nodes::host::{Host, HostConfig};
 use crate::nodes::router::{Router, RouterConfig};
 pub use crate::random_faults::RandomFaults;
 use crate::random_faults::{ImpairBounds, Kind, Plan};
@@ -76,89 +77,6 @@ use crate::random_faults::{ImpairBounds, Kind, Plan};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ScenarioError(pub String);
-
-/// Builds programmable switches and system devices for a scenario: the
-/// simulator does not know the apps or the systems (they sit beside it, not
-/// below it), so whoever runs the scenario supplies this.
-pub trait SwitchFactory {
-    /// A node running `program` with `params` on `profile`.
-    fn build(
-        &self,
-        program: &str,
-        params: &[(String, String)],
-        profile: Profile,
-    ) -> Result<Box<dyn Node>, String>;
-
-    /// A `[[server]]` node of `kind` (a state-store server, a DRAM server).
-    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, String> {
-        let _ = setup;
-        Err(format!("unknown server kind {kind:?}"))
-    }
-
-    /// Sources for a `tuples` workload's `craft` (adversarial keys aimed at
-    /// the hash units of the switch program in `request`; see
-    /// [`crate::nodes::attack`]).
-    fn craft_sources(
-        &self,
-        request: &crate::nodes::attack::CraftRequest,
-    ) -> Result<Vec<std::net::SocketAddrV4>, String> {
-        Err(format!(
-            "no system here crafts keys for program {:?}",
-            request.program
-        ))
-    }
-
-    /// A host workload of a `kind` the simulator does not build in
-    /// ([`crate::nodes::host::workload`]): its `[[host.workload]]` table as
-    /// written (without `kind`) and where it sits. `None` (the default):
-    /// this factory does not know the kind, and the scenario fails naming
-    /// it. This is where a system registers its clients (the System plug-in
-    /// interface forwards here).
-    fn workload(
-        &self,
-        kind: &str,
-        table: &toml::Table,
-        cx: &mut crate::nodes::host::workload::BuildContext<'_>,
-    ) -> Option<Result<Box<dyn crate::nodes::host::workload::Workload>, HostError>> {
-        let _ = (kind, table, cx);
-        None
-    }
-}
-
-/// A factory seen as a workload registry (hosts are built with the
-/// scenario's factory).
-struct FactoryWorkloads<'a>(&'a dyn SwitchFactory);
-
-impl WorkloadRegistry for FactoryWorkloads<'_> {
-    fn workload(
-        &self,
-        kind: &str,
-        table: &toml::Table,
-        cx: &mut crate::nodes::host::workload::BuildContext<'_>,
-    ) -> Option<Result<Box<dyn crate::nodes::host::workload::Workload>, HostError>> {
-        self.0.workload(kind, table, cx)
-    }
-}
-
-/// What a factory gets to build a `[[server]]` node.
-#[derive(Debug, Clone)]
-pub struct ServerSetup {
-    /// The server's name in the scenario.
-    pub name: String,
-    /// Its IPv4 address.
-    pub ip: Ipv4Addr,
-    /// The MAC of each of its ports (index = port number).
-    pub macs: Vec<[u8; 6]>,
-    /// The MAC at the other end of each port's link (`ff:..` if unlinked).
-    pub neighbour_macs: Vec<[u8; 6]>,
-    /// The server's `params` table as written (the factory deserialises it
-    /// into the device's own configuration).
-    pub params: toml::Table,
-    /// The names and addresses of every node with an address (hosts,
-    /// servers) and of every switch with its announced prefixes, so a device
-    /// can refer to its peers by name.
-    pub addresses: BTreeMap<String, Ipv4Addr>,
-}
 
 pub(crate) fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
     let v = NumOrStr::deserialize(d)?;

@@ -17,7 +17,7 @@ struct Clock {
 }
 
 impl Device for Clock {
-    fn start(&mut self, _now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, _now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         out.push(Output::Timer {
             at: 1_000_000,
             token: 1,
@@ -41,8 +41,8 @@ impl Device for Clock {
         out.push(Output::Timer { at, token: 1 });
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
-        self.start(now, out);
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        self.start(now, rng, out);
     }
 }
 

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use crate::device::{ControlMessage, Nanos, PortId};
+use crate::device::{ControlMessage, DeviceRng, Nanos, PortId};
 use crate::meter::MeterConfig;
 use crate::objects::{Handle, ObjectId, Objects, RegisterHandle, TableHandle};
 use crate::pktgen::StreamConfig;
@@ -91,12 +91,19 @@ pub struct ControlPlane<'a> {
     pub(crate) timing: &'a ControlPlaneTiming,
     pub(crate) requests: &'a mut Requests,
     pub(crate) next_request: &'a mut u64,
+    pub(crate) rng: &'a mut DeviceRng,
 }
 
 impl ControlPlane<'_> {
     /// The current time.
     pub fn now(&self) -> Nanos {
         self.now
+    }
+
+    /// The switch's device RNG (seeded by the driver from the run seed; not
+    /// rewound by a restart), for the control plane's random choices.
+    pub fn rng(&mut self) -> &mut DeviceRng {
+        self.rng
     }
 
     fn issue(&mut self, op: Op, latency: Nanos, rate_limited: bool) -> u64 {

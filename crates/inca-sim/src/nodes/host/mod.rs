@@ -825,7 +825,7 @@ fn widen(range: &mut Option<(Nanos, Nanos)>, v: Nanos) {
 }
 
 impl Device for Host {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         // Wake at once: workloads are set up at the first input (which has
         // the RNG), and this is it.
         self.state.wake_pending = Some(now);
@@ -859,14 +859,14 @@ impl Device for Host {
         self.arm(now, out);
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.archive_flows();
         self.metrics.stats.restarts += 1;
         for w in &mut self.workloads {
             w.workload.end();
         }
         self.state = State::new(now);
-        self.start(now, out);
+        self.start(now, rng, out);
     }
 }
 

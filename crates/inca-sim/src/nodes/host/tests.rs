@@ -233,7 +233,7 @@ fn udp_vlan_tags_every_frame_and_keeps_its_size() {
 /// Runs `h` until its generators stop; returns the frames it sent.
 fn sent_frames(h: &mut Host) -> Vec<Vec<u8>> {
     let (mut r, mut out, mut frames) = (rng(), Vec::new(), Vec::new());
-    h.start(0, &mut out);
+    h.start(0, &mut r, &mut out);
     for _ in 0..10_000 {
         let timers: Vec<_> = out
             .drain(..)
@@ -281,7 +281,7 @@ fn tcp_syns_to_drawn_destinations_reach_a_sink_as_probes() {
     // A host receiving them measures their latency like UDP probes.
     let mut sink = host("ip = \"192.0.2.1\"").unwrap();
     let (mut r, mut out) = (rng(), Vec::new());
-    sink.start(0, &mut out);
+    sink.start(0, &mut r, &mut out);
     for f in frames {
         sink.handle(
             1_000_000_000,
@@ -355,7 +355,7 @@ fn gtpu_uplink_signals_each_ue_first_then_every_nth_packet() {
     // reader; malformed GTP-U is counted, not parsed.
     let mut enb = host("ip = \"10.1.0.1\"").unwrap();
     let (mut r, mut out) = (rng(), Vec::new());
-    enb.start(0, &mut out);
+    enb.start(0, &mut r, &mut out);
     let data_frames: Vec<_> = frames
         .iter()
         .filter(|f| f[36..38] == encap::GTPU_PORT.to_be_bytes())
@@ -441,7 +441,7 @@ fn tcp_echo_answers_generated_segments_with_swapped_ends() {
             format!("ip = \"203.0.113.1\"\n[[workload]]\nkind = \"echo\"\nport = 7\ntcp = {tcp}");
         let mut e = host(&echo).unwrap();
         let (mut r, mut out) = (rng(), Vec::new());
-        e.start(0, &mut out);
+        e.start(0, &mut r, &mut out);
         out.clear();
         for f in &frames {
             e.handle(
@@ -475,7 +475,7 @@ fn tcp_echo_answers_generated_segments_with_swapped_ends() {
         );
         // Back at the sender the answer is a probe: a round trip.
         let mut g = host("ip = \"10.1.0.1\"").unwrap();
-        g.start(0, &mut out);
+        g.start(0, &mut r, &mut out);
         g.handle(
             5_000,
             Input::Frame {
@@ -496,7 +496,7 @@ fn vxlan_frames_carry_the_vni_and_drawn_inner_destinations() {
     assert_eq!(frames.len(), 32);
     let mut sink = host("ip = \"192.0.2.1\"").unwrap();
     let (mut r, mut out) = (rng(), Vec::new());
-    sink.start(0, &mut out);
+    sink.start(0, &mut r, &mut out);
     for f in frames {
         assert_eq!(f.len(), 116);
         // As the VPN gateway parses it: VNI 1, inner destination drawn.
@@ -534,7 +534,7 @@ fn garbage_never_panics() {
     let mut h = host("ip = \"10.0.0.1\"\n[[workload]]\nkind = \"echo\"\nport = 7").unwrap();
     let mut r = rng();
     let mut out = Vec::new();
-    h.start(0, &mut out);
+    h.start(0, &mut r, &mut out);
     for i in 0..20_000u64 {
         let len = r.gen_range(0..200);
         let mut frame: Vec<u8> = (0..len).map(|_| r.gen()).collect();
