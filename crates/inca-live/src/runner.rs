@@ -80,6 +80,13 @@ pub struct RunnerStats {
     pub timers: u64,
     /// Link-state changes handed to the device.
     pub link_changes: u64,
+    /// Outputs that broke the device contract ([`inca_switch::device`]): a
+    /// transmission or a timer before the `now` the device was called with.
+    /// Carried out at once (as the simulator does, at `now`) and counted.
+    pub contract_violations: u64,
+    /// Invariant failures counted in this process
+    /// ([`inca_switch::invariant`]; live mode counts instead of panicking).
+    pub invariant_violations: u64,
 }
 
 /// The live driver of one device. See the module documentation.
@@ -156,7 +163,10 @@ impl<D: Device> Runner<D> {
 
     /// Runner counters.
     pub fn stats(&self) -> RunnerStats {
-        self.stats
+        RunnerStats {
+            invariant_violations: inca_switch::invariant::violations(),
+            ..self.stats
+        }
     }
 
     /// Nanoseconds since the runner started.
@@ -170,6 +180,9 @@ impl<D: Device> Runner<D> {
             match o {
                 Output::Transmit { at, port, frame } => {
                     self.stats.frames_out += 1;
+                    if at < now {
+                        self.stats.contract_violations += 1;
+                    }
                     if usize::from(port) >= self.outbox.len() {
                         self.stats.no_port_drops += 1;
                     } else if at <= now + self.config.slack {
@@ -182,6 +195,9 @@ impl<D: Device> Runner<D> {
                     }
                 }
                 Output::Timer { at, token } => {
+                    if at < now {
+                        self.stats.contract_violations += 1;
+                    }
                     self.timers.insert(token, at);
                 }
                 Output::Control(m) => {
@@ -245,8 +261,11 @@ impl<D: Device> Runner<D> {
         let now = self.now();
         if !self.started {
             self.started = true;
+            // Live, a broken invariant is counted (and reported by the
+            // node), not a reason to stop forwarding.
+            inca_switch::invariant::set_strict(false);
             let mut out = std::mem::take(&mut self.out);
-            self.device.start(now, &mut out);
+            self.device.start(now, &mut self.rng, &mut out);
             self.out = out;
             self.apply(now);
         }

@@ -52,7 +52,7 @@ impl Device for Recorder {
             self.0.lock().unwrap().push((port, up));
         }
     }
-    fn restart(&mut self, _now: Nanos, _out: &mut Vec<Output>) {}
+    fn restart(&mut self, _now: Nanos, _rng: &mut DeviceRng, _out: &mut Vec<Output>) {}
 }
 
 fn wait_for(mut cond: impl FnMut() -> bool, timeout: Duration) -> bool {

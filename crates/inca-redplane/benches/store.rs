@@ -95,7 +95,8 @@ impl Net {
         }
         for i in 0..n.nodes.len() {
             let mut out = std::mem::take(&mut n.out);
-            n.nodes[i].1.start(0, &mut out);
+            let (_, dev, rng) = &mut n.nodes[i];
+            dev.start(0, rng, &mut out);
             n.collect(i, out);
         }
         n

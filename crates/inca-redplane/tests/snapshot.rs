@@ -650,7 +650,7 @@ mod sim {
     }
 
     impl Device for Script {
-        fn start(&mut self, _now: Nanos, out: &mut Vec<Output>) {
+        fn start(&mut self, _now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
             if let Some(f) = self.frames.first() {
                 out.push(Output::Timer { at: f.0, token: 1 });
             }
@@ -677,7 +677,7 @@ mod sim {
                 }
             }
         }
-        fn restart(&mut self, _now: Nanos, _out: &mut Vec<Output>) {}
+        fn restart(&mut self, _now: Nanos, _rng: &mut DeviceRng, _out: &mut Vec<Output>) {}
     }
 
     impl Node for Script {
@@ -724,7 +724,7 @@ mod sim {
                 frame,
             });
         }
-        fn restart(&mut self, _now: Nanos, _out: &mut Vec<Output>) {}
+        fn restart(&mut self, _now: Nanos, _rng: &mut DeviceRng, _out: &mut Vec<Output>) {}
     }
 
     impl Node for Hub {

@@ -823,7 +823,7 @@ impl Device for Hub {
             }
         }
     }
-    fn restart(&mut self, _now: Nanos, _out: &mut Vec<Output>) {}
+    fn restart(&mut self, _now: Nanos, _rng: &mut DeviceRng, _out: &mut Vec<Output>) {}
 }
 
 impl Node for Hub {
@@ -857,7 +857,7 @@ impl Device for Client {
             _ => {}
         }
     }
-    fn restart(&mut self, _now: Nanos, _out: &mut Vec<Output>) {}
+    fn restart(&mut self, _now: Nanos, _rng: &mut DeviceRng, _out: &mut Vec<Output>) {}
 }
 
 impl Node for Client {

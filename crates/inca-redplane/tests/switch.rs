@@ -731,7 +731,7 @@ mod e2e {
     }
 
     impl Device for Client {
-        fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+        fn start(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
             out.push(Output::Timer {
                 at: now + 10 * MILLIS,
                 token: 1,
@@ -778,8 +778,8 @@ mod e2e {
                 _ => {}
             }
         }
-        fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
-            self.start(now, out);
+        fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+            self.start(now, rng, out);
         }
     }
 
@@ -827,7 +827,7 @@ mod e2e {
                 frame: reply,
             });
         }
-        fn restart(&mut self, _now: Nanos, _out: &mut Vec<Output>) {}
+        fn restart(&mut self, _now: Nanos, _rng: &mut DeviceRng, _out: &mut Vec<Output>) {}
     }
 
     impl Node for Server {

@@ -10,7 +10,7 @@ use inca_redplane::verify::history::{check_recorder, Recorder};
 use inca_redplane::verify::invariants::Monitor;
 use inca_redplane::verify::linearizability::oracles::sync_counter;
 use inca_redplane::verify::linearizability::{check_a, check_b, AppSpec, Kind, Verdict, A_BUDGET};
-use inca_sim::nodes::host::Probe;
+use inca_wire::Probe;
 
 /// Ethernet/IPv4/UDP with a probe payload of 32 bytes (UDP checksum 0).
 fn frame(seq: u64) -> Vec<u8> {

@@ -166,6 +166,11 @@ pub struct EngineStats {
     pub crashed_drops: u64,
     /// Inputs dropped because a paused node's backlog was full.
     pub paused_drops: u64,
+    /// Outputs that broke the device contract ([`inca_switch::device`]): a
+    /// transmission or a timer set before the `now` of the call that made
+    /// it. Each is carried out at `now` (time cannot go back) and counted;
+    /// a campaign fails a run that has any.
+    pub contract_violations: u64,
 }
 
 /// Which agenda lane an event goes to: one per node's timers, one per link
@@ -272,6 +277,8 @@ pub struct Simulation {
     /// Faults that have started, by kind ([`Fault::starts`]).
     pub fault_tally: std::collections::BTreeMap<&'static str, u64>,
     next_window: u64,
+    /// The first contract violation, in words (the rest are counted).
+    first_violation: Option<String>,
 }
 
 impl Simulation {
@@ -292,6 +299,7 @@ impl Simulation {
             fault_log: Vec::new(),
             fault_tally: std::collections::BTreeMap::new(),
             next_window: 0,
+            first_violation: None,
         }
     }
 
@@ -308,6 +316,31 @@ impl Simulation {
     /// Engine counters.
     pub fn stats(&self) -> EngineStats {
         self.stats
+    }
+
+    /// Outputs that broke the device contract so far (see
+    /// [`EngineStats::contract_violations`]): a run with any is wrong, whatever
+    /// else it measured.
+    pub fn contract_violations(&self) -> u64 {
+        self.stats.contract_violations
+    }
+
+    /// The first contract violation, in words (node, output, times).
+    pub fn first_contract_violation(&self) -> Option<&str> {
+        self.first_violation.as_deref()
+    }
+
+    /// Counts an output of `node` at `at`, before now.
+    fn violation(&mut self, node: NodeId, what: &str, at: Nanos) {
+        self.stats.contract_violations += 1;
+        if self.first_violation.is_none() {
+            self.first_violation = Some(format!(
+                "{} ({}): {what} at {at} ns, before now ({} ns)",
+                self.node_name(node),
+                self.nodes[node.0 as usize].node.kind(),
+                self.now
+            ));
+        }
     }
 
     /// Adds a node; its RNG stream is its index.
@@ -468,7 +501,8 @@ impl Simulation {
         self.started = true;
         for i in 0..self.nodes.len() {
             let mut out = std::mem::take(&mut self.out);
-            self.nodes[i].node.start(self.now, &mut out);
+            let slot = &mut self.nodes[i];
+            slot.node.start(self.now, &mut slot.rng, &mut out);
             self.apply(NodeId(i as u32), &mut out);
             self.out = out;
         }
@@ -477,6 +511,10 @@ impl Simulation {
     /// Runs until virtual time `end` (events at `end` included), calling
     /// `progress` now and then with the current time.
     pub fn run_until(&mut self, end: Nanos, mut progress: impl FnMut(Nanos)) {
+        // A broken invariant in a device stops the run, naming the seed that
+        // replays it.
+        inca_switch::invariant::set_strict(true);
+        inca_switch::invariant::set_seed(Some(self.seed));
         self.start();
         let mut since_progress = 0u32;
         while let Some((at, event)) = self.agenda.pop_due(end) {
@@ -568,6 +606,9 @@ impl Simulation {
                         .get(usize::from(port))
                         .copied()
                         .flatten();
+                    if at < self.now {
+                        self.violation(node, "transmission", at);
+                    }
                     let Some((link, dir)) = end else {
                         self.stats.unconnected_drops += 1;
                         continue;
@@ -583,6 +624,9 @@ impl Simulation {
                     }
                 }
                 Output::Timer { at, token } => {
+                    if at < self.now {
+                        self.violation(node, "timer", at);
+                    }
                     let slot = &mut self.nodes[node.0 as usize];
                     slot.next_generation += 1;
                     let generation = slot.next_generation;
@@ -590,6 +634,7 @@ impl Simulation {
                         Some(entry) => entry.1 = generation,
                         None => slot.timers.push((token, generation)),
                     }
+                    // A timer in the past (counted above) fires now.
                     self.agenda.push(
                         lane::timer(node),
                         at.max(self.now),
@@ -753,7 +798,7 @@ impl Simulation {
                 slot.state = NodeState::Up;
                 slot.timers.clear();
                 let mut out = std::mem::take(&mut self.out);
-                slot.node.restart(self.now, &mut out);
+                slot.node.restart(self.now, &mut slot.rng, &mut out);
                 self.apply(n, &mut out);
                 self.out = out;
                 for l in self.links_of(n) {

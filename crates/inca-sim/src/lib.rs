@@ -4,6 +4,8 @@
 //! What lives where:
 //! - [`engine`] — the simulation: nodes, links, the event agenda, faults,
 //!   captures.
+//! - [`factory`] — what a scenario needs from whoever runs it (switch
+//!   programs, servers, system workloads).
 //! - [`lanes`] — the event agenda (a FIFO lane per source).
 //! - [`link`] — the link model: rate, propagation, queue, loss
 //!   (Bernoulli, Gilbert–Elliott), duplication, reordering, jitter.
@@ -16,6 +18,7 @@
 //!   [`run`] — running one and writing its results.
 //! - [`tcp`] — TCP endpoints (smoltcp) for hosts.
 pub mod engine;
+pub mod factory;
 pub mod lanes;
 pub mod link;
 pub mod metrics;

@@ -39,6 +39,13 @@ pub fn run(
     let links = built.sim.link_reports();
     let stats = built.sim.stats();
     let mut highlights = Vec::new();
+    if stats.contract_violations > 0 {
+        highlights.push(format!(
+            "contract_violation: {} outputs before their call's time (first: {})",
+            stats.contract_violations,
+            built.sim.first_contract_violation().unwrap_or("?")
+        ));
+    }
     for (t, what) in &built.sim.fault_log {
         highlights.push(format!("{:>10}  fault: {what}", format_time(*t)));
     }

@@ -64,7 +64,9 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::{Fault, LinkId, Node, NodeId, Simulation};
+use crate::engine::{Fault, LinkId, NodeId, Simulation};
+use crate::factory::FactoryWorkloads;
+pub use crate::factory::{ServerSetup, SwitchFactory};
 use crate::link::{ChannelConfig, LossModel};
 use crate::nodes::host::{Host, HostConfig};
 use crate::nodes::router::{Router, RouterConfig};
@@ -75,58 +77,6 @@ use crate::random_faults::{ImpairBounds, Kind, Plan};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ScenarioError(pub String);
-
-/// Builds programmable switches and system devices for a scenario: the
-/// simulator does not know the apps or the systems (they sit beside it, not
-/// below it), so whoever runs the scenario supplies this.
-pub trait SwitchFactory {
-    /// A node running `program` with `params` on `profile`.
-    fn build(
-        &self,
-        program: &str,
-        params: &[(String, String)],
-        profile: Profile,
-    ) -> Result<Box<dyn Node>, String>;
-
-    /// A `[[server]]` node of `kind` (a state-store server, a DRAM server).
-    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, String> {
-        let _ = setup;
-        Err(format!("unknown server kind {kind:?}"))
-    }
-
-    /// Sources for a `tuples` workload's `craft` (adversarial keys aimed at
-    /// the hash units of the switch program in `request`; see
-    /// [`crate::nodes::attack`]).
-    fn craft_sources(
-        &self,
-        request: &crate::nodes::attack::CraftRequest,
-    ) -> Result<Vec<std::net::SocketAddrV4>, String> {
-        Err(format!(
-            "no system here crafts keys for program {:?}",
-            request.program
-        ))
-    }
-}
-
-/// What a factory gets to build a `[[server]]` node.
-#[derive(Debug, Clone)]
-pub struct ServerSetup {
-    /// The server's name in the scenario.
-    pub name: String,
-    /// Its IPv4 address.
-    pub ip: Ipv4Addr,
-    /// The MAC of each of its ports (index = port number).
-    pub macs: Vec<[u8; 6]>,
-    /// The MAC at the other end of each port's link (`ff:..` if unlinked).
-    pub neighbour_macs: Vec<[u8; 6]>,
-    /// The server's `params` table as written (the factory deserialises it
-    /// into the device's own configuration).
-    pub params: toml::Table,
-    /// The names and addresses of every node with an address (hosts,
-    /// servers) and of every switch with its announced prefixes, so a device
-    /// can refer to its peers by name.
-    pub addresses: BTreeMap<String, Ipv4Addr>,
-}
 
 pub(crate) fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
     let v = NumOrStr::deserialize(d)?;
@@ -1157,8 +1107,14 @@ impl Loaded {
                 factory.craft_sources(&req)
             })
             .map_err(|e| self.err_at(name.span(), "host", e))?;
-            let host = Host::new(config, port_mac(id, 0), gateway_mac, link_rate)
-                .map_err(|e| self.err_at(name.span(), "host", e))?;
+            let host = Host::with_registry(
+                config,
+                port_mac(id, 0),
+                gateway_mac,
+                link_rate,
+                &FactoryWorkloads(factory),
+            )
+            .map_err(|e| self.err_at(name.span(), "host", e))?;
             let got = sim.add_node(name.get_ref(), Box::new(host));
             debug_assert_eq!(got, id);
             names.insert(name.get_ref().clone(), id);

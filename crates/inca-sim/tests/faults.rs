@@ -57,6 +57,13 @@ fn rx(b: &Built, name: &str) -> u64 {
 
 fn run(mut b: Built) -> Built {
     b.sim.run_until(b.duration, |_| {});
+    // Hosts and routers keep the device contract under every fault here.
+    assert_eq!(
+        b.sim.contract_violations(),
+        0,
+        "{:?}",
+        b.sim.first_contract_violation()
+    );
     b
 }
 

@@ -509,7 +509,7 @@ struct Garbage {
 }
 
 impl Device for Garbage {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         out.push(Output::Timer { at: now, token: 0 });
     }
     fn handle(&mut self, now: Nanos, input: Input, rng: &mut DeviceRng, out: &mut Vec<Output>) {
@@ -543,7 +543,7 @@ impl Device for Garbage {
             token: 0,
         });
     }
-    fn restart(&mut self, _: Nanos, _: &mut Vec<Output>) {}
+    fn restart(&mut self, _: Nanos, _rng: &mut DeviceRng, _: &mut Vec<Output>) {}
 }
 
 impl Node for Garbage {

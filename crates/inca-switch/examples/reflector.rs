@@ -16,7 +16,7 @@ pub struct Reflector {
 }
 
 impl Device for Reflector {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         out.push(Output::Timer {
             at: now + self.period,
             token: REPORT,
@@ -45,9 +45,9 @@ impl Device for Reflector {
         }
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.reflected = 0;
-        self.start(now, out);
+        self.start(now, rng, out);
     }
 }
 

@@ -41,6 +41,8 @@ pub struct Agenda<T> {
     fifo: VecDeque<Entry<T>>,
     heap: BinaryHeap<Reverse<Entry<T>>>,
     seq: u64,
+    /// Time of the last item taken out: nothing may be scheduled before it.
+    popped: Nanos,
 }
 
 impl<T> Default for Agenda<T> {
@@ -49,6 +51,7 @@ impl<T> Default for Agenda<T> {
             fifo: VecDeque::new(),
             heap: BinaryHeap::new(),
             seq: 0,
+            popped: 0,
         }
     }
 }
@@ -62,6 +65,13 @@ impl<T> Agenda<T> {
     /// Schedules `item` at `at`; among items at one time, earlier pushes
     /// come out first.
     pub fn push(&mut self, at: Nanos, item: T) {
+        // An item before one already taken would come out after it: time
+        // would go backwards for whoever drives the agenda.
+        crate::invariant!(
+            at >= self.popped,
+            "agenda: item scheduled at {at} ns, after one at {} ns came out",
+            self.popped
+        );
         self.seq += 1;
         let e = Entry {
             at,
@@ -103,6 +113,7 @@ impl<T> Agenda<T> {
             }
             self.heap.pop()?.0
         };
+        self.popped = self.popped.max(e.at);
         Some((e.at, e.item))
     }
 
@@ -120,6 +131,7 @@ impl<T> Agenda<T> {
     pub fn clear(&mut self) {
         self.fifo.clear();
         self.heap.clear();
+        self.popped = 0;
     }
 }
 

@@ -15,7 +15,7 @@
 
 pub use crate::control::ControlWrite;
 use crate::control::{ControlPlane, IssuedOp, Op, Requests};
-use crate::device::{ControlMessage, Nanos};
+use crate::device::{ControlMessage, DeviceRng, Nanos};
 use crate::profile::ControlPlaneTiming;
 use crate::program::{ControlEvent, Program};
 
@@ -86,12 +86,14 @@ impl Captured {
 
 /// Runs `program`'s control handler for `event` at time `now` and returns
 /// what it asked for instead of applying it. The program must have declared
-/// its objects (its handles are what the writes name).
+/// its objects (its handles are what the writes name). Random choices the
+/// handler makes draw from `rng` (the device RNG of whoever runs the logic).
 pub fn capture_control<P: Program>(
     program: &mut P,
     event: ControlEvent<P::Digest>,
     now: Nanos,
     timing: &ControlPlaneTiming,
+    rng: &mut DeviceRng,
 ) -> Captured {
     let mut requests = Requests {
         capture: true,
@@ -104,6 +106,7 @@ pub fn capture_control<P: Program>(
         requests: &mut requests,
         next_request: &mut next_request,
         request_tag: 0,
+        rng,
     };
     program.control(event, &mut cp);
     let mut described = std::mem::take(&mut requests.described)

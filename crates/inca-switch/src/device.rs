@@ -9,7 +9,10 @@
 //! runtime are two drivers of the same device code (DESIGN.md, principle 1).
 //!
 //! Rules a driver relies on:
-//! - Every output time is `>= now` of the call that produced it.
+//! - Every output time is `>= now` of the call that produced it. Drivers
+//!   check this one: an output in the past is carried out at `now` and
+//!   counted as a contract violation (it fails a campaign), never clamped
+//!   silently.
 //! - Frames a device transmits on one port carry non-decreasing times.
 //! - A timer is identified by the device's own `token`; setting a timer with a
 //!   token that is already pending replaces the pending one (the driver keeps
@@ -89,8 +92,9 @@ pub enum Output {
 /// A sans-IO device. See the module documentation for the contract.
 pub trait Device {
     /// Boots the device at time `now` (called once by the driver, before any
-    /// input), pushing its first outputs (timers, say).
-    fn start(&mut self, _now: Nanos, _out: &mut Vec<Output>) {}
+    /// input), pushing its first outputs (timers, say). `rng` is the device's
+    /// RNG, the same stream [`Device::handle`] gets.
+    fn start(&mut self, _now: Nanos, _rng: &mut DeviceRng, _out: &mut Vec<Output>) {}
 
     /// Handles one input at time `now`, pushing any outputs onto `out`.
     fn handle(&mut self, now: Nanos, input: Input, rng: &mut DeviceRng, out: &mut Vec<Output>);
@@ -99,23 +103,25 @@ pub trait Device {
     /// (registers and tables cleared, queues emptied, timers forgotten).
     /// Persistent configuration (the loaded program, the profile) is kept.
     /// Outputs the restarted device produces at time `now` (as [`Device::start`]
-    /// does) go onto `out`.
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>);
+    /// does) go onto `out`. `rng` is the device's RNG, which a crash does not
+    /// rewind: a restarted device draws fresh values (initial sequence
+    /// numbers, say), not its first boot's again.
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>);
 }
 
 /// A boxed device is a device (drivers hold devices chosen at run time as
 /// `Box<dyn ...>`).
 impl<D: Device + ?Sized> Device for Box<D> {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
-        (**self).start(now, out)
+    fn start(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        (**self).start(now, rng, out)
     }
 
     fn handle(&mut self, now: Nanos, input: Input, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         (**self).handle(now, input, rng, out)
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
-        (**self).restart(now, out)
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        (**self).restart(now, rng, out)
     }
 }
 

@@ -82,7 +82,7 @@ impl<D: Device> Feeder<D> {
 
     /// Boots the device (`Device::start`) at the current time.
     pub fn start(&mut self) {
-        self.dev.start(self.now, &mut self.out);
+        self.dev.start(self.now, &mut self.rng, &mut self.out);
         self.drain();
     }
 

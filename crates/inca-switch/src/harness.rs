@@ -43,10 +43,11 @@ impl<D: Device> Harness<D> {
     /// Starts `device` at time 0 with an RNG from `seed`.
     pub fn new(mut device: D, seed: u64) -> Self {
         let mut out = Vec::new();
-        device.start(0, &mut out);
+        let mut rng = device_rng(seed, 0);
+        device.start(0, &mut rng, &mut out);
         let mut h = Harness {
             device,
-            rng: device_rng(seed, 0),
+            rng,
             now: 0,
             timers: BTreeMap::new(),
             out: Vec::new(),
@@ -131,7 +132,7 @@ impl<D: Device> Harness<D> {
         self.advance_to(at);
         self.timers.clear();
         let mut out = std::mem::take(&mut self.out);
-        self.device.restart(self.now, &mut out);
+        self.device.restart(self.now, &mut self.rng, &mut out);
         self.collect(out);
     }
 

@@ -28,6 +28,8 @@
 //! - [`switch`] — the [`Switch`] device that runs a program on a profile.
 //! - [`agenda`] — the time-ordered event agenda devices and drivers use.
 //! - [`harness`] — a one-device driver for tests and benchmarks.
+//! - [`invariant`] — the [`invariant!`] macro: panics with the seed in tests
+//!   and simulation, counts in live mode.
 //! - [`units`] — times, sizes and rates as people write them.
 pub mod agenda;
 pub mod block_report;
@@ -40,6 +42,7 @@ pub mod feeder;
 pub mod harness;
 pub mod hash;
 pub mod intrinsic;
+pub mod invariant;
 pub mod line;
 pub mod meter;
 pub mod objects;

@@ -400,7 +400,7 @@ impl<P: Program> Switch<P> {
             }
             Event::CpOpDone => self.apply_op(now, rng),
             Event::CpuArrive(ev) => self.cpu_arrive(now, *ev),
-            Event::CpuRun => self.cpu_run(now, out),
+            Event::CpuRun => self.cpu_run(now, rng, out),
             Event::CpuTimer(token) => self.cpu_arrive(now, ControlEvent::Timer { token }),
             Event::Aging => {
                 let mut expired = Vec::new();
@@ -798,7 +798,7 @@ impl<P: Program> Switch<P> {
 
     /// The CPU handles its next event; what the handler asked for is issued
     /// when the handler's CPU time is over.
-    fn cpu_run(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn cpu_run(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         let Some(ev) = self.cpu_queue.pop_front() else {
             self.cpu_busy = false;
             return;
@@ -811,6 +811,7 @@ impl<P: Program> Switch<P> {
             requests: &mut self.requests,
             next_request: &mut self.next_request,
             request_tag: 0,
+            rng,
         };
         self.program.control(ev, &mut cp);
         let done = now + timing.cpu_per_event;
@@ -930,12 +931,10 @@ impl<P: Program> Switch<P> {
 }
 
 impl<P: Program> Device for Switch<P> {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.cpu_arrive(now, ControlEvent::Start);
         self.schedule_aging(now);
-        // Nothing in the agenda can need the RNG before the first input.
-        let mut rng = crate::device::device_rng(0, 0);
-        self.run_agenda(now, &mut rng, out);
+        self.run_agenda(now, rng, out);
     }
 
     fn handle(&mut self, now: Nanos, input: Input, rng: &mut DeviceRng, out: &mut Vec<Output>) {
@@ -978,7 +977,7 @@ impl<P: Program> Device for Switch<P> {
         self.run_agenda(now, rng, out);
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.program = self.loaded.clone();
         self.objects.clear();
         self.tm.clear();
@@ -994,7 +993,7 @@ impl<P: Program> Device for Switch<P> {
         self.input_backlog = 0;
         self.punts_in_flight = 0;
         self.requests = Requests::default();
-        self.start(now, out);
+        self.start(now, rng, out);
     }
 }
 

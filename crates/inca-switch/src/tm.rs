@@ -191,8 +191,16 @@ impl<M> TrafficManager<M> {
     pub fn dequeue(&mut self, port: PortId) -> Option<QueuedPacket<M>> {
         let q = self.ports.get_mut(usize::from(port))?;
         let d = q.queue.pop_front()?;
-        q.bytes -= u64::from(d.len);
-        self.buffer_used -= u64::from(d.len);
+        let len = u64::from(d.len);
+        // Every queued byte was added to both counts at enqueue.
+        crate::invariant!(
+            q.bytes >= len && self.buffer_used >= len,
+            "port {port}: dequeuing {len} B with {} B queued, {} B of buffer in use",
+            q.bytes,
+            self.buffer_used
+        );
+        q.bytes = q.bytes.saturating_sub(len);
+        self.buffer_used = self.buffer_used.saturating_sub(len);
         self.release(d.cell)
     }
 

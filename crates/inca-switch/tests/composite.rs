@@ -8,7 +8,7 @@
 
 use inca_switch::capture::{capture_control, ControlWrite};
 use inca_switch::composite::{addressed, ClassifyRule};
-use inca_switch::device::{ControlMessage, SECONDS};
+use inca_switch::device::{device_rng, ControlMessage, SECONDS};
 use inca_switch::harness::{Harness, Transmitted};
 use inca_switch::{
     check, AccessError, ArrayDecl, Block, Composite, ControlEvent, ControlPlane, DataPlane,
@@ -361,7 +361,13 @@ fn capture_collects_a_blocks_writes_without_applying_them() {
     let mut toy = ToyA::new(5, 7);
     toy.declare(&mut Declare::default()).unwrap();
     let timing = Profile::tofino().control_plane;
-    let cap = capture_control(&mut toy, ControlEvent::Start, 100, &timing);
+    let cap = capture_control(
+        &mut toy,
+        ControlEvent::Start,
+        100,
+        &timing,
+        &mut device_rng(1, 0),
+    );
     let writes: Vec<_> = cap.writes().collect();
     assert_eq!(writes.len(), 2);
     match writes[0] {
@@ -375,7 +381,13 @@ fn capture_collects_a_blocks_writes_without_applying_them() {
     // A composite's capture splits by block through the request ids.
     let mut c = composite();
     c.declare(&mut Declare::default()).unwrap();
-    let cap = capture_control(&mut c, ControlEvent::Start, 0, &timing);
+    let cap = capture_control(
+        &mut c,
+        ControlEvent::Start,
+        0,
+        &timing,
+        &mut device_rng(1, 0),
+    );
     let owners: Vec<_> = cap
         .ops
         .iter()
@@ -420,7 +432,13 @@ fn capture_collects_a_blocks_writes_without_applying_them() {
     }
     let mut source = ToyA::new(4, 7);
     source.declare(&mut Declare::default()).unwrap();
-    let cap = capture_control(&mut source, ControlEvent::Start, 0, &timing);
+    let cap = capture_control(
+        &mut source,
+        ControlEvent::Start,
+        0,
+        &timing,
+        &mut device_rng(1, 0),
+    );
     let mut r = Replayer(Some(cap), ToyA::new(5, 7));
     r.declare(&mut Declare::default()).unwrap();
     // Switch::new declares again on the program it is given; the handles are

@@ -15,7 +15,6 @@
 //! | `trailer` | 1 | READ requests carry the packet (0: strict mode) |
 //! | `entries` | 10000000 | table size: buckets for this many entries at load ≤ 0.9 |
 //! | `preload` | 0 | synthetic entries installed before traffic (see [`preload_entries`]) |
-//! | `seed` | 1 | control-plane RNG seed |
 //! | `check` | 0 | 1: checked mode, every lookup judged against the operation history ([`TeaSwitch::checked`]) |
 //! | `switch_ip` | 10.0.0.254 | the switch's RDMA address (the servers' `controller_ip`) |
 //! | `outside_port` / `inside_port` | 1 / 0 | NAT, firewall, VPN sides |
@@ -69,7 +68,6 @@ pub const PARAMS: &[&str] = &[
     "entries",
     "load_percent",
     "preload",
-    "seed",
     "check",
     "switch_ip",
     "outside_port",
@@ -215,9 +213,8 @@ fn program_for<N: TeaNf>(
     let e = |x: inca_apps::params::ParamError| x.to_string();
     let cfg = config(p, nf.key_len(), nf.value_len())?;
     let n = p.number("preload", 0, 0, 100_000_000).map_err(e)?;
-    let seed = p.count("seed", 1, u64::MAX).map_err(e)?;
     let checked = p.number("check", 0, 0, 1).map_err(e)? == 1;
-    let prog = TeaSwitch::new(nf, cfg)?.with_seed(seed);
+    let prog = TeaSwitch::new(nf, cfg)?;
     Ok(if preload {
         let entries = preload_entries(program, n, p);
         let prog = if checked {

@@ -714,8 +714,8 @@ impl Bench {
     fn new() -> (Bench, Vec<Output>) {
         let mut server = DramServer::new(DramServerConfig::default()).unwrap();
         let mut out = Vec::new();
-        server.start(0, &mut out);
-        let rng = DeviceRng::seed_from_u64(1);
+        let mut rng = DeviceRng::seed_from_u64(1);
+        server.start(0, &mut rng, &mut out);
         (Bench { server, rng }, out)
     }
 
@@ -1069,7 +1069,7 @@ fn a_crash_loses_dram_and_qps_and_the_agent_says_hello_again() {
         }]),
     );
     let mut out = Vec::new();
-    b.server.restart(1_000, &mut out);
+    b.server.restart(1_000, &mut b.rng, &mut out);
     let hello = out
         .iter()
         .find_map(|o| match o {

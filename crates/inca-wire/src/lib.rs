@@ -14,6 +14,8 @@
 //! - [`icrc`] — the RoCEv2 invariant CRC (IBA Annex A17).
 //! - [`builder`] — whole frames: UDP, TCP and RoCEv2 WRITE/READ/response/ACK.
 //! - [`redplane`] — RedPlane request/ack/chain messages, serial numbers, frames.
+//! - [`udp_frame`] — the one parser of whole Ethernet/IPv4/UDP frames.
+//! - [`probe`] — the traffic generators' probe header (flow, sequence, send time).
 //! - [`pcap`] — pcap writer, pcap/pcapng reader.
 //! - [`pktgen`] — the Tofino packet generator's port-down header.
 //!
@@ -30,10 +32,12 @@ pub mod icrc;
 pub mod ipv4;
 pub mod pcap;
 pub mod pktgen;
+pub mod probe;
 pub mod redplane;
 pub mod roce;
 pub mod tcp;
 pub mod udp;
+pub mod udp_frame;
 
 pub use builder::{
     build_tcp_frame, build_udp_frame, Endpoints, ReadResponsePart, RoceFrameBuilder,
@@ -46,9 +50,11 @@ pub use icrc::{
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use pcap::{read_capture, read_capture_bytes, PcapError, PcapWriter};
 pub use pktgen::{PortDownHeaderRepr, PORT_DOWN_HEADER_LEN};
+pub use probe::{Probe, PROBE_LEN, PROBE_MAGIC};
 pub use roce::{
     Aeth, AethRepr, Bth, BthRepr, ExtHeader, Opcode, Reth, RethRepr, RocePacket, RoceRepr,
     ROCEV2_UDP_PORT,
 };
 pub use tcp::{TcpFlags, TcpRepr, TcpSegment};
 pub use udp::{UdpDatagram, UdpRepr};
+pub use udp_frame::{parse_udp_frame, UdpFrame};

@@ -28,9 +28,7 @@ use std::net::Ipv4Addr;
 
 use crate::builder::{build_udp_frame, Endpoints};
 use crate::error::{Result, WireError};
-use crate::ethernet::{ethertype, EthernetFrame, MacAddr};
-use crate::ipv4::{protocol, Ipv4Packet};
-use crate::udp::UdpDatagram;
+use crate::ethernet::MacAddr;
 
 /// UDP port of the switch side: source of requests, destination of acks.
 pub const SWITCH_PORT: u16 = 4000;
@@ -910,64 +908,9 @@ impl HeadAnnounceRepr {
 // Whole frames
 // ---------------------------------------------------------------------------
 
-/// What [`parse_udp_frame`] extracts from an Ethernet/IPv4/UDP frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UdpFrameInfo<'a> {
-    /// Source MAC.
-    pub src_mac: MacAddr,
-    /// Destination MAC.
-    pub dst_mac: MacAddr,
-    /// IPv4 source.
-    pub src_ip: Ipv4Addr,
-    /// IPv4 destination.
-    pub dst_ip: Ipv4Addr,
-    /// IPv4 Identification (the switch's send timestamp for RedPlane).
-    pub ident: u16,
-    /// UDP source port.
-    pub src_port: u16,
-    /// UDP destination port.
-    pub dst_port: u16,
-    /// UDP payload, bounded by the UDP length (padding excluded).
-    pub payload: &'a [u8],
-}
-
-/// Parses Ethernet (optionally tagged) / IPv4 / UDP. Fails on anything else,
-/// on fragments and on a bad IPv4 header checksum.
-pub fn parse_udp_frame(frame: &[u8]) -> Result<UdpFrameInfo<'_>> {
-    let eth = EthernetFrame::new_checked(frame)?;
-    if eth.ethertype() != ethertype::IPV4 {
-        return Err(WireError::Unsupported("not IPv4"));
-    }
-    let (src_mac, dst_mac) = (eth.src(), eth.dst());
-    let ip = Ipv4Packet::new_checked(&frame[eth.header_len()..])?;
-    if ip.protocol() != protocol::UDP {
-        return Err(WireError::Unsupported("not UDP"));
-    }
-    if ip.more_frags() || ip.frag_offset() != 0 {
-        return Err(WireError::Unsupported("IPv4 fragment"));
-    }
-    if !ip.verify_checksum() {
-        return Err(WireError::BadChecksum);
-    }
-    let (src_ip, dst_ip, ident) = (ip.src_addr(), ip.dst_addr(), ip.ident());
-    // Re-slice from `frame` so the payload borrows the frame, not the view.
-    let ip_start = eth.header_len() + ip.header_len();
-    let ip_end = eth.header_len() + usize::from(ip.total_len());
-    let payload = &frame[ip_start..ip_end];
-    let udp = UdpDatagram::new_checked(payload)?;
-    let (src_port, dst_port) = (udp.src_port(), udp.dst_port());
-    let len = usize::from(udp.len());
-    Ok(UdpFrameInfo {
-        src_mac,
-        dst_mac,
-        src_ip,
-        dst_ip,
-        ident,
-        src_port,
-        dst_port,
-        payload: &payload[8..len],
-    })
-}
+/// RedPlane frames are read with the one UDP-frame parser
+/// ([`crate::udp_frame`]); the names stay here for RedPlane's callers.
+pub use crate::udp_frame::{parse_udp_frame, UdpFrame as UdpFrameInfo};
 
 /// Endpoints with RedPlane's IPv4 fields: TTL 64, DSCP 0, DF clear,
 /// Identification `ident`.

@@ -23,6 +23,13 @@ pub const ICRC_LEN: usize = 4;
 /// The default partition key (full membership, default partition).
 pub const DEFAULT_PKEY: u16 = 0xFFFF;
 
+// The payload is padded to a multiple of 4 (pad count: 2 bits, 0..=3) and
+// the ICRC follows it: the headers before the payload must keep it aligned,
+// and the ICRC is one 32-bit CRC.
+const _: () =
+    assert!(BTH_LEN.is_multiple_of(4) && RETH_LEN.is_multiple_of(4) && AETH_LEN.is_multiple_of(4));
+const _: () = assert!(ICRC_LEN == core::mem::size_of::<u32>());
+
 /// BTH opcodes this crate models: the RC transport (prefix 000) plus the
 /// RoCEv2 congestion notification packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -187,7 +187,7 @@ capture_dir = "{cap}"
 [device]
 kind = "switch"
 program = "tea_nat"
-params = {{ servers = "2/10.0.0.1,3/10.0.0.2", replication = 2, cache = 0, entries = 4096, outside_port = 1, inside_port = 0, seed = 1 }}
+params = {{ servers = "2/10.0.0.1,3/10.0.0.2", replication = 2, cache = 0, entries = 4096, outside_port = 1, inside_port = 0 }}
 {p0}{p1}{p2}{p3}"#,
             cap = captures.display(),
             p0 = port(0, tea_gen, gen_tea),

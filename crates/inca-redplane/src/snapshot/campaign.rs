@@ -68,7 +68,7 @@ struct Script {
 }
 
 impl Device for Script {
-    fn start(&mut self, _now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, _now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         if let Some(f) = self.frames.first() {
             out.push(Output::Timer { at: f.0, token: 1 });
         }
@@ -91,7 +91,7 @@ impl Device for Script {
         }
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn restart(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.next = self.frames.partition_point(|f| f.0 < now);
         if let Some(f) = self.frames.get(self.next) {
             out.push(Output::Timer { at: f.0, token: 1 });

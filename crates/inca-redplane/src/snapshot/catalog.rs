@@ -72,14 +72,14 @@ fn bounded<A: BoundedApp>(
 pub struct BoundedNode<A: BoundedApp>(pub Switch<BoundedSwitch<A>>);
 
 impl<A: BoundedApp> Device for BoundedNode<A> {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
-        self.0.start(now, out)
+    fn start(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        self.0.start(now, rng, out)
     }
     fn handle(&mut self, now: Nanos, input: Input, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.0.handle(now, input, rng, out)
     }
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
-        self.0.restart(now, out)
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        self.0.restart(now, rng, out)
     }
 }
 

@@ -802,7 +802,7 @@ impl StoreServer {
 }
 
 impl Device for StoreServer {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.boot(now);
         if self.membership.is_some() {
             self.scratch_timer(TOKEN_HEARTBEAT, now);
@@ -819,7 +819,7 @@ impl Device for StoreServer {
         self.flush(now, out);
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         for w in &mut self.workers {
             w.reset();
         }
@@ -831,7 +831,7 @@ impl Device for StoreServer {
         // A replica that lost its state must not rejoin as if it had it (it
         // rejoins with a copy); a lone server just starts empty.
         self.restarted = self.cfg.replicated();
-        self.start(now, out);
+        self.start(now, rng, out);
     }
 }
 

@@ -4,8 +4,8 @@
 //! the store's committed log and lease grants for the key.
 //!
 //! Packet identity [our choice]: the simulator's UDP workloads write a
-//! probe header into the first 24 payload bytes (`inca_sim::nodes::host::
-//! Probe`: magic, flow index, sequence number, send time), so an input is
+//! probe header into the first 24 payload bytes ([`inca_wire::Probe`]:
+//! magic, flow index, sequence number, send time), so an input is
 //! identified by (probe flow, probe seq). An output is matched by the same
 //! two fields even when its first 4 payload bytes (the probe magic) were
 //! rewritten by an app; inca's Sync-Counter stamps its count after the
@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use inca_sim::nodes::host::Probe;
+use inca_wire::Probe;
 
 use super::linearizability::{
     check_a, check_b, Commit, Kind, Op, Spec, Verdict, Version, A_BUDGET,

@@ -265,7 +265,7 @@ mod tests {
         let mut h = Host::new(cfg, [2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 10_000_000_000).unwrap();
         let mut rng = DeviceRng::seed_from_u64(1);
         let (mut out, mut got) = (Vec::new(), Vec::new());
-        h.start(0, &mut out);
+        h.start(0, &mut rng, &mut out);
         loop {
             let mut wake = None;
             for o in out.drain(..) {

@@ -243,7 +243,7 @@ impl Device for Router {
         }
     }
 
-    fn restart(&mut self, _now: Nanos, _out: &mut Vec<Output>) {
+    fn restart(&mut self, _now: Nanos, _rng: &mut DeviceRng, _out: &mut Vec<Output>) {
         // Routes are configuration; what routing believes is relearned.
         self.routing_up.clone_from(&self.physical_up);
     }

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 pub use write::ControlWrite;
 
-use crate::device::{ControlMessage, Nanos, PortId};
+use crate::device::{ControlMessage, DeviceRng, Nanos, PortId};
 use crate::meter::MeterConfig;
 use crate::objects::{Handle, ObjectId, Objects, RegisterHandle, TableHandle};
 use crate::pktgen::StreamConfig;
@@ -147,6 +147,7 @@ pub struct ControlPlane<'a> {
     /// gives each block its own tag, so that a read result or a failure
     /// finds its way back to the block that asked (0 for a plain program).
     pub(crate) request_tag: u64,
+    pub(crate) rng: &'a mut DeviceRng,
 }
 
 /// Bits of a request id below a block's tag (see
@@ -168,6 +169,7 @@ impl ControlPlane<'_> {
             requests: self.requests,
             next_request: self.next_request,
             request_tag: tag << REQUEST_SEQ_BITS,
+            rng: self.rng,
         }
     }
 
@@ -176,6 +178,12 @@ impl ControlPlane<'_> {
         if let Some(w) = write {
             self.requests.described.push((request, w));
         }
+    }
+
+    /// The switch's device RNG (seeded by the driver from the run seed; not
+    /// rewound by a restart), for the control plane's random choices.
+    pub fn rng(&mut self) -> &mut DeviceRng {
+        self.rng
     }
 
     fn issue(&mut self, op: Op, latency: Nanos, rate_limited: bool) -> u64 {

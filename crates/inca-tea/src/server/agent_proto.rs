@@ -712,52 +712,15 @@ fn decode_reply(ty: u8, r: &mut Reader<'_>) -> Result<Reply, ProtoError> {
 
 // ------------------------------------------------------------- UDP carriage
 
-/// Where a UDP datagram came from and went to, and its payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UdpMeta<'a> {
-    /// Source MAC.
-    pub src_mac: MacAddr,
-    /// Destination MAC.
-    pub dst_mac: MacAddr,
-    /// Source IP.
-    pub src_ip: Ipv4Addr,
-    /// Destination IP.
-    pub dst_ip: Ipv4Addr,
-    /// Source port.
-    pub src_port: u16,
-    /// Destination port.
-    pub dst_port: u16,
-    /// The UDP payload (bounded by the UDP length field).
-    pub payload: &'a [u8],
-}
+/// Where a UDP datagram came from and went to, and its payload: the one
+/// UDP-frame view of [`inca_wire::udp_frame`].
+pub type UdpMeta<'a> = inca_wire::UdpFrame<'a>;
 
-/// Parses an Ethernet/IPv4/UDP frame (tagged or not, IP options skipped);
-/// `None` for anything else, including IPv4 fragments.
+/// Parses an Ethernet/IPv4/UDP frame (tagged or not, IP options skipped)
+/// with [`inca_wire::parse_udp_frame`]; `None` for anything else, including
+/// IPv4 fragments and a bad IPv4 header checksum.
 pub fn parse_udp(frame: &[u8]) -> Option<UdpMeta<'_>> {
-    use inca_wire::ethernet::ethertype;
-    let eth = inca_wire::EthernetFrame::new_checked(frame).ok()?;
-    if eth.ethertype() != ethertype::IPV4 {
-        return None;
-    }
-    let ip_bytes = &frame[eth.header_len()..];
-    let ip = inca_wire::Ipv4Packet::new_checked(ip_bytes).ok()?;
-    if ip.protocol() != inca_wire::ipv4::protocol::UDP || ip.more_frags() || ip.frag_offset() != 0 {
-        return None;
-    }
-    let hl = ip.header_len();
-    let total = usize::from(ip.total_len());
-    let udp_bytes = &ip_bytes[hl..total];
-    let udp = inca_wire::UdpDatagram::new_checked(udp_bytes).ok()?;
-    let udp_len = usize::from(udp.len());
-    Some(UdpMeta {
-        src_mac: eth.src(),
-        dst_mac: eth.dst(),
-        src_ip: ip.src_addr(),
-        dst_ip: ip.dst_addr(),
-        src_port: udp.src_port(),
-        dst_port: udp.dst_port(),
-        payload: &udp_bytes[8..udp_len],
-    })
+    inca_wire::parse_udp_frame(frame).ok()
 }
 
 /// An Ethernet/IPv4/UDP frame carrying one encoded message.

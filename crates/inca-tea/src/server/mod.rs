@@ -285,7 +285,7 @@ impl DramServer {
 }
 
 impl Device for DramServer {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.agent.start(now, &mut self.nic, out);
     }
 
@@ -298,7 +298,7 @@ impl Device for DramServer {
         }
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn restart(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         // The boot counter survives, as a machine's does on disk: it keeps
         // R_Keys and HELLO ids of different incarnations apart.
         self.boot = self.boot.wrapping_add(1);

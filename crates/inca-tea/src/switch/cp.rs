@@ -18,8 +18,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use inca_switch::device::ControlMessage;
 use inca_switch::{ControlEvent, ControlPlane, MatchSpec, Nanos, PacketOutDest, PortId};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use crate::table::{Plan, Step, TeaTable};
 
@@ -205,7 +203,6 @@ pub(crate) struct ControlState {
     pub running: Option<Running>,
     pub seq: u64,
     pub agent: AgentLink,
-    pub rng: ChaCha8Rng,
     /// Keys installed in the data-plane stash.
     pub dp_stash: BTreeSet<Vec<u8>>,
     /// Keys installed in the data-plane cache, with their hit-counter slot.
@@ -245,7 +242,6 @@ impl ControlState {
             running: None,
             seq: 0,
             agent: AgentLink::default(),
-            rng: ChaCha8Rng::seed_from_u64(0x7EA),
             dp_stash: BTreeSet::new(),
             dp_cache: BTreeMap::new(),
             free_slots: (0..cfg.cache_cap.min(usize::from(u16::MAX)) as u16)
@@ -273,12 +269,6 @@ impl ControlState {
 }
 
 impl<N: TeaNf> TeaSwitch<N> {
-    /// Seeds the control plane's RNG (displacement choices, initial PSNs).
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.cp.rng = ChaCha8Rng::seed_from_u64(seed);
-        self
-    }
-
     /// Entries installed when the table is first set up, before traffic
     /// (experiments' preloaded keys) [our choice: written straight to DRAM,
     /// without the stash, since nothing can look them up yet].
@@ -713,7 +703,7 @@ impl<N: TeaNf> TeaSwitch<N> {
                 key,
                 value,
                 reinject,
-            } => match table.insert(&key, &value, &mut self.cp.rng) {
+            } => match table.insert(&key, &value, cp.rng()) {
                 Ok(p) => Some((p, Some(value), true, reinject)),
                 Err(_) => {
                     self.cp.stats.ops_refused += 1;
@@ -748,7 +738,7 @@ impl<N: TeaNf> TeaSwitch<N> {
                 })
                 .map(|p| (p, None, false, None)),
             Intent::Drain => table
-                .drain(DRAIN_BATCH, &mut self.cp.rng)
+                .drain(DRAIN_BATCH, cp.rng())
                 .map(|p| (p, None, false, None)),
         };
         // An empty result still consumed the intent; the caller loops.

@@ -168,7 +168,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         self.cp.servers[sid].hello = Some(h);
         if self.cp.table.is_none() {
             if fresh && self.cp.servers.iter().all(|s| s.hello.is_some()) {
-                if let Err(e) = self.build_table() {
+                if let Err(e) = self.build_table(cp) {
                     // Nothing to do but report: the configuration cannot run.
                     self.cp.stats.malformed += 1;
                     let _ = e;
@@ -185,7 +185,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         self.start_setup(sid, true, cp);
     }
 
-    fn build_table(&mut self) -> Result<(), String> {
+    fn build_table(&mut self, cp: &mut ControlPlane<'_>) -> Result<(), String> {
         let layout = Layout::new(
             self.cfg.key_len,
             self.cfg.value_len,
@@ -217,7 +217,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         // Preloaded entries go straight into the mirror; the reload writes
         // them, and the ones left stashed are installed with the server.
         for (k, v) in std::mem::take(&mut self.cp.preload) {
-            if table.insert(&k, &v, &mut self.cp.rng).is_err() {
+            if table.insert(&k, &v, cp.rng()).is_err() {
                 self.cp.stats.ops_refused += 1;
             }
         }
@@ -257,7 +257,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         for role in 0..2u8 {
             let base = self.cfg.qp_base(sid, role);
             for q in base..base + per {
-                let init_psn = self.cp.rng.gen::<u32>() & 0xFF_FFFF;
+                let init_psn = cp.rng().gen::<u32>() & 0xFF_FFFF;
                 let rec = self.cp.servers[sid].qps.entry(q).or_default();
                 rec.incarnation = rec.incarnation.wrapping_add(1);
                 rec.init_psn = init_psn;
@@ -680,7 +680,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     /// Rebuilds a QP that went to ERROR (spec §5.8): new incarnation and PSN.
     pub(crate) fn reset_qp(&mut self, q: u16, cp: &mut ControlPlane<'_>) {
         let (sid, _) = self.cfg.qp_owner(q);
-        let init_psn = self.cp.rng.gen::<u32>() & 0xFF_FFFF;
+        let init_psn = cp.rng().gen::<u32>() & 0xFF_FFFF;
         let Some(s) = self.cp.servers.get_mut(sid) else {
             return;
         };

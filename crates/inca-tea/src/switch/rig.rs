@@ -55,7 +55,7 @@ impl Probe {
 }
 
 impl Device for Probe {
-    fn start(&mut self, now: Nanos, out: &mut Vec<Output>) {
+    fn start(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         if let Some(&(at, _)) = self.script.front() {
             out.push(Output::Timer {
                 at: at.max(now),
@@ -101,8 +101,8 @@ impl Device for Probe {
         }
     }
 
-    fn restart(&mut self, now: Nanos, out: &mut Vec<Output>) {
-        self.start(now, out);
+    fn restart(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        self.start(now, rng, out);
     }
 }
 
@@ -242,7 +242,6 @@ impl<N: TeaNf> Rig<N> {
         let observer = Observer::new();
         let prog = TeaSwitch::new(nf, tc.clone())?
             .with_observer(observer.clone())
-            .with_seed(cfg.seed)
             .with_preload(cfg.preload.clone());
         let sw = Switch::new(Profile::tofino(), prog).map_err(|e| e.to_string())?;
         let mut sim = Simulation::new(cfg.seed, 100_000);

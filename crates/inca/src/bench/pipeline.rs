@@ -295,7 +295,11 @@ impl TeaNet {
         };
         for node in 0..=TEA_SERVERS {
             let mut out = std::mem::take(&mut net.out);
-            net.device(node).start(0, &mut out);
+            let rng = &mut net.rngs[node];
+            match node {
+                0 => net.sw.start(0, rng, &mut out),
+                i => net.servers[i - 1].start(0, rng, &mut out),
+            }
             net.route(node, &mut out);
             net.out = out;
         }
@@ -312,13 +316,6 @@ impl TeaNet {
         }
         net.run_until(t + 50_000_000);
         Ok(net)
-    }
-
-    fn device(&mut self, node: usize) -> &mut dyn Device {
-        match node {
-            0 => &mut self.sw,
-            i => &mut self.servers[i - 1],
-        }
     }
 
     /// Routes `out` of `node`: frames onto links, timers into the list.
