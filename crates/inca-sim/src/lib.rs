@@ -13,6 +13,7 @@
 //!   the results folder.
 //! - [`nodes`] — the devices: programmable switches, routers, hosts.
 //! - [`partition`] — which side of a partition every node is on.
+//! - [`quantity`] — times, rates and sizes as scenario files write them.
 //! - [`random_faults`] — fault schedules drawn from a seed, for campaigns.
 //! - [`scenario`] — scenario files (TOML) and how they become a simulation;
 //!   [`run`] — running one and writing its results.
@@ -24,6 +25,7 @@ pub mod link;
 pub mod metrics;
 pub mod nodes;
 pub mod partition;
+pub mod quantity;
 pub mod random_faults;
 pub mod run;
 pub mod scenario;

@@ -36,7 +36,7 @@ use toml::Spanned;
 
 use crate::engine::{Fault, LinkId, NodeId, Simulation};
 use crate::link::{Impairment, LossModel};
-use crate::scenario::{de_opt_time, de_time};
+use crate::quantity::{de_opt_time, de_time};
 
 /// `[random_faults]` as written. See the module documentation.
 #[derive(Debug, Deserialize)]
