@@ -27,9 +27,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use inca_apps::catalog::{check_app, CatalogError, APPS};
 use inca_apps::params::Params;
 use inca_switch::Profile;
+use inca_system::CheckError;
 
 #[derive(Parser)]
 #[command(
@@ -228,17 +228,7 @@ fn main() -> ExitCode {
             largest,
         } => {
             if list {
-                for (name, about, params) in APPS {
-                    println!("{name:8} {about} (parameters: {})", params.join(", "));
-                }
-                println!();
-                for (name, about) in inca_redplane::catalog::PROGRAMS
-                    .iter()
-                    .chain(inca_redplane::snapshot::catalog::PROGRAMS)
-                    .chain(inca_tea::catalog::PROGRAMS)
-                {
-                    println!("{name:22} {about}");
-                }
+                print!("{}", inca::systems::list_programs(&inca::registry()));
                 return ExitCode::SUCCESS;
             }
             let program = program.unwrap_or_default();
@@ -266,8 +256,8 @@ fn main() -> ExitCode {
             let jobs =
                 jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             match campaign::run(&scenario, &set, first_seed, seeds, jobs, quiet) {
-                Ok(summary) => {
-                    campaign::print(&summary, &scenario);
+                Ok((summary, builtin)) => {
+                    campaign::print(&summary, &scenario, builtin);
                     if let Some(path) = json {
                         let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
                         if let Err(e) = std::fs::write(&path, text) {
@@ -435,17 +425,7 @@ fn check(
 ) -> anyhow::Result<()> {
     let prof = load_profile(profile, profile_set)?;
     let params = Params::parse(set.iter().map(String::as_str))?;
-    if let Some(result) = check_system_program(program, &params, &prof) {
-        let report =
-            result.map_err(|e| anyhow::anyhow!("{program} does not fit on {profile}: {e}"))?;
-        if json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
-        } else {
-            println!("{program} on {profile}: fits\n\n{report}");
-        }
-        return Ok(());
-    }
-    match check_app(program, &params, &prof) {
+    match inca::registry().check(program, &params, &prof) {
         Ok(report) => {
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -454,49 +434,10 @@ fn check(
             }
             Ok(())
         }
-        Err(CatalogError::Load(e)) => {
+        Err(e @ (CheckError::DoesNotFit(_) | CheckError::Refused(_))) => {
             Err(anyhow::anyhow!("{program} does not fit on {profile}: {e}"))
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-/// The resource report of a system's program (RedPlane's `redplane_*`,
-/// TEA's `tea_*`), or `None` for an app of the plain catalog.
-fn check_system_program(
-    program: &str,
-    params: &Params,
-    profile: &inca_switch::Profile,
-) -> Option<Result<inca_switch::placement::Placement, String>> {
-    use inca_redplane::snapshot::catalog as snapshot;
-    let placed = |sw: Result<Box<dyn inca_sim::engine::Node>, String>| {
-        let node = sw?;
-        let any = node.as_any();
-        if let Some(s) = any.downcast_ref::<inca_switch::Switch<
-            inca_redplane::snapshot::program::BoundedSwitch<
-                inca_redplane::snapshot::apps::HeavyHitterSketch,
-            >,
-        >>() {
-            return Ok(s.placement().clone());
-        }
-        if let Some(s) = any.downcast_ref::<inca_switch::Switch<
-            inca_redplane::snapshot::program::BoundedSwitch<
-                inca_redplane::snapshot::apps::AsyncCounter,
-            >,
-        >>() {
-            return Ok(s.placement().clone());
-        }
-        Err(format!("{program}: not a bounded-mode RedPlane switch"))
-    };
-    match program {
-        "redplane_hh" | "redplane_async_counter" => {
-            Some(placed(snapshot::build(program, params, profile)))
-        }
-        p if p.starts_with("redplane_") => Some(inca_redplane::catalog::check_program(
-            program, params, profile,
-        )),
-        p if p.starts_with("tea_") => Some(inca_tea::catalog::check(program, params, profile)),
-        _ => None,
     }
 }
 
@@ -518,13 +459,14 @@ fn find_largest(
         BadValue,
     }
     let prof = load_profile(profile, profile_set)?;
+    let registry = inca::registry();
     let fits = |v: u64| -> anyhow::Result<Fit> {
         let mut params = Params::parse(set.iter().map(String::as_str))?;
         params.set(param, v);
-        match check_app(program, &params, &prof) {
+        match registry.check(program, &params, &prof) {
             Ok(_) => Ok(Fit::Yes),
-            Err(CatalogError::Load(e)) => Ok(Fit::NoRoom(e.to_string())),
-            Err(CatalogError::Param(_)) if v > 1 => Ok(Fit::BadValue),
+            Err(CheckError::DoesNotFit(e)) => Ok(Fit::NoRoom(e.to_string())),
+            Err(CheckError::Param(_)) if v > 1 => Ok(Fit::BadValue),
             Err(e) => Err(e.into()),
         }
     };

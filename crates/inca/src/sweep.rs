@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Context, Result};
-use inca::factory::AppFactory;
 use inca_sim::scenario::Loaded;
 use serde::{Deserialize, Serialize};
 
@@ -143,7 +142,7 @@ pub fn run(path: &Path, opts: &Options) -> Result<()> {
     // Fail on a configuration that does not build before starting threads.
     for (c, l) in d.configs.iter().zip(&loaded) {
         drop(
-            l.build(&AppFactory::default(), Some(seeds[0]), None)
+            l.build(&inca::factory(), Some(seeds[0]), None)
                 .map_err(|e| anyhow!("configuration {:?}: {e}", c.label))?,
         );
     }
@@ -267,7 +266,7 @@ fn run_one(loaded: &Loaded, seed: u64, dir: &Path) -> Result<f64> {
         }
         std::fs::remove_dir_all(dir).with_context(|| format!("{}: cannot clear", dir.display()))?;
     }
-    let built = loaded.build(&AppFactory::default(), Some(seed), Some(dir))?;
+    let built = loaded.build(&inca::factory(), Some(seed), Some(dir))?;
     let name = loaded.scenario.name.clone();
     let r = inca_sim::run::run(built, &name, Some(dir), |_| {})?;
     Ok(r.summary.wall_seconds)

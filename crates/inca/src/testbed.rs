@@ -50,7 +50,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Subcommand;
-use inca::factory::AppFactory;
 use inca_live::config::{DeviceSpec, NeighbourSpec, NodeConfig, PortSpec, RouteSpec};
 use inca_sim::scenario::{next_hops_any, parse_prefix, Loaded, Scenario};
 use serde::{Deserialize, Serialize};
@@ -702,7 +701,7 @@ fn up(scenario: &Path, capture_dir: Option<&Path>) -> Result<()> {
     // The same checks `inca run` makes (names, ports, programs that fit),
     // before anything is created.
     loaded
-        .build(&AppFactory::default(), None, None)
+        .build(&inca::factory(), None, None)
         .map_err(|e| anyhow!("{e}"))?;
     let capture_dir = match capture_dir {
         Some(d) => {

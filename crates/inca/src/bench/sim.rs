@@ -10,7 +10,6 @@ use inca_sim::scenario::{Built, Loaded};
 
 use super::measure::{profiled, rate};
 use super::{Baseline, Ctx, Measured};
-use crate::factory::AppFactory;
 
 /// The scenario's text.
 pub const SCENARIO: &str = include_str!("../../../../experiments/two-switches-load.toml");
@@ -26,7 +25,7 @@ pub fn scenario(overrides: &[String]) -> anyhow::Result<Loaded> {
 
 /// A fresh simulation of `loaded`.
 pub fn build(loaded: &Loaded) -> anyhow::Result<Built> {
-    Ok(loaded.build(&AppFactory::default(), None, None)?)
+    Ok(loaded.build(&crate::factory(), None, None)?)
 }
 
 /// Runs `built` to its end: (events, packets delivered to the sink).
