@@ -2,9 +2,7 @@
 //!
 //! - [`systems`] — THE list of registered systems: every command reaches
 //!   programs, servers, campaigns and benchmarks through it.
-//! - [`bench`] — the benchmarks `inca bench` runs, with their baselines.
 
-pub mod bench;
 pub mod systems;
 
 pub use systems::{factory, registry};

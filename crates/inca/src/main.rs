@@ -376,20 +376,26 @@ fn bench_cmd(
     list: bool,
     profile_iterations: Option<u64>,
 ) -> anyhow::Result<()> {
-    use inca::bench;
+    use inca_bench as bench;
+    let systems = inca::registry().benches();
     if list {
-        for b in bench::all() {
+        for b in bench::all(systems) {
             println!("{:14} {} ({})", b.name, b.what, b.unit);
         }
         return Ok(());
     }
     if let Some(n) = profile_iterations {
-        for line in bench::profile(&names, n)? {
+        for line in bench::profile(&names, systems, n)? {
             println!("{line}");
         }
         return Ok(());
     }
-    let opts = bench::Options { names, runs, quick };
+    let opts = bench::Options {
+        names,
+        runs,
+        quick,
+        systems,
+    };
     let report = bench::run(&opts, |name| eprintln!("inca bench: {name}..."))?;
     print!("{}", report.render());
     let path = json.unwrap_or_else(|| PathBuf::from("target/inca-bench.json"));

@@ -72,7 +72,9 @@ impl Program for ToyCounter {
     ) -> Result<(), AccessError> {
         let port = pkt.ingress_port();
         if let Some(seen) = self.seen {
-            dp.register(seen, u64::from(port) % self.ports, |v| *v = v.wrapping_add(1))?;
+            dp.register(seen, u64::from(port) % self.ports, |v| {
+                *v = v.wrapping_add(1)
+            })?;
         }
         self.packets += 1;
         pkt.forward((port ^ 1) as PortId);

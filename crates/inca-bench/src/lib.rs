@@ -1,4 +1,4 @@
-//! `inca bench`: the project's benchmarks with their baselines, side by side
+//! inca-bench — `inca bench`: the project's benchmarks with their baselines, side by side
 //! in one command (issue 9; DESIGN.md "Performance budget").
 //!
 //! - [`measure`] — timing helpers (rates, medians, the profiled wrapper).
@@ -32,17 +32,17 @@ pub mod table;
 
 pub use inca_system::bench::{Baseline, Bench, BenchError, Budget, Ctx, Measured};
 
-/// Every benchmark, in table order: the binary's, then the registered
-/// systems' own.
-pub fn all() -> Vec<Bench> {
-    let mut benches = binary_benches();
-    benches.extend(crate::registry().benches());
+/// Every benchmark, in table order: this crate's, then `systems` (the
+/// registered systems' own, `Registry::benches`).
+pub fn all(systems: Vec<Bench>) -> Vec<Bench> {
+    let mut benches = own();
+    benches.extend(systems);
     benches
 }
 
-/// The benchmarks that live in the binary (they span several systems, or
-/// time the live driver).
-fn binary_benches() -> Vec<Bench> {
+/// The benchmarks that live here (they span several systems, or time the
+/// live driver).
+fn own() -> Vec<Bench> {
     vec![
         Bench {
             name: "nat",
@@ -146,12 +146,14 @@ pub struct Options {
     pub runs: usize,
     /// Smaller amounts of work.
     pub quick: bool,
+    /// The registered systems' own benchmarks, after this crate's.
+    pub systems: Vec<Bench>,
 }
 
 /// The benchmarks `names` selects, in table order; an unknown name is an
 /// error that lists the known ones.
-pub fn select(names: &[String]) -> anyhow::Result<Vec<Bench>> {
-    let benches = all();
+pub fn select(names: &[String], systems: Vec<Bench>) -> anyhow::Result<Vec<Bench>> {
+    let benches = all(systems);
     for n in names {
         if !benches.iter().any(|b| b.name == n) {
             let known: Vec<&str> = benches.iter().map(|b| b.name).collect();
@@ -173,7 +175,7 @@ pub fn run(opts: &Options, mut progress: impl FnMut(&str)) -> anyhow::Result<tab
         quick: opts.quick,
     };
     let mut report = table::Report::start(&ctx);
-    for b in select(&opts.names)? {
+    for b in select(&opts.names, opts.systems.clone())? {
         progress(b.name);
         let outcome = b.run.map(|f| f(&ctx));
         report.rows.push(table::Row::new(&b, outcome));
@@ -184,9 +186,9 @@ pub fn run(opts: &Options, mut progress: impl FnMut(&str)) -> anyhow::Result<tab
 
 /// Runs `n` iterations of each selected benchmark's measured work once (no
 /// warm-up, no timing) for a profiler; returns one line per benchmark.
-pub fn profile(names: &[String], n: u64) -> anyhow::Result<Vec<String>> {
+pub fn profile(names: &[String], systems: Vec<Bench>, n: u64) -> anyhow::Result<Vec<String>> {
     let mut lines = Vec::new();
-    for b in select(names)? {
+    for b in select(names, systems)? {
         match b.profile {
             Some(f) => lines.push(format!("{}: {}", b.name, f(n)?)),
             None => lines.push(format!("{}: no profile driver (live sockets)", b.name)),
