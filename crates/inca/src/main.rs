@@ -17,9 +17,7 @@
 
 mod campaign;
 mod node;
-mod report;
 mod run;
-mod sweep;
 mod tea_offline;
 mod testbed;
 
@@ -301,14 +299,15 @@ fn main() -> ExitCode {
         } => {
             let jobs =
                 jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            let opts = sweep::Options {
+            let opts = inca_report::sweep::runner::Options {
                 out,
                 jobs,
                 quick,
                 formats: format,
                 quiet,
+                factory: std::sync::Arc::new(|| Box::new(inca::factory())),
             };
-            match sweep::run(&experiment, &opts) {
+            match inca_report::sweep::runner::run(&experiment, &opts) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("inca sweep: {e:#}");
@@ -316,7 +315,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Report { dir, format } => match report::run(&dir, &format) {
+        Command::Report { dir, format } => match inca_report::report::run(&dir, &format) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("inca report: {e:#}");
