@@ -222,7 +222,7 @@ fn print_run(run: &Run) {
             );
         }
     }
-    let active: Vec<&LinkIn> = run.links.iter().filter(|l| l.stats.offered > 0).collect();
+    let active: Vec<&LinkReport> = run.links.iter().filter(|l| l.stats.offered > 0).collect();
     if active.is_empty() {
         println!("links: no frames offered");
     } else {
@@ -257,7 +257,7 @@ fn print_run(run: &Run) {
     }
 }
 
-fn link_label(l: &LinkIn) -> String {
+fn link_label(l: &LinkReport) -> String {
     format!("{} {}→{}", l.link, l.from, l.to)
 }
 
@@ -465,7 +465,7 @@ fn rate_points(l: &Line, duration: u64, unit: f64) -> Vec<(f64, f64)> {
 fn draw_throughput<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     panels: &[(String, Vec<Line>)],
-    summary: &Summary,
+    summary: &RunSummary,
     text: bool,
 ) -> Result<()> {
     // One time axis for all panels.
@@ -505,7 +505,7 @@ fn draw_throughput_panel<DB: DrawingBackend>(
     lines: &[Line],
     end: u64,
     caption: &str,
-    summary: &Summary,
+    summary: &RunSummary,
     text: bool,
 ) -> Result<()> {
     let labels: Vec<String> = lines.iter().map(|l| clip(&l.label, 44)).collect();

@@ -1,102 +1,16 @@
 //! A results folder, read back: the files `inca_sim::metrics::write_results`
 //! writes (`summary.json`, `nodes.json`, `links.json`, `cdf/*.csv`), loaded
-//! by [`Run::load`]; every error names the file (and the line).
+//! by [`Run::load`]; every error names the file (and the line). The JSON
+//! files are read into the structs that wrote them ([`RunSummary`],
+//! [`NodeEntry`], [`LinkReport`]), so the schema lives in one place.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
-use serde::Deserialize;
 
-// ---------------------------------------------------------------------------
-// Input
-
-/// `summary.json` (`inca_sim::metrics::RunSummary`).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Summary {
-    pub scenario: String,
-    #[serde(default)]
-    pub seed: u64,
-    pub duration_ns: u64,
-    #[serde(default)]
-    pub bin_ns: u64,
-    #[serde(default)]
-    pub events: u64,
-    #[serde(default)]
-    pub frames_delivered: u64,
-    #[serde(default)]
-    pub wall_seconds: f64,
-    #[serde(default)]
-    pub faults: Vec<(u64, String)>,
-    #[serde(default)]
-    pub highlights: Vec<String>,
-}
-
-/// A latency summary, ns.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-pub struct Latency {
-    pub count: u64,
-    #[serde(default)]
-    pub mean: f64,
-    pub p50: u64,
-    #[serde(default)]
-    pub p90: u64,
-    pub p99: u64,
-    #[serde(default)]
-    pub p999: u64,
-    #[serde(default)]
-    pub max: u64,
-    #[serde(default)]
-    pub min: u64,
-}
-
-/// A time series: values per bin of `bin` ns from time 0.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct SeriesIn {
-    pub bin: u64,
-    pub values: Vec<u64>,
-}
-
-/// One element of `nodes.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct NodeIn {
-    pub name: String,
-    #[serde(default)]
-    pub counters: BTreeMap<String, u64>,
-    #[serde(default)]
-    pub histograms: BTreeMap<String, Latency>,
-    #[serde(default)]
-    pub series: BTreeMap<String, SeriesIn>,
-}
-
-/// `stats` of a link direction (`inca_sim::link::ChannelStats`).
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-pub struct LinkStats {
-    #[serde(default)]
-    pub offered: u64,
-    #[serde(default)]
-    pub delivered: u64,
-    #[serde(default)]
-    pub delivered_bytes: u64,
-    #[serde(default)]
-    pub queue_drops: u64,
-    #[serde(default)]
-    pub lost: u64,
-    #[serde(default)]
-    pub down_drops: u64,
-}
-
-/// One element of `links.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct LinkIn {
-    pub link: String,
-    pub from: String,
-    pub to: String,
-    #[serde(default)]
-    pub stats: LinkStats,
-    #[serde(default)]
-    pub throughput_bytes: SeriesIn,
-}
+pub use inca_sim::link::ChannelStats;
+pub use inca_sim::metrics::{file_safe, LatencySummary, LinkReport, NodeEntry, RunSummary, Series};
 
 /// A latency CDF read from `cdf/*.csv`: (latency ns, fraction ≤ it).
 #[derive(Debug, Clone)]
@@ -109,26 +23,13 @@ pub struct Cdf {
 #[derive(Debug, Clone)]
 pub struct Run {
     pub dir: PathBuf,
-    pub summary: Summary,
-    pub nodes: Vec<NodeIn>,
-    pub links: Vec<LinkIn>,
+    pub summary: RunSummary,
+    pub nodes: Vec<NodeEntry>,
+    pub links: Vec<LinkReport>,
     pub cdfs: Vec<Cdf>,
 }
 
-/// The name `inca_sim::metrics::file_safe` gives a node or histogram in file
-/// names.
-pub fn file_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
+/// Reads `path` as JSON into `T`; errors name the file.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
@@ -172,9 +73,9 @@ pub fn read_cdf_csv(path: &Path, label: String) -> Result<Cdf> {
 impl Run {
     /// Loads the results folder `dir`; `notes` collects what was skipped.
     pub fn load(dir: &Path, notes: &mut Vec<String>) -> Result<Run> {
-        let summary: Summary = read_json(&dir.join("summary.json"))?;
-        let nodes: Vec<NodeIn> = read_json(&dir.join("nodes.json"))?;
-        let links: Vec<LinkIn> = read_json(&dir.join("links.json"))?;
+        let summary: RunSummary = read_json(&dir.join("summary.json"))?;
+        let nodes: Vec<NodeEntry> = read_json(&dir.join("nodes.json"))?;
+        let links: Vec<LinkReport> = read_json(&dir.join("links.json"))?;
         let cdf_dir = dir.join("cdf");
         let mut cdfs = Vec::new();
         let mut used = BTreeSet::new();
@@ -230,7 +131,7 @@ impl Run {
     }
 
     /// Histograms with samples, keyed `node/histogram`.
-    pub fn latencies(&self) -> BTreeMap<String, Latency> {
+    pub fn latencies(&self) -> BTreeMap<String, LatencySummary> {
         let mut m = BTreeMap::new();
         for n in &self.nodes {
             for (h, l) in &n.histograms {
@@ -247,5 +148,99 @@ impl Run {
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| self.dir.display().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use inca_sim::link::ChannelConfig;
+    use inca_sim::metrics::{write_results, LatencyHistogram, NodeReport};
+
+    use super::*;
+
+    /// What the simulator writes is what `inca report` reads, field for
+    /// field, through the same structs.
+    #[test]
+    fn a_written_run_reads_back_as_written() {
+        let dir = std::env::temp_dir().join(format!("inca-results-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let summary = RunSummary {
+            scenario: "rt".into(),
+            seed: 7,
+            duration_ns: 2_000,
+            bin_ns: 1_000,
+            events: 11,
+            frames_delivered: 3,
+            wall_seconds: 0.5,
+            faults: vec![(1_000, "link a-b down".into())],
+            highlights: vec!["a line".into()],
+        };
+        let mut report = NodeReport::default();
+        report.counters.insert("rx".into(), 3);
+        let mut h = LatencyHistogram::default();
+        for ns in [100, 200, 300] {
+            h.record(ns);
+        }
+        report.histograms.insert("rtt".into(), h);
+        report.series.insert(
+            "rx_bytes".into(),
+            Series {
+                bin: 1_000,
+                values: vec![1, 2],
+            },
+        );
+        report.notes.push("a note".into());
+        let link = LinkReport {
+            link: "l0".into(),
+            from: "a:0".into(),
+            to: "b:0".into(),
+            config: ChannelConfig::default(),
+            stats: ChannelStats {
+                offered: 4,
+                delivered: 3,
+                lost: 1,
+                ..Default::default()
+            },
+            throughput_bytes: Series {
+                bin: 1_000,
+                values: vec![64, 128],
+            },
+            max_queue_bytes: Series {
+                bin: 1_000,
+                values: vec![0, 64],
+            },
+        };
+        write_results(
+            &dir,
+            &summary,
+            &[("a".into(), "host", report.clone())],
+            std::slice::from_ref(&link),
+        )
+        .unwrap();
+        let mut notes = Vec::new();
+        let run = Run::load(&dir, &mut notes).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(run.summary.faults, summary.faults);
+        assert_eq!(
+            (
+                run.summary.seed,
+                run.summary.events,
+                run.summary.highlights.len()
+            ),
+            (7, 11, 1)
+        );
+        assert_eq!(run.nodes.len(), 1);
+        let node = &run.nodes[0];
+        assert_eq!((node.name.as_str(), node.kind.as_str()), ("a", "host"));
+        assert_eq!(node.counters, report.counters);
+        assert_eq!(node.series, report.series);
+        assert_eq!(node.notes, report.notes);
+        assert_eq!(node.histograms["rtt"], report.histograms["rtt"].summary());
+        assert_eq!(run.links.len(), 1);
+        let l = &run.links[0];
+        assert_eq!((l.stats, l.config), (link.stats, link.config));
+        assert_eq!(l.throughput_bytes, link.throughput_bytes);
+        assert_eq!(l.max_queue_bytes, link.max_queue_bytes);
+        assert_eq!(run.cdfs.len(), 1, "{notes:?}");
     }
 }

@@ -33,7 +33,7 @@ use crate::plot::{
     W,
 };
 use crate::render;
-use crate::results::{Cdf, LinkIn, Run, SeriesIn};
+use crate::results::{Cdf, LinkReport, Run, Series};
 use crate::sweep::descriptor::{
     percentile_stat, time_value, value_label, Metric, PlotKind, PlotSpec, CONFIG_AXIS,
 };
@@ -444,7 +444,7 @@ fn rate_stat(stat: &str, values: &[u64], bin: u64, lo: usize, hi: usize) -> f64 
 }
 
 /// Adds series `b` into `a` bin by bin (same bin width).
-fn add_series(a: &mut SeriesIn, b: &SeriesIn) -> Result<()> {
+fn add_series(a: &mut Series, b: &Series) -> Result<()> {
     if a.values.is_empty() && a.bin == 0 {
         *a = b.clone();
         return Ok(());
@@ -467,8 +467,8 @@ fn add_series(a: &mut SeriesIn, b: &SeriesIn) -> Result<()> {
 
 /// The series a metric names in `run`, summed over matches (`None` when
 /// nothing matches).
-fn metric_series(run: &Run, m: &Metric) -> Result<Option<SeriesIn>> {
-    let mut acc = SeriesIn::default();
+fn metric_series(run: &Run, m: &Metric) -> Result<Option<Series>> {
+    let mut acc = Series::default();
     let mut any = false;
     if let Some(pat) = &m.series {
         let (np, sp) = split_pattern(pat);
@@ -488,7 +488,7 @@ fn metric_series(run: &Run, m: &Metric) -> Result<Option<SeriesIn>> {
     Ok(any.then_some(acc))
 }
 
-fn link_matches(l: &LinkIn, pat: &str, m: &Metric) -> bool {
+fn link_matches(l: &LinkReport, pat: &str, m: &Metric) -> bool {
     glob(pat, &l.link)
         && m.from
             .as_deref()
