@@ -13,6 +13,7 @@
 //! - [`bench`] — what a benchmark row is, so systems can offer theirs.
 //! - [`apps`] — the plain apps of `inca-apps` served as a system.
 //! - [`server`] — helpers for systems that build `[[server]]` devices.
+//! - [`largest`] — the largest size of a program that fits a profile.
 //! - [`error`] — the typed errors at these seams.
 //!
 //! A system crate depends on this one and implements [`System`]; the binary
@@ -24,6 +25,7 @@ pub mod apps;
 pub mod bench;
 pub mod campaign;
 pub mod error;
+pub mod largest;
 pub mod registry;
 pub mod server;
 pub mod system;

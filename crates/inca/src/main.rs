@@ -446,11 +446,7 @@ fn check(
     }
 }
 
-/// The largest value of `param` for which `program` fits `profile`, by
-/// doubling then bisection (fitting is monotone in a size), and what runs out
-/// just beyond it. Values the parameter refuses (a size that must be a power
-/// of two, say) narrow the search but are not what "runs out": the report
-/// names the smallest value that failed for lack of resources.
+/// `inca check --largest`: the search is `inca_system::largest`.
 fn find_largest(
     profile: &str,
     program: &str,
@@ -458,65 +454,24 @@ fn find_largest(
     profile_set: &[String],
     param: &str,
 ) -> anyhow::Result<()> {
-    enum Fit {
-        Yes,
-        NoRoom(String),
-        BadValue,
-    }
+    use inca_system::largest::{largest, Largest, LargestError};
     let prof = load_profile(profile, profile_set)?;
-    let registry = inca::registry();
-    let fits = |v: u64| -> anyhow::Result<Fit> {
-        let mut params = Params::parse(set.iter().map(String::as_str))?;
-        params.set(param, v);
-        match registry.check(program, &params, &prof) {
-            Ok(_) => Ok(Fit::Yes),
-            Err(CheckError::DoesNotFit(e)) => Ok(Fit::NoRoom(e.to_string())),
-            Err(CheckError::Param(_)) if v > 1 => Ok(Fit::BadValue),
-            Err(e) => Err(e.into()),
+    let params = Params::parse(set.iter().map(String::as_str))?;
+    match largest(&inca::registry(), program, &params, param, &prof) {
+        Ok(Largest::AtLeast(lo)) => {
+            println!("{program} on {profile}: fits with {param} up to at least {lo}");
         }
-    };
-    match fits(1)? {
-        Fit::Yes => {}
-        Fit::NoRoom(why) => {
+        Ok(Largest::Exact { value, beyond }) => {
+            println!("{program} on {profile}: largest {param} that fits: {value}");
+            match beyond {
+                Some((v, why)) => println!("at {param}={v}: {why}"),
+                None => println!("(beyond it the parameter takes no larger value)"),
+            }
+        }
+        Err(LargestError::NoneFits { param, why }) => {
             anyhow::bail!("{program} does not fit on {profile} even with {param}=1: {why}")
         }
-        Fit::BadValue => unreachable!("fits(1) reports parameter errors as errors"),
-    }
-    let (mut lo, mut hi) = (1u64, 2u64);
-    // The smallest value known not to fit for lack of room, and why.
-    let mut no_room: Option<(u64, String)> = None;
-    while hi <= 1 << 40 {
-        match fits(hi)? {
-            Fit::Yes => {
-                lo = hi;
-                hi *= 2;
-            }
-            Fit::NoRoom(w) => {
-                no_room = Some((hi, w));
-                break;
-            }
-            Fit::BadValue => break,
-        }
-    }
-    if hi > 1 << 40 {
-        println!("{program} on {profile}: fits with {param} up to at least {lo}");
-        return Ok(());
-    }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        match fits(mid)? {
-            Fit::Yes => lo = mid,
-            Fit::NoRoom(w) => {
-                hi = mid;
-                no_room = Some((mid, w));
-            }
-            Fit::BadValue => hi = mid,
-        }
-    }
-    println!("{program} on {profile}: largest {param} that fits: {lo}");
-    match no_room {
-        Some((v, why)) => println!("at {param}={v}: {why}"),
-        None => println!("(beyond it the parameter takes no larger value)"),
+        Err(e) => return Err(e.into()),
     }
     Ok(())
 }
