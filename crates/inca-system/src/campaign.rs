@@ -21,61 +21,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use inca_sim::scenario::Loaded;
-use serde::{Deserialize, Serialize};
 
+pub use crate::campaign_results::{CampaignSummary, KindTally, SeedResult};
 use crate::error::CampaignError;
 use crate::registry::{Registry, SystemFactory};
 use crate::system::BuiltinCampaign;
-
-/// What one seed's run found.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SeedResult {
-    /// The seed.
-    pub seed: u64,
-    /// Faults injected, with their times.
-    pub faults: Vec<(u64, String)>,
-    /// Faults started, by kind (link, crash, pause, impair, partition, ..).
-    pub kinds: BTreeMap<String, u64>,
-    /// Violations found (empty for a passing run).
-    pub violations: Vec<String>,
-    /// What the run did, for people (built-in campaigns).
-    pub notes: Vec<String>,
-    /// Simulator events processed.
-    pub events: u64,
-}
-
-/// The whole campaign.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CampaignSummary {
-    /// The scenario file.
-    pub scenario: String,
-    /// Seeds run.
-    pub seeds: u64,
-    /// Seeds with at least one violation.
-    pub failed: u64,
-    /// Faults started over all seeds (their undoing not counted).
-    pub faults: u64,
-    /// Simulator events over all seeds.
-    pub events: u64,
-    /// Wall-clock seconds.
-    pub wall_seconds: f64,
-    /// The failing seeds, in seed order.
-    pub failures: Vec<SeedResult>,
-    /// Per fault kind: faults, seeds that had one, and failing seeds among
-    /// them.
-    pub by_kind: BTreeMap<String, KindTally>,
-}
-
-/// One fault kind over a campaign.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct KindTally {
-    /// Faults of this kind started.
-    pub faults: u64,
-    /// Seeds with at least one.
-    pub seeds: u64,
-    /// Of those, seeds with a violation.
-    pub failed: u64,
-}
 
 /// Runs one seed of `loaded`, building through `registry`, and checks it.
 pub fn run_seed(

@@ -24,7 +24,7 @@ use inca_switch::placement::Placement;
 use inca_switch::Profile;
 
 use crate::bench::Bench;
-use crate::campaign::SeedResult;
+use crate::campaign_results::SeedResult;
 use crate::error::{CampaignError, CheckError, SystemError};
 
 /// A switch program a system offers.
