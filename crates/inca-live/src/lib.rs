@@ -10,10 +10,13 @@
 //! - [`config`] — what `inca node --config FILE` reads.
 //! - [`runner`] — the live driver: wall-clock time, timers, batched frame
 //!   I/O, one device per thread.
+//! - [`testbed`] — a scenario's topology built live (namespaces, veth pairs,
+//!   `inca node` processes), recorded and torn down exactly.
 
 pub mod capture;
 pub mod config;
 pub mod packet;
 pub mod port;
 pub mod runner;
+pub mod testbed;
 pub mod udp;

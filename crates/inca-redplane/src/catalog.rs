@@ -37,6 +37,20 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("redplane_kv", "key-value store on UDP 5000 with RedPlane"),
 ];
 
+/// The parameters program `name` takes: the RedPlane ones and its app's
+/// (`None` for a name that is not a RedPlane program).
+pub fn params_of(name: &str) -> Option<Vec<&'static str>> {
+    let app_params: &[&'static str] = match name {
+        "redplane_nat" => RpNat::PARAMS,
+        "redplane_firewall" => RpFirewall::PARAMS,
+        "redplane_lb" => RpLb::PARAMS,
+        "redplane_epc" => RpEpc::PARAMS,
+        "redplane_sync_counter" | "redplane_kv" => &[],
+        _ => return None,
+    };
+    Some([config::PARAMS, app_params].concat())
+}
+
 /// Something to do with a RedPlane program once its app type is known.
 pub trait RpVisitor {
     /// What the visit produces.
@@ -53,22 +67,15 @@ pub fn with_program<V: RpVisitor>(
     observer: Option<Arc<dyn Observer>>,
     visitor: V,
 ) -> Result<V::Output, String> {
-    let app_params: &[&str] = match name {
-        "redplane_nat" => RpNat::PARAMS,
-        "redplane_firewall" => RpFirewall::PARAMS,
-        "redplane_lb" => RpLb::PARAMS,
-        "redplane_epc" => RpEpc::PARAMS,
-        "redplane_sync_counter" | "redplane_kv" => &[],
-        _ => {
-            let names: Vec<&str> = PROGRAMS.iter().map(|p| p.0).collect();
-            return Err(format!(
-                "unknown program {name:?}; the RedPlane programs are: {}",
-                names.join(", ")
-            ));
-        }
+    let Some(known) = params_of(name) else {
+        let names: Vec<&str> = PROGRAMS.iter().map(|p| p.0).collect();
+        return Err(format!(
+            "unknown program {name:?}; the RedPlane programs are: {}",
+            names.join(", ")
+        ));
     };
     params
-        .check_known(name, &[config::PARAMS, app_params].concat())
+        .check_known(name, &known)
         .map_err(|e| e.to_string())?;
     let cfg = RedPlaneConfig::from_params(params).map_err(|e| e.to_string())?;
     let shards = cfg.shards.len() as u32;

@@ -11,6 +11,7 @@
 //! - [`apps`] — RedPlane versions of the NAT, firewall, load balancer,
 //!   EPC-SGW, Sync-Counter and KV store, each with its `spec_step` model.
 //! - [`catalog`] — the RedPlane switch programs by name, as simulator nodes.
+//! - [`system`] — RedPlane as an inca system (`inca_system::System`).
 //! - [`snapshot`] — bounded-inconsistency mode: lazy snapshots, snapshot replication, ε monitor, HH and Async-Counter.
 //! - [`verify`] — model checker, history recorder, linearizability checkers, invariant monitor (§6).
 
@@ -20,4 +21,5 @@ pub mod fixtures;
 pub mod snapshot;
 pub mod store;
 pub mod switch;
+pub mod system;
 pub mod verify;

@@ -19,7 +19,7 @@ use inca_switch::units::{format_bytes, format_rate, format_time};
 pub const WIRE_OVERHEAD_BYTES: u64 = 24;
 
 /// How a channel loses frames.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum LossModel {
     /// No loss.
     None,
@@ -44,7 +44,7 @@ pub enum LossModel {
 }
 
 /// Configuration of one direction of a link.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ChannelConfig {
     /// Bits per second.
     pub rate_bps: u64,
@@ -202,8 +202,10 @@ fn percent(p: f64) -> String {
     format!("{s} %")
 }
 
-/// Counters of one channel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+/// Counters of one channel. Read back from `links.json` too, where a
+/// counter an older results folder lacks reads as 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ChannelStats {
     /// Frames handed to the channel.
     pub offered: u64,

@@ -7,12 +7,12 @@ use std::io::Write;
 use std::path::Path;
 
 use inca_switch::device::Nanos;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::link::{ChannelConfig, ChannelStats};
 
 /// Values per time bin (bytes delivered, packets, the largest queue seen).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Series {
     /// Width of a bin, ns.
     pub bin: Nanos,
@@ -73,8 +73,10 @@ impl Default for LatencyHistogram {
     }
 }
 
-/// A latency histogram summarised.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+/// A latency histogram summarised (how `nodes.json` holds a histogram; a
+/// figure an older results folder lacks reads as 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LatencySummary {
     /// Samples.
     pub count: u64,
@@ -163,8 +165,50 @@ pub struct NodeReport {
     pub notes: Vec<String>,
 }
 
-/// One direction of one link.
-#[derive(Debug, Clone, Serialize)]
+/// One element of `nodes.json`: a node's report as written (histograms
+/// as their summaries) and read back (`inca report`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct NodeEntry {
+    /// The node's name.
+    pub name: String,
+    /// Its kind (`switch`, `host`, ...).
+    #[serde(default)]
+    pub kind: String,
+    /// Named counters.
+    #[serde(default)]
+    pub counters: BTreeMap<String, u64>,
+    /// Named latency histograms, summarised.
+    #[serde(default)]
+    pub histograms: BTreeMap<String, LatencySummary>,
+    /// Named time series.
+    #[serde(default)]
+    pub series: BTreeMap<String, Series>,
+    /// Notes for people.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl NodeEntry {
+    /// The entry of node `name` of `kind` with `report`.
+    pub fn new(name: &str, kind: &str, report: &NodeReport) -> NodeEntry {
+        NodeEntry {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            counters: report.counters.clone(),
+            histograms: report
+                .histograms
+                .iter()
+                .map(|(k, h)| (k.clone(), h.summary()))
+                .collect(),
+            series: report.series.clone(),
+            notes: report.notes.clone(),
+        }
+    }
+}
+
+/// One direction of one link: an element of `links.json`, written and
+/// read back (`inca report`) as this struct.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkReport {
     /// The link's name.
     pub link: String,
@@ -173,35 +217,47 @@ pub struct LinkReport {
     /// Receiving end, `node:port`.
     pub to: String,
     /// Its configuration.
+    #[serde(default)]
     pub config: ChannelConfig,
     /// Its counters.
+    #[serde(default)]
     pub stats: ChannelStats,
     /// Bytes delivered per bin.
+    #[serde(default)]
     pub throughput_bytes: Series,
     /// Largest queue occupancy per bin, bytes.
+    #[serde(default)]
     pub max_queue_bytes: Series,
 }
 
-/// The run as a whole.
-#[derive(Debug, Clone, Serialize)]
+/// The run as a whole: `summary.json`, written and read back (`inca
+/// report`) as this struct.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSummary {
     /// Scenario name.
     pub scenario: String,
     /// Run seed.
+    #[serde(default)]
     pub seed: u64,
     /// Virtual time simulated, ns.
     pub duration_ns: Nanos,
     /// Time-series bin, ns.
+    #[serde(default)]
     pub bin_ns: Nanos,
     /// Events processed.
+    #[serde(default)]
     pub events: u64,
     /// Frames delivered to nodes.
+    #[serde(default)]
     pub frames_delivered: u64,
     /// Wall-clock seconds the run took.
+    #[serde(default)]
     pub wall_seconds: f64,
     /// Faults, in order: (time ns, what).
+    #[serde(default)]
     pub faults: Vec<(Nanos, String)>,
     /// Lines the scenario's summary prints.
+    #[serde(default)]
     pub highlights: Vec<String>,
 }
 
@@ -222,16 +278,9 @@ pub fn write_results(
         f.write_all(b"\n")
     };
     json("summary.json", summary)?;
-    #[derive(Serialize)]
-    struct NodeOut<'a> {
-        name: &'a str,
-        kind: &'a str,
-        #[serde(flatten)]
-        report: &'a NodeReport,
-    }
-    let node_out: Vec<NodeOut> = nodes
+    let node_out: Vec<NodeEntry> = nodes
         .iter()
-        .map(|(name, kind, report)| NodeOut { name, kind, report })
+        .map(|(name, kind, report)| NodeEntry::new(name, kind, report))
         .collect();
     json("nodes.json", &node_out)?;
     json("links.json", &links.to_vec())?;

@@ -7,6 +7,7 @@
 //! - [`table`] — the TEA-Table: DRAM layout, range partitioning, BLP insert/delete/update as step plans, cache policy.
 //! - [`switch`] — the TEA switch: data-plane lookup blocks as a switch program over a `TeaNf`, and its control plane.
 //! - [`catalog`] — the TEA NFs by name ("tea_nat", ...) for scenarios and `inca check`.
+//! - [`system`] — TEA as an inca system (`inca_system::System`).
 //! - [`campaign`] — the randomized lookup-correctness campaign (spec §6 item 3 end to end).
 //! - [`attack`] — keys crafted to collide in the sketch, the Bloom filter and the buckets (issue 8).
 //! - [`nf`] — TEA NAT, stateful firewall, L4 load balancer and VPN gateway as `TeaNf`s.
@@ -17,4 +18,5 @@ pub mod catalog;
 pub mod nf;
 pub mod server;
 pub mod switch;
+pub mod system;
 pub mod table;

@@ -1,8 +1,8 @@
 //! The `inca` command's shared pieces (the binary is `src/main.rs`).
 //!
-//! - [`factory`] — builds the apps of `inca-apps` as simulator switches, so
-//!   `inca run` and the benchmarks load scenarios the same way.
-//! - [`bench`] — the benchmarks `inca bench` runs, with their baselines.
+//! - [`systems`] — THE list of registered systems: every command reaches
+//!   programs, servers, campaigns and benchmarks through it.
 
-pub mod bench;
-pub mod factory;
+pub mod systems;
+
+pub use systems::{factory, registry};

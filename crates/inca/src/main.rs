@@ -17,9 +17,7 @@
 
 mod campaign;
 mod node;
-mod report;
 mod run;
-mod sweep;
 mod tea_offline;
 mod testbed;
 
@@ -27,9 +25,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use inca_apps::catalog::{check_app, CatalogError, APPS};
 use inca_apps::params::Params;
 use inca_switch::Profile;
+use inca_system::CheckError;
 
 #[derive(Parser)]
 #[command(
@@ -228,17 +226,7 @@ fn main() -> ExitCode {
             largest,
         } => {
             if list {
-                for (name, about, params) in APPS {
-                    println!("{name:8} {about} (parameters: {})", params.join(", "));
-                }
-                println!();
-                for (name, about) in inca_redplane::catalog::PROGRAMS
-                    .iter()
-                    .chain(inca_redplane::snapshot::catalog::PROGRAMS)
-                    .chain(inca_tea::catalog::PROGRAMS)
-                {
-                    println!("{name:22} {about}");
-                }
+                print!("{}", inca::systems::list_programs(&inca::registry()));
                 return ExitCode::SUCCESS;
             }
             let program = program.unwrap_or_default();
@@ -266,8 +254,8 @@ fn main() -> ExitCode {
             let jobs =
                 jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             match campaign::run(&scenario, &set, first_seed, seeds, jobs, quiet) {
-                Ok(summary) => {
-                    campaign::print(&summary, &scenario);
+                Ok((summary, builtin)) => {
+                    campaign::print(&summary, &scenario, builtin);
                     if let Some(path) = json {
                         let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
                         if let Err(e) = std::fs::write(&path, text) {
@@ -311,14 +299,15 @@ fn main() -> ExitCode {
         } => {
             let jobs =
                 jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            let opts = sweep::Options {
+            let opts = inca_report::sweep::runner::Options {
                 out,
                 jobs,
                 quick,
                 formats: format,
                 quiet,
+                factory: std::sync::Arc::new(|| Box::new(inca::factory())),
             };
-            match sweep::run(&experiment, &opts) {
+            match inca_report::sweep::runner::run(&experiment, &opts) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("inca sweep: {e:#}");
@@ -326,7 +315,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Report { dir, format } => match report::run(&dir, &format) {
+        Command::Report { dir, format } => match inca_report::report::run(&dir, &format) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("inca report: {e:#}");
@@ -386,20 +375,26 @@ fn bench_cmd(
     list: bool,
     profile_iterations: Option<u64>,
 ) -> anyhow::Result<()> {
-    use inca::bench;
+    use inca_bench as bench;
+    let systems = inca::registry().benches();
     if list {
-        for b in bench::all() {
+        for b in bench::all(systems) {
             println!("{:14} {} ({})", b.name, b.what, b.unit);
         }
         return Ok(());
     }
     if let Some(n) = profile_iterations {
-        for line in bench::profile(&names, n)? {
+        for line in bench::profile(&names, systems, n)? {
             println!("{line}");
         }
         return Ok(());
     }
-    let opts = bench::Options { names, runs, quick };
+    let opts = bench::Options {
+        names,
+        runs,
+        quick,
+        systems,
+    };
     let report = bench::run(&opts, |name| eprintln!("inca bench: {name}..."))?;
     print!("{}", report.render());
     let path = json.unwrap_or_else(|| PathBuf::from("target/inca-bench.json"));
@@ -435,17 +430,7 @@ fn check(
 ) -> anyhow::Result<()> {
     let prof = load_profile(profile, profile_set)?;
     let params = Params::parse(set.iter().map(String::as_str))?;
-    if let Some(result) = check_system_program(program, &params, &prof) {
-        let report =
-            result.map_err(|e| anyhow::anyhow!("{program} does not fit on {profile}: {e}"))?;
-        if json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
-        } else {
-            println!("{program} on {profile}: fits\n\n{report}");
-        }
-        return Ok(());
-    }
-    match check_app(program, &params, &prof) {
+    match inca::registry().check(program, &params, &prof) {
         Ok(report) => {
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -454,57 +439,14 @@ fn check(
             }
             Ok(())
         }
-        Err(CatalogError::Load(e)) => {
+        Err(e @ (CheckError::DoesNotFit(_) | CheckError::Refused(_))) => {
             Err(anyhow::anyhow!("{program} does not fit on {profile}: {e}"))
         }
         Err(e) => Err(e.into()),
     }
 }
 
-/// The resource report of a system's program (RedPlane's `redplane_*`,
-/// TEA's `tea_*`), or `None` for an app of the plain catalog.
-fn check_system_program(
-    program: &str,
-    params: &Params,
-    profile: &inca_switch::Profile,
-) -> Option<Result<inca_switch::placement::Placement, String>> {
-    use inca_redplane::snapshot::catalog as snapshot;
-    let placed = |sw: Result<Box<dyn inca_sim::engine::Node>, String>| {
-        let node = sw?;
-        let any = node.as_any();
-        if let Some(s) = any.downcast_ref::<inca_switch::Switch<
-            inca_redplane::snapshot::program::BoundedSwitch<
-                inca_redplane::snapshot::apps::HeavyHitterSketch,
-            >,
-        >>() {
-            return Ok(s.placement().clone());
-        }
-        if let Some(s) = any.downcast_ref::<inca_switch::Switch<
-            inca_redplane::snapshot::program::BoundedSwitch<
-                inca_redplane::snapshot::apps::AsyncCounter,
-            >,
-        >>() {
-            return Ok(s.placement().clone());
-        }
-        Err(format!("{program}: not a bounded-mode RedPlane switch"))
-    };
-    match program {
-        "redplane_hh" | "redplane_async_counter" => {
-            Some(placed(snapshot::build(program, params, profile)))
-        }
-        p if p.starts_with("redplane_") => Some(inca_redplane::catalog::check_program(
-            program, params, profile,
-        )),
-        p if p.starts_with("tea_") => Some(inca_tea::catalog::check(program, params, profile)),
-        _ => None,
-    }
-}
-
-/// The largest value of `param` for which `program` fits `profile`, by
-/// doubling then bisection (fitting is monotone in a size), and what runs out
-/// just beyond it. Values the parameter refuses (a size that must be a power
-/// of two, say) narrow the search but are not what "runs out": the report
-/// names the smallest value that failed for lack of resources.
+/// `inca check --largest`: the search is `inca_system::largest`.
 fn find_largest(
     profile: &str,
     program: &str,
@@ -512,64 +454,24 @@ fn find_largest(
     profile_set: &[String],
     param: &str,
 ) -> anyhow::Result<()> {
-    enum Fit {
-        Yes,
-        NoRoom(String),
-        BadValue,
-    }
+    use inca_system::largest::{largest, Largest, LargestError};
     let prof = load_profile(profile, profile_set)?;
-    let fits = |v: u64| -> anyhow::Result<Fit> {
-        let mut params = Params::parse(set.iter().map(String::as_str))?;
-        params.set(param, v);
-        match check_app(program, &params, &prof) {
-            Ok(_) => Ok(Fit::Yes),
-            Err(CatalogError::Load(e)) => Ok(Fit::NoRoom(e.to_string())),
-            Err(CatalogError::Param(_)) if v > 1 => Ok(Fit::BadValue),
-            Err(e) => Err(e.into()),
+    let params = Params::parse(set.iter().map(String::as_str))?;
+    match largest(&inca::registry(), program, &params, param, &prof) {
+        Ok(Largest::AtLeast(lo)) => {
+            println!("{program} on {profile}: fits with {param} up to at least {lo}");
         }
-    };
-    match fits(1)? {
-        Fit::Yes => {}
-        Fit::NoRoom(why) => {
+        Ok(Largest::Exact { value, beyond }) => {
+            println!("{program} on {profile}: largest {param} that fits: {value}");
+            match beyond {
+                Some((v, why)) => println!("at {param}={v}: {why}"),
+                None => println!("(beyond it the parameter takes no larger value)"),
+            }
+        }
+        Err(LargestError::NoneFits { param, why }) => {
             anyhow::bail!("{program} does not fit on {profile} even with {param}=1: {why}")
         }
-        Fit::BadValue => unreachable!("fits(1) reports parameter errors as errors"),
-    }
-    let (mut lo, mut hi) = (1u64, 2u64);
-    // The smallest value known not to fit for lack of room, and why.
-    let mut no_room: Option<(u64, String)> = None;
-    while hi <= 1 << 40 {
-        match fits(hi)? {
-            Fit::Yes => {
-                lo = hi;
-                hi *= 2;
-            }
-            Fit::NoRoom(w) => {
-                no_room = Some((hi, w));
-                break;
-            }
-            Fit::BadValue => break,
-        }
-    }
-    if hi > 1 << 40 {
-        println!("{program} on {profile}: fits with {param} up to at least {lo}");
-        return Ok(());
-    }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        match fits(mid)? {
-            Fit::Yes => lo = mid,
-            Fit::NoRoom(w) => {
-                hi = mid;
-                no_room = Some((mid, w));
-            }
-            Fit::BadValue => hi = mid,
-        }
-    }
-    println!("{program} on {profile}: largest {param} that fits: {lo}");
-    match no_room {
-        Some((v, why)) => println!("at {param}={v}: {why}"),
-        None => println!("(beyond it the parameter takes no larger value)"),
+        Err(e) => return Err(e.into()),
     }
     Ok(())
 }

@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use inca::factory::AppFactory;
 use inca_live::capture::CapturePort;
 use inca_live::config::{parse_mac, DeviceSpec, NodeConfig};
 use inca_live::packet::PacketPort;
@@ -100,7 +99,7 @@ fn build_device(config: &NodeConfig) -> anyhow::Result<Box<dyn Node>> {
                 .iter()
                 .map(|(k, v)| (k.clone(), value_text(v)))
                 .collect();
-            AppFactory::default()
+            inca::factory()
                 .build(program, &params, prof)
                 .map_err(|e| anyhow::anyhow!("program {program}: {e}"))
         }
@@ -171,7 +170,7 @@ fn build_device(config: &NodeConfig) -> anyhow::Result<Box<dyn Node>> {
                 params: params.clone(),
                 addresses: Default::default(),
             };
-            AppFactory::default()
+            inca::factory()
                 .build_server(server, &setup)
                 .map_err(|e| anyhow::anyhow!("server {server}: {e}"))
         }

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use inca::factory::AppFactory;
 use inca_sim::scenario::{default_out_dir, Loaded};
 use inca_switch::units::{format_bytes, format_time};
 
@@ -19,7 +18,7 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let loaded = Loaded::from_file(scenario, set)?;
     let out = out.unwrap_or_else(|| default_out_dir(scenario));
-    let built = loaded.build(&AppFactory::default(), seed, Some(&out))?;
+    let built = loaded.build(&inca::factory(), seed, Some(&out))?;
     let name = loaded.scenario.name.clone();
     let duration = built.duration;
     let bar = if quiet {

@@ -16,8 +16,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use inca_tea::table::offline;
 
-use crate::report::sweep::{bar_plot, line_plot};
-use crate::report::{parse_formats, Format};
+use inca_report::figures::{bar_plot, line_plot};
+use inca_report::plot::{parse_formats, Format};
 
 /// Which offline experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

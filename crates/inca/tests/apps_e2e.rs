@@ -1,7 +1,6 @@
 //! TCP flows from smoltcp hosts through NAT, firewall and load balancer,
 //! end to end in the simulator.
 
-use inca::factory::AppFactory;
 use inca_sim::nodes::host::Host;
 use inca_sim::scenario::Loaded;
 use inca_sim::tcp::Outcome;
@@ -10,7 +9,7 @@ use inca_sim::tcp::Outcome;
 fn outcomes(text: &str) -> Vec<(String, Vec<Outcome>, u64)> {
     let loaded = Loaded::from_str(text, "e2e.toml", &[]).unwrap();
     println!("seed 1");
-    let mut built = loaded.build(&AppFactory::default(), Some(1), None).unwrap();
+    let mut built = loaded.build(&inca::factory(), Some(1), None).unwrap();
     built.sim.run_until(built.duration, |_| {});
     built
         .hosts

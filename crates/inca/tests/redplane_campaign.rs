@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use inca::factory::AppFactory;
+use inca_redplane::system::RedPlaneRun;
 use inca_sim::scenario::Loaded;
+use inca_system::SystemFactory;
 
 const SYNC_COUNTER: &str = "campaign.toml";
 const NAT: &str = "campaign-nat.toml";
@@ -26,7 +27,7 @@ fn run(file: &str, seed: u64, set: &[&str]) -> (Vec<String>, usize) {
     set.push("duration=\"30ms\"".into());
     set.push("random_faults.stop=\"25ms\"".into());
     let loaded = Loaded::from_file(&scenario(file), &set).expect("the scenario loads");
-    let factory = AppFactory::checked();
+    let factory = SystemFactory::checked(inca::registry());
     let mut built = loaded.build(&factory, Some(seed), None).expect("it builds");
     built.sim.run_until(built.duration, |_| {});
     let mut violations = Vec::new();
@@ -39,10 +40,9 @@ fn run(file: &str, seed: u64, set: &[&str]) -> (Vec<String>, usize) {
     }
     violations.extend(factory.run_checks(&built.sim));
     let ops = factory
-        .redplane()
-        .expect("RedPlane is checked")
-        .check(seed)
-        .ops;
+        .run_of(|run: &RedPlaneRun| run.checker().map(|c| c.check(seed).ops))
+        .flatten()
+        .expect("RedPlane is checked");
     (violations, ops)
 }
 
@@ -122,10 +122,13 @@ fn dump() {
         .unwrap_or(u64::MAX);
     let file = std::env::var("FILE").unwrap_or_else(|_| SYNC_COUNTER.into());
     let loaded = Loaded::from_file(&scenario(&file), &[]).unwrap();
-    let factory = AppFactory::checked();
+    let factory = SystemFactory::checked(inca::registry());
     let mut built = loaded.build(&factory, Some(seed), None).unwrap();
     built.sim.run_until(built.duration, |_| {});
-    let rp = factory.redplane().unwrap();
+    let rp = factory
+        .run_of(|run: &RedPlaneRun| run.checker().cloned())
+        .flatten()
+        .unwrap();
     rp.recorder().with(|r| {
         for (k, f) in r.flows() {
             let hk: String = k.iter().map(|x| format!("{x:02x}")).collect();

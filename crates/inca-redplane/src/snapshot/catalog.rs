@@ -26,6 +26,16 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The parameters program `name` takes (`None` for a name that is not a
+/// bounded-mode program).
+pub fn params_of(name: &str) -> Option<Vec<&'static str>> {
+    match name {
+        "redplane_hh" => Some(known(HeavyHitterSketch::PARAMS)),
+        "redplane_async_counter" => Some(known(AsyncCounter::PARAMS)),
+        _ => None,
+    }
+}
+
 fn known(app: &[&'static str]) -> Vec<&'static str> {
     let mut k = app.to_vec();
     k.extend_from_slice(SnapshotConfig::PARAMS);

@@ -4,16 +4,19 @@
 //! scenario is compiled in, so `inca bench` needs no checkout.
 //! crates/inca/benches/simulator.rs measures the same runs with criterion.
 
+use std::sync::Arc;
+
 use anyhow::ensure;
 use inca_sim::nodes::host::Host;
 use inca_sim::scenario::{Built, Loaded};
+use inca_system::apps::AppsSystem;
+use inca_system::{Registry, System, SystemFactory};
 
 use super::measure::{profiled, rate};
 use super::{Baseline, Ctx, Measured};
-use crate::factory::AppFactory;
 
 /// The scenario's text.
-pub const SCENARIO: &str = include_str!("../../../../experiments/two-switches-load.toml");
+pub const SCENARIO: &str = include_str!("../../../experiments/two-switches-load.toml");
 
 /// The scenario, with `overrides` (`key=value`).
 pub fn scenario(overrides: &[String]) -> anyhow::Result<Loaded> {
@@ -26,7 +29,10 @@ pub fn scenario(overrides: &[String]) -> anyhow::Result<Loaded> {
 
 /// A fresh simulation of `loaded`.
 pub fn build(loaded: &Loaded) -> anyhow::Result<Built> {
-    Ok(loaded.build(&AppFactory::default(), None, None)?)
+    // The scenario's switches run the plain NAT: the apps system suffices.
+    let apps: Vec<Arc<dyn System>> = vec![Arc::new(AppsSystem)];
+    let factory = SystemFactory::new(Registry::new(apps)?);
+    Ok(loaded.build(&factory, None, None)?)
 }
 
 /// Runs `built` to its end: (events, packets delivered to the sink).

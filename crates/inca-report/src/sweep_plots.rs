@@ -15,8 +15,8 @@
 //! count); a CDF is the median of each quantile, and a time series the
 //! median of each bin. How to read each plot is in docs/experiments.md.
 //!
-//! This module is a child of `report` so it draws with the same plumbing
-//! (fonts, palette, legends, the backend-generic `render!`).
+//! It draws with the same plumbing as the run plots ([`crate::plot`]:
+//! fonts, palette, legends, the backend-generic `render!`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -27,15 +27,17 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{
+use crate::plot::{
     bar_axes, clip, color, distinct_pixels, draw_cdf, draw_group_labels, draw_legend, font, frame,
-    init_fonts, pe, tick, time_unit, with_legend, BarAxes, Cdf, Format, Run, SeriesIn, GRID, H,
-    MAX_CURVES, MAX_POINTS, W,
+    init_fonts, pe, tick, time_unit, with_legend, BarAxes, Format, GRID, H, MAX_CURVES, MAX_POINTS,
+    W,
 };
+use crate::render;
+use crate::results::{Cdf, LinkReport, Run, Series};
 use crate::sweep::descriptor::{
     percentile_stat, time_value, value_label, Metric, PlotKind, PlotSpec, CONFIG_AXIS,
 };
-use crate::sweep::SweepFile;
+use crate::sweep::file::{plots_for_report, read_sweep_file, SweepFile};
 
 // ---------------------------------------------------------------------------
 // Entry points
@@ -113,8 +115,8 @@ pub fn draw(dir: &Path, file: &SweepFile, plots: &[PlotSpec], formats: &[Format]
 
 /// `inca report DIR` on a sweep folder: redraws the descriptor's plots.
 pub fn redraw(dir: &Path, formats: &[Format]) -> Result<()> {
-    let file = crate::sweep::read_sweep_file(dir)?;
-    let plots = crate::sweep::plots_for_report(&file)?;
+    let file = read_sweep_file(dir)?;
+    let plots = plots_for_report(&file)?;
     println!(
         "sweep {}: {} configurations × {} seeds",
         file.name,
@@ -442,7 +444,7 @@ fn rate_stat(stat: &str, values: &[u64], bin: u64, lo: usize, hi: usize) -> f64 
 }
 
 /// Adds series `b` into `a` bin by bin (same bin width).
-fn add_series(a: &mut SeriesIn, b: &SeriesIn) -> Result<()> {
+fn add_series(a: &mut Series, b: &Series) -> Result<()> {
     if a.values.is_empty() && a.bin == 0 {
         *a = b.clone();
         return Ok(());
@@ -465,8 +467,8 @@ fn add_series(a: &mut SeriesIn, b: &SeriesIn) -> Result<()> {
 
 /// The series a metric names in `run`, summed over matches (`None` when
 /// nothing matches).
-fn metric_series(run: &Run, m: &Metric) -> Result<Option<SeriesIn>> {
-    let mut acc = SeriesIn::default();
+fn metric_series(run: &Run, m: &Metric) -> Result<Option<Series>> {
+    let mut acc = Series::default();
     let mut any = false;
     if let Some(pat) = &m.series {
         let (np, sp) = split_pattern(pat);
@@ -486,7 +488,7 @@ fn metric_series(run: &Run, m: &Metric) -> Result<Option<SeriesIn>> {
     Ok(any.then_some(acc))
 }
 
-fn link_matches(l: &super::LinkIn, pat: &str, m: &Metric) -> bool {
+fn link_matches(l: &LinkReport, pat: &str, m: &Metric) -> bool {
     glob(pat, &l.link)
         && m.from
             .as_deref()
@@ -699,9 +701,9 @@ fn tick_pct(p: f64) -> String {
 // metric_vs_param
 
 /// A line of points (x position, y), with its legend label.
-struct XyLine {
-    label: String,
-    points: Vec<(f64, f64)>,
+pub(crate) struct XyLine {
+    pub(crate) label: String,
+    pub(crate) points: Vec<(f64, f64)>,
 }
 
 fn metric_vs_param(ctx: &Ctx, configs: &[&Loaded]) -> Result<Vec<PathBuf>> {
@@ -833,19 +835,19 @@ fn metric_vs_param(ctx: &Ctx, configs: &[&Loaded]) -> Result<Vec<PathBuf>> {
 }
 
 /// A line plot of y against x.
-struct XyPlot {
-    title: String,
-    xlabel: String,
-    ylabel: String,
-    lines: Vec<XyLine>,
+pub(crate) struct XyPlot {
+    pub(crate) title: String,
+    pub(crate) xlabel: String,
+    pub(crate) ylabel: String,
+    pub(crate) lines: Vec<XyLine>,
     /// Names of x = 0, 1, … for a non-numeric axis.
-    categories: Option<Vec<String>>,
-    log_x: bool,
-    log_y: bool,
-    legend_title: String,
+    pub(crate) categories: Option<Vec<String>>,
+    pub(crate) log_x: bool,
+    pub(crate) log_y: bool,
+    pub(crate) legend_title: String,
 }
 
-fn draw_xy<DB: DrawingBackend>(
+pub(crate) fn draw_xy<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     p: &XyPlot,
     text: bool,
@@ -1061,16 +1063,16 @@ fn stacked_bars(ctx: &Ctx, configs: &[&Loaded]) -> Result<Vec<PathBuf>> {
 }
 
 /// A bar per group, segments stacked bottom first.
-struct Stacks {
-    title: String,
-    ylabel: String,
-    groups: Vec<String>,
-    segments: Vec<String>,
+pub(crate) struct Stacks {
+    pub(crate) title: String,
+    pub(crate) ylabel: String,
+    pub(crate) groups: Vec<String>,
+    pub(crate) segments: Vec<String>,
     /// `values[group][segment]`, all ≥ 0 drawn.
-    values: Vec<Vec<f64>>,
+    pub(crate) values: Vec<Vec<f64>>,
 }
 
-fn draw_stacks<DB: DrawingBackend>(
+pub(crate) fn draw_stacks<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     s: &Stacks,
     text: bool,
@@ -1381,59 +1383,6 @@ fn draw_timeseries<DB: DrawingBackend>(
         draw_legend(&l, &entries, false, "configuration")?;
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// Plots for callers outside sweeps (`inca tea-offline`)
-
-/// Draws a line plot (one `(label, points)` per line) to `base.{png,svg}`
-/// with the sweep plots' look. For commands that compute their own rows.
-pub(crate) fn line_plot(
-    base: &Path,
-    formats: &[Format],
-    title: &str,
-    xlabel: &str,
-    ylabel: &str,
-    lines: Vec<(String, Vec<(f64, f64)>)>,
-    log_y: bool,
-) -> Result<Vec<PathBuf>> {
-    let plot = XyPlot {
-        title: title.to_string(),
-        xlabel: xlabel.to_string(),
-        ylabel: ylabel.to_string(),
-        lines: lines
-            .into_iter()
-            .take(MAX_CURVES)
-            .map(|(label, points)| XyLine { label, points })
-            .collect(),
-        categories: None,
-        log_x: false,
-        log_y,
-        legend_title: String::new(),
-    };
-    let text = init_fonts();
-    Ok(render!(base, formats, (W, H), draw_xy(&plot, text)))
-}
-
-/// Draws stacked bars (`values[group][segment]`) to `base.{png,svg}`.
-pub(crate) fn bar_plot(
-    base: &Path,
-    formats: &[Format],
-    title: &str,
-    ylabel: &str,
-    groups: Vec<String>,
-    segments: Vec<String>,
-    values: Vec<Vec<f64>>,
-) -> Result<Vec<PathBuf>> {
-    let s = Stacks {
-        title: title.to_string(),
-        ylabel: ylabel.to_string(),
-        groups,
-        segments,
-        values,
-    };
-    let text = init_fonts();
-    Ok(render!(base, formats, (W, H), draw_stacks(&s, text)))
 }
 
 #[cfg(test)]

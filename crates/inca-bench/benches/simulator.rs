@@ -4,10 +4,10 @@
 //! packets that crossed the whole path (generator to sink) per second.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use inca::bench::sim::{build, run, scenario};
+use inca_bench::sim::{build, run, scenario};
 use inca_sim::scenario::{Built, Loaded};
 
-// The scenario and the run are `inca bench sim`'s (crates/inca/src/bench/sim.rs).
+// The scenario and the run are `inca bench sim`'s (crates/inca-bench/src/sim.rs).
 fn setup(loaded: &Loaded) -> Built {
     build(loaded).expect("benchmark scenario builds")
 }

@@ -1,7 +1,7 @@
-//! `inca sweep EXPERIMENT.toml`: runs every configuration of an experiment
-//! descriptor ([`descriptor`]) under every seed, one results folder each,
+//! The runner of `inca sweep EXPERIMENT.toml`: runs every configuration of an experiment
+//! descriptor ([`super::descriptor`]) under every seed, one results folder each,
 //! then writes `sweep.json` and draws the descriptor's plots
-//! (`report::sweep`).
+//! ([`crate::sweep_plots`]).
 //!
 //! Runs are independent simulations handed out to `--jobs` threads; each
 //! writes only its own folder, and everything written afterwards is in
@@ -15,67 +15,15 @@
 //! DIR/plots/NAME.{png,svg,csv} the descriptor's plots and their data
 //! ```
 
-pub mod descriptor;
-
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
-use inca::factory::AppFactory;
-use inca_sim::scenario::Loaded;
-use serde::{Deserialize, Serialize};
+use inca_sim::scenario::{Loaded, SwitchFactory};
 
-use descriptor::{value_label, Axis, Descriptor};
-
-/// `sweep.json`: what ran, where its results are.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SweepFile {
-    /// The experiment's name.
-    pub name: String,
-    /// What it shows.
-    #[serde(default)]
-    pub description: String,
-    /// The descriptor file (absolute when it could be resolved).
-    pub descriptor: String,
-    /// The descriptor's text when the sweep ran (`inca report` uses it when
-    /// the file is gone).
-    pub descriptor_text: String,
-    /// The scenario file.
-    pub scenario: String,
-    /// Whether `--quick` was given.
-    pub quick: bool,
-    /// The seeds each configuration ran with.
-    pub seeds: Vec<u64>,
-    /// The axes.
-    pub axes: Vec<Axis>,
-    /// The configurations, in order.
-    pub configurations: Vec<ConfigOut>,
-}
-
-/// One configuration in `sweep.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ConfigOut {
-    /// Its label.
-    pub label: String,
-    /// `{axis: value}` for people.
-    pub params: std::collections::BTreeMap<String, String>,
-    /// Index of its value on each axis.
-    pub coords: Vec<usize>,
-    /// Every override applied, `quick` included.
-    pub set: Vec<String>,
-    /// Its runs, one per seed.
-    pub runs: Vec<RunOut>,
-}
-
-/// One run of a configuration.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunOut {
-    /// The seed.
-    pub seed: u64,
-    /// Its results folder, relative to the sweep folder.
-    pub dir: String,
-}
+use super::descriptor::{value_label, Descriptor};
+use super::file::{ConfigOut, RunOut, SweepFile};
 
 /// Options of `inca sweep`.
 pub struct Options {
@@ -89,7 +37,12 @@ pub struct Options {
     pub formats: Vec<String>,
     /// No progress lines.
     pub quiet: bool,
+    /// Makes the scenario factory for one run (each run gets its own).
+    pub factory: FactoryFn,
 }
+
+/// Makes a scenario factory (the registered systems, say) for one run.
+pub type FactoryFn = Arc<dyn Fn() -> Box<dyn SwitchFactory> + Send + Sync>;
 
 /// A folder name for configuration `index` with `label`, run with `seed`.
 /// [our choice] The index comes first so folders sort in run order, and the
@@ -111,7 +64,7 @@ fn run_dir_name(index: usize, label: &str, seed: u64) -> String {
 
 /// Runs the sweep described by `path`.
 pub fn run(path: &Path, opts: &Options) -> Result<()> {
-    let formats = crate::report::parse_formats(&opts.formats)?;
+    let formats = crate::plot::parse_formats(&opts.formats)?;
     let d = Descriptor::load(path)?;
     let out = opts.out.clone().unwrap_or_else(|| {
         PathBuf::from("out").join(
@@ -143,7 +96,7 @@ pub fn run(path: &Path, opts: &Options) -> Result<()> {
     // Fail on a configuration that does not build before starting threads.
     for (c, l) in d.configs.iter().zip(&loaded) {
         drop(
-            l.build(&AppFactory::default(), Some(seeds[0]), None)
+            l.build((opts.factory)().as_ref(), Some(seeds[0]), None)
                 .map_err(|e| anyhow!("configuration {:?}: {e}", c.label))?,
         );
     }
@@ -177,7 +130,7 @@ pub fn run(path: &Path, opts: &Options) -> Result<()> {
                 let (c, seed) = tasks[i];
                 let label = &d.configs[c].label;
                 let dir = out.join(run_dir_name(c, label, seed));
-                match run_one(&loaded[c], seed, &dir) {
+                match run_one(&loaded[c], seed, &dir, (opts.factory)().as_ref()) {
                     Ok(wall) => {
                         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                         if !opts.quiet {
@@ -252,12 +205,12 @@ pub fn run(path: &Path, opts: &Options) -> Result<()> {
     std::fs::write(&sweep_json, json + "\n")
         .with_context(|| format!("{}: cannot write", sweep_json.display()))?;
     println!("sweep {}: results in {}", d.name, out.display());
-    crate::report::sweep::draw(&out, &file, &d.plots, &formats)
+    crate::sweep_plots::draw(&out, &file, &d.plots, &formats)
 }
 
 /// Runs one configuration with `seed` into `dir` (emptied first, so no
 /// file of an earlier run survives). Returns the wall seconds.
-fn run_one(loaded: &Loaded, seed: u64, dir: &Path) -> Result<f64> {
+fn run_one(loaded: &Loaded, seed: u64, dir: &Path, factory: &dyn SwitchFactory) -> Result<f64> {
     if dir.exists() {
         if !dir.join("summary.json").is_file() {
             bail!(
@@ -267,53 +220,8 @@ fn run_one(loaded: &Loaded, seed: u64, dir: &Path) -> Result<f64> {
         }
         std::fs::remove_dir_all(dir).with_context(|| format!("{}: cannot clear", dir.display()))?;
     }
-    let built = loaded.build(&AppFactory::default(), Some(seed), Some(dir))?;
+    let built = loaded.build(factory, Some(seed), Some(dir))?;
     let name = loaded.scenario.name.clone();
     let r = inca_sim::run::run(built, &name, Some(dir), |_| {})?;
     Ok(r.summary.wall_seconds)
-}
-
-/// Reads `DIR/sweep.json`.
-pub fn read_sweep_file(dir: &Path) -> Result<SweepFile> {
-    let p = dir.join("sweep.json");
-    let text = std::fs::read_to_string(&p).map_err(|e| anyhow!("{}: {e}", p.display()))?;
-    let f: SweepFile =
-        serde_json::from_str(&text).map_err(|e| anyhow!("{}: malformed: {e}", p.display()))?;
-    for c in &f.configurations {
-        if c.coords.len() != f.axes.len()
-            || c.coords
-                .iter()
-                .zip(&f.axes)
-                .any(|(&k, a)| k >= a.values.len())
-        {
-            bail!(
-                "{}: configuration {:?} does not fit the axes",
-                p.display(),
-                c.label
-            );
-        }
-    }
-    Ok(f)
-}
-
-/// The plots to redraw for a sweep folder: from the descriptor file if it
-/// is still where the sweep read it (so editing its `[[plot]]`s and running
-/// `inca report` again redraws without rerunning), else from the copy in
-/// `sweep.json`. [our choice]
-pub fn plots_for_report(file: &SweepFile) -> Result<Vec<descriptor::PlotSpec>> {
-    let path = Path::new(&file.descriptor);
-    if let Ok(text) = std::fs::read_to_string(path) {
-        if let Ok(d) = Descriptor::parse(path, &text) {
-            if d.axes.len() == file.axes.len()
-                && d.axes
-                    .iter()
-                    .zip(&file.axes)
-                    .all(|(a, b)| a.name == b.name && a.values == b.values)
-            {
-                return Ok(d.plots);
-            }
-        }
-    }
-    let d = Descriptor::parse(path, &file.descriptor_text)?;
-    Ok(d.plots)
 }

@@ -1,4 +1,4 @@
-//! `inca bench`: the project's benchmarks with their baselines, side by side
+//! inca-bench — `inca bench`: the project's benchmarks with their baselines, side by side
 //! in one command (issue 9; DESIGN.md "Performance budget").
 //!
 //! - [`measure`] — timing helpers (rates, medians, the profiled wrapper).
@@ -30,103 +30,19 @@ pub mod sim;
 pub mod store;
 pub mod table;
 
-use serde::Serialize;
+pub use inca_system::bench::{Baseline, Bench, BenchError, Budget, Ctx, Measured};
 
-/// How a benchmark is run.
-#[derive(Debug, Clone, Copy)]
-pub struct Ctx {
-    /// Timed runs (of the benchmark and of its baseline each).
-    pub runs: usize,
-    /// Smaller amounts of work (a smoke test; figures are noisier).
-    pub quick: bool,
+/// Every benchmark, in table order: this crate's, then `systems` (the
+/// registered systems' own, `Registry::benches`).
+pub fn all(systems: Vec<Bench>) -> Vec<Bench> {
+    let mut benches = own();
+    benches.extend(systems);
+    benches
 }
 
-impl Ctx {
-    /// `full` units of work normally, `quick` with `--quick`.
-    pub fn size(&self, full: u64, quick: u64) -> u64 {
-        if self.quick {
-            quick
-        } else {
-            full
-        }
-    }
-}
-
-/// A baseline's outcome.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum Baseline {
-    /// The benchmark has no baseline.
-    None,
-    /// Measured side by side: one sample per run.
-    Measured {
-        /// What the baseline does.
-        what: String,
-        /// One rate per run.
-        samples: Vec<f64>,
-    },
-    /// It could not be run (a tool missing, say); never silently skipped.
-    Missing {
-        /// What the baseline would have been.
-        what: String,
-        /// Why it is missing.
-        why: String,
-    },
-}
-
-impl Baseline {
-    /// The baseline's median, when measured.
-    pub fn median(&self) -> Option<f64> {
-        match self {
-            Baseline::Measured { samples, .. } => Some(measure::median(samples)),
-            _ => None,
-        }
-    }
-}
-
-/// What one benchmark function returns.
-#[derive(Debug, Clone)]
-pub struct Measured {
-    /// One rate per run.
-    pub samples: Vec<f64>,
-    /// Its baseline.
-    pub baseline: Baseline,
-    /// Facts worth keeping next to the figure (work per run, checks).
-    pub notes: Vec<String>,
-}
-
-/// The target a DESIGN.md budget line sets.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Budget {
-    /// No budget line for this figure.
-    None,
-    /// At least this many units per second.
-    AtLeast(f64),
-    /// More than the baseline (the store over UDP vs redis).
-    AboveBaseline,
-}
-
-/// A benchmark of the table.
-pub struct Bench {
-    /// Its name on the command line and in the table.
-    pub name: &'static str,
-    /// What one unit of work is.
-    pub what: &'static str,
-    /// The unit of the figure.
-    pub unit: &'static str,
-    /// The DESIGN.md target, and how it reads.
-    pub budget: Budget,
-    /// The budget as DESIGN.md words it ("" for none).
-    pub budget_text: &'static str,
-    /// The benchmark (`None`: not built yet).
-    pub run: Option<fn(&Ctx) -> anyhow::Result<Measured>>,
-    /// Runs `n` iterations of the measured work inside
-    /// [`measure::profiled`], for callgrind (`None`: not profiled).
-    pub profile: Option<fn(u64) -> anyhow::Result<String>>,
-}
-
-/// Every benchmark, in table order.
-pub fn all() -> Vec<Bench> {
+/// The benchmarks that live here (they span several systems, or time the
+/// live driver).
+fn own() -> Vec<Bench> {
     vec![
         Bench {
             name: "nat",
@@ -134,8 +50,8 @@ pub fn all() -> Vec<Bench> {
             unit: "packets/s",
             budget: Budget::AtLeast(10e6),
             budget_text: ">= 10 M packets/s per core",
-            run: Some(pipeline::nat),
-            profile: Some(pipeline::profile_nat),
+            run: Some(|c| pipeline::nat(c).map_err(BenchError::new)),
+            profile: Some(|n| pipeline::profile_nat(n).map_err(BenchError::new)),
         },
         Bench {
             name: "redplane-read",
@@ -143,8 +59,8 @@ pub fn all() -> Vec<Bench> {
             unit: "packets/s",
             budget: Budget::None,
             budget_text: "",
-            run: Some(pipeline::redplane_read),
-            profile: Some(pipeline::profile_redplane_read),
+            run: Some(|c| pipeline::redplane_read(c).map_err(BenchError::new)),
+            profile: Some(|n| pipeline::profile_redplane_read(n).map_err(BenchError::new)),
         },
         Bench {
             name: "tea-lookup",
@@ -152,8 +68,8 @@ pub fn all() -> Vec<Bench> {
             unit: "packets/s",
             budget: Budget::None,
             budget_text: "",
-            run: Some(pipeline::tea_lookup),
-            profile: Some(pipeline::profile_tea_lookup),
+            run: Some(|c| pipeline::tea_lookup(c).map_err(BenchError::new)),
+            profile: Some(|n| pipeline::profile_tea_lookup(n).map_err(BenchError::new)),
         },
         Bench {
             name: "sim",
@@ -161,8 +77,8 @@ pub fn all() -> Vec<Bench> {
             unit: "events/s",
             budget: Budget::AtLeast(5e6),
             budget_text: ">= 5 M events/s per core",
-            run: Some(sim::events),
-            profile: Some(sim::profile),
+            run: Some(|c| sim::events(c).map_err(BenchError::new)),
+            profile: Some(|n| sim::profile(n).map_err(BenchError::new)),
         },
         Bench {
             name: "store",
@@ -170,8 +86,8 @@ pub fn all() -> Vec<Bench> {
             unit: "requests/s",
             budget: Budget::AtLeast(1e6),
             budget_text: ">= 1 M requests/s per core",
-            run: Some(store::in_process),
-            profile: Some(store::profile),
+            run: Some(|c| store::in_process(c).map_err(BenchError::new)),
+            profile: Some(|n| store::profile(n).map_err(BenchError::new)),
         },
         Bench {
             name: "store-udp",
@@ -179,7 +95,7 @@ pub fn all() -> Vec<Bench> {
             unit: "requests/s",
             budget: Budget::AboveBaseline,
             budget_text: "more than redis SET",
-            run: Some(store::over_udp),
+            run: Some(|c| store::over_udp(c).map_err(BenchError::new)),
             profile: None,
         },
         Bench {
@@ -188,8 +104,8 @@ pub fn all() -> Vec<Bench> {
             unit: "responses/s",
             budget: Budget::AtLeast(5e6),
             budget_text: ">= 5 M responses/s per core",
-            run: Some(dram::reads),
-            profile: Some(dram::profile),
+            run: Some(|c| dram::reads(c).map_err(BenchError::new)),
+            profile: Some(|n| dram::profile(n).map_err(BenchError::new)),
         },
         Bench {
             name: "live",
@@ -197,7 +113,7 @@ pub fn all() -> Vec<Bench> {
             unit: "frames/s",
             budget: Budget::AtLeast(1e6),
             budget_text: ">= 1 M frames/s",
-            run: Some(live::offload),
+            run: Some(|c| live::offload(c).map_err(BenchError::new)),
             profile: None,
         },
         Bench {
@@ -206,7 +122,7 @@ pub fn all() -> Vec<Bench> {
             unit: "frames/s",
             budget: Budget::None,
             budget_text: "",
-            run: Some(live::mmsg),
+            run: Some(|c| live::mmsg(c).map_err(BenchError::new)),
             profile: None,
         },
         Bench {
@@ -230,12 +146,14 @@ pub struct Options {
     pub runs: usize,
     /// Smaller amounts of work.
     pub quick: bool,
+    /// The registered systems' own benchmarks, after this crate's.
+    pub systems: Vec<Bench>,
 }
 
 /// The benchmarks `names` selects, in table order; an unknown name is an
 /// error that lists the known ones.
-pub fn select(names: &[String]) -> anyhow::Result<Vec<Bench>> {
-    let benches = all();
+pub fn select(names: &[String], systems: Vec<Bench>) -> anyhow::Result<Vec<Bench>> {
+    let benches = all(systems);
     for n in names {
         if !benches.iter().any(|b| b.name == n) {
             let known: Vec<&str> = benches.iter().map(|b| b.name).collect();
@@ -257,7 +175,7 @@ pub fn run(opts: &Options, mut progress: impl FnMut(&str)) -> anyhow::Result<tab
         quick: opts.quick,
     };
     let mut report = table::Report::start(&ctx);
-    for b in select(&opts.names)? {
+    for b in select(&opts.names, opts.systems.clone())? {
         progress(b.name);
         let outcome = b.run.map(|f| f(&ctx));
         report.rows.push(table::Row::new(&b, outcome));
@@ -268,9 +186,9 @@ pub fn run(opts: &Options, mut progress: impl FnMut(&str)) -> anyhow::Result<tab
 
 /// Runs `n` iterations of each selected benchmark's measured work once (no
 /// warm-up, no timing) for a profiler; returns one line per benchmark.
-pub fn profile(names: &[String], n: u64) -> anyhow::Result<Vec<String>> {
+pub fn profile(names: &[String], systems: Vec<Bench>, n: u64) -> anyhow::Result<Vec<String>> {
     let mut lines = Vec::new();
-    for b in select(names)? {
+    for b in select(names, systems)? {
         match b.profile {
             Some(f) => lines.push(format!("{}: {}", b.name, f(n)?)),
             None => lines.push(format!("{}: no profile driver (live sockets)", b.name)),

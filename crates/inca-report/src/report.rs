@@ -21,291 +21,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use serde::Deserialize;
 
-/// An output image format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Portable Network Graphics (bitmap).
-    Png,
-    /// Scalable Vector Graphics.
-    Svg,
-}
-
-impl Format {
-    fn ext(self) -> &'static str {
-        match self {
-            Format::Png => "png",
-            Format::Svg => "svg",
-        }
-    }
-}
-
-/// Parses `--format` values (repeatable, or comma-separated); none means both.
-pub fn parse_formats(list: &[String]) -> Result<Vec<Format>> {
-    let mut out = Vec::new();
-    for item in list.iter().flat_map(|s| s.split(',')) {
-        let f = match item.trim().to_ascii_lowercase().as_str() {
-            "png" => Format::Png,
-            "svg" => Format::Svg,
-            "" => continue,
-            other => bail!("--format: unknown format {other:?} (expected png or svg)"),
-        };
-        if !out.contains(&f) {
-            out.push(f);
-        }
-    }
-    if out.is_empty() {
-        out = vec![Format::Png, Format::Svg];
-    }
-    Ok(out)
-}
-
-// ---------------------------------------------------------------------------
-// Input
-
-/// `summary.json` (`inca_sim::metrics::RunSummary`).
-#[derive(Debug, Clone, Deserialize)]
-struct Summary {
-    scenario: String,
-    #[serde(default)]
-    seed: u64,
-    duration_ns: u64,
-    #[serde(default)]
-    bin_ns: u64,
-    #[serde(default)]
-    events: u64,
-    #[serde(default)]
-    frames_delivered: u64,
-    #[serde(default)]
-    wall_seconds: f64,
-    #[serde(default)]
-    faults: Vec<(u64, String)>,
-    #[serde(default)]
-    highlights: Vec<String>,
-}
-
-/// A latency summary, ns.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-struct Latency {
-    count: u64,
-    #[serde(default)]
-    mean: f64,
-    p50: u64,
-    #[serde(default)]
-    p90: u64,
-    p99: u64,
-    #[serde(default)]
-    p999: u64,
-    #[serde(default)]
-    max: u64,
-    #[serde(default)]
-    min: u64,
-}
-
-/// A time series: values per bin of `bin` ns from time 0.
-#[derive(Debug, Clone, Default, Deserialize)]
-struct SeriesIn {
-    bin: u64,
-    values: Vec<u64>,
-}
-
-/// One element of `nodes.json`.
-#[derive(Debug, Clone, Deserialize)]
-struct NodeIn {
-    name: String,
-    #[serde(default)]
-    counters: BTreeMap<String, u64>,
-    #[serde(default)]
-    histograms: BTreeMap<String, Latency>,
-    #[serde(default)]
-    series: BTreeMap<String, SeriesIn>,
-}
-
-/// `stats` of a link direction (`inca_sim::link::ChannelStats`).
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-struct LinkStats {
-    #[serde(default)]
-    offered: u64,
-    #[serde(default)]
-    delivered: u64,
-    #[serde(default)]
-    delivered_bytes: u64,
-    #[serde(default)]
-    queue_drops: u64,
-    #[serde(default)]
-    lost: u64,
-    #[serde(default)]
-    down_drops: u64,
-}
-
-/// One element of `links.json`.
-#[derive(Debug, Clone, Deserialize)]
-struct LinkIn {
-    link: String,
-    from: String,
-    to: String,
-    #[serde(default)]
-    stats: LinkStats,
-    #[serde(default)]
-    throughput_bytes: SeriesIn,
-}
-
-/// A latency CDF read from `cdf/*.csv`: (latency ns, fraction ≤ it).
-#[derive(Debug, Clone)]
-struct Cdf {
-    label: String,
-    points: Vec<(f64, f64)>,
-}
-
-/// One results folder, loaded.
-#[derive(Debug, Clone)]
-struct Run {
-    dir: PathBuf,
-    summary: Summary,
-    nodes: Vec<NodeIn>,
-    links: Vec<LinkIn>,
-    cdfs: Vec<Cdf>,
-}
-
-/// The name `inca_sim::metrics::file_safe` gives a node or histogram in file
-/// names.
-fn file_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            anyhow!("{}: file not found", path.display())
-        } else {
-            anyhow!("{}: {e}", path.display())
-        }
-    })?;
-    serde_json::from_str(&text).map_err(|e| anyhow!("{}: malformed JSON: {e}", path.display()))
-}
-
-fn read_cdf_csv(path: &Path, label: String) -> Result<Cdf> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            anyhow!("{}: file not found", path.display())
-        } else {
-            anyhow!("{}: {e}", path.display())
-        }
-    })?;
-    let mut points = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || (i == 0 && line.starts_with("latency_ns")) {
-            continue;
-        }
-        let parsed = line.split_once(',').and_then(|(a, b)| {
-            Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?))
-        });
-        match parsed {
-            Some((v, p)) if v.is_finite() && p.is_finite() => points.push((v, p)),
-            _ => bail!(
-                "{}:{}: expected `latency_ns,fraction`, got {line:?}",
-                path.display(),
-                i + 1
-            ),
-        }
-    }
-    Ok(Cdf { label, points })
-}
-
-impl Run {
-    /// Loads the results folder `dir`; `notes` collects what was skipped.
-    fn load(dir: &Path, notes: &mut Vec<String>) -> Result<Run> {
-        let summary: Summary = read_json(&dir.join("summary.json"))?;
-        let nodes: Vec<NodeIn> = read_json(&dir.join("nodes.json"))?;
-        let links: Vec<LinkIn> = read_json(&dir.join("links.json"))?;
-        let cdf_dir = dir.join("cdf");
-        let mut cdfs = Vec::new();
-        let mut used = BTreeSet::new();
-        for n in &nodes {
-            for (h, lat) in &n.histograms {
-                let file = format!("{}.{}.csv", file_safe(&n.name), file_safe(h));
-                let label = format!("{}/{}", n.name, h);
-                used.insert(file.clone());
-                if lat.count == 0 {
-                    notes.push(format!("histogram {label} is empty: no CDF curve"));
-                    continue;
-                }
-                let cdf = read_cdf_csv(&cdf_dir.join(&file), label)?;
-                if cdf.points.is_empty() {
-                    notes.push(format!(
-                        "{}: no samples: no CDF curve",
-                        cdf_dir.join(&file).display()
-                    ));
-                } else {
-                    cdfs.push(cdf);
-                }
-            }
-        }
-        // CDF files no histogram in nodes.json names (written by other tools).
-        if let Ok(rd) = std::fs::read_dir(&cdf_dir) {
-            let mut extra: Vec<PathBuf> = rd
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "csv"))
-                .filter(|p| !used.contains(&*p.file_name().unwrap_or_default().to_string_lossy()))
-                .collect();
-            extra.sort();
-            for p in extra {
-                let label = p
-                    .file_stem()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                let cdf = read_cdf_csv(&p, label)?;
-                if cdf.points.is_empty() {
-                    notes.push(format!("{}: no samples: no CDF curve", p.display()));
-                } else {
-                    cdfs.push(cdf);
-                }
-            }
-        }
-        Ok(Run {
-            dir: dir.to_path_buf(),
-            summary,
-            nodes,
-            links,
-            cdfs,
-        })
-    }
-
-    /// Histograms with samples, keyed `node/histogram`.
-    fn latencies(&self) -> BTreeMap<String, Latency> {
-        let mut m = BTreeMap::new();
-        for n in &self.nodes {
-            for (h, l) in &n.histograms {
-                if l.count > 0 {
-                    m.insert(format!("{}/{}", n.name, h), *l);
-                }
-            }
-        }
-        m
-    }
-
-    fn name(&self) -> String {
-        self.dir
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| self.dir.display().to_string())
-    }
-}
+use crate::plot::*;
+use crate::render;
+use crate::results::*;
 
 // ---------------------------------------------------------------------------
 // Entry point
@@ -320,7 +42,7 @@ pub fn run(dir: &Path, formats: &[String]) -> Result<()> {
         bail!("{}: not a folder", dir.display());
     }
     if dir.join("sweep.json").is_file() {
-        return sweep::redraw(dir, &formats);
+        return crate::sweep_plots::redraw(dir, &formats);
     }
     let text = init_fonts();
     let mut notes = Vec::new();
@@ -500,7 +222,7 @@ fn print_run(run: &Run) {
             );
         }
     }
-    let active: Vec<&LinkIn> = run.links.iter().filter(|l| l.stats.offered > 0).collect();
+    let active: Vec<&LinkReport> = run.links.iter().filter(|l| l.stats.offered > 0).collect();
     if active.is_empty() {
         println!("links: no frames offered");
     } else {
@@ -535,7 +257,7 @@ fn print_run(run: &Run) {
     }
 }
 
-fn link_label(l: &LinkIn) -> String {
+fn link_label(l: &LinkReport) -> String {
     format!("{} {}→{}", l.link, l.from, l.to)
 }
 
@@ -580,271 +302,6 @@ fn print_comparison(runs: &[Run]) {
         }
     }
     println!();
-}
-
-// ---------------------------------------------------------------------------
-// Fonts
-
-/// Where fonts are looked for, in order (after `$INCA_FONT`).
-const FONT_PATHS: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
-    "/Library/Fonts/Arial.ttf",
-    "/System/Library/Fonts/Supplemental/Arial.ttf",
-];
-
-/// The font family every text in the plots uses.
-const FAMILY: &str = "sans-serif";
-
-/// Registers a system TTF as plotters' `sans-serif` font. `$INCA_FONT`
-/// names one explicitly (`none` draws without text). Returns whether text
-/// can be drawn; warns once when it cannot.
-pub fn init_fonts() -> bool {
-    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OK.get_or_init(|| {
-        let mut candidates: Vec<PathBuf> = Vec::new();
-        match std::env::var_os("INCA_FONT") {
-            Some(v) if v == "none" => {
-                eprintln!("inca report: warning: INCA_FONT=none: plots are drawn without text");
-                return false;
-            }
-            Some(v) => candidates.push(v.into()),
-            None => {}
-        }
-        candidates.extend(FONT_PATHS.iter().map(PathBuf::from));
-        for p in &candidates {
-            let Ok(bytes) = std::fs::read(p) else {
-                continue;
-            };
-            // plotters keeps fonts for the life of the process.
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            if plotters::style::register_font(FAMILY, FontStyle::Normal, bytes).is_ok() {
-                return true;
-            }
-        }
-        eprintln!(
-            "inca report: warning: no TrueType font found (install fonts-dejavu-core or set INCA_FONT=/path/to/font.ttf): plots are drawn without text"
-        );
-        false
-    })
-}
-
-// ---------------------------------------------------------------------------
-// Plot plumbing
-
-/// Plot size, pixels.
-const W: u32 = 1100;
-const H: u32 = 620;
-
-/// Tableau 10: distinct, colour-blind-friendly.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(0x4e, 0x79, 0xa7),
-    RGBColor(0xf2, 0x8e, 0x2b),
-    RGBColor(0xe1, 0x57, 0x59),
-    RGBColor(0x76, 0xb7, 0xb2),
-    RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0xed, 0xc9, 0x48),
-    RGBColor(0xb0, 0x7a, 0xa1),
-    RGBColor(0xff, 0x9d, 0xa7),
-    RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0xba, 0xb0, 0xac),
-];
-
-fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
-
-/// Most curves one plot draws (the rest are named in a note).
-/// (The palette's size: more curves would repeat colours.)
-const MAX_CURVES: usize = PALETTE.len();
-
-/// Most points a throughput line has (bins are merged beyond that).
-const MAX_POINTS: usize = 1000;
-
-fn pe<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow!("drawing failed: {e}")
-}
-
-fn font(size: f64) -> TextStyle<'static> {
-    TextStyle::from((FAMILY, size).into_font()).color(&BLACK)
-}
-
-/// Up to six names, then how many more.
-fn some<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
-    let names: Vec<&str> = names.into_iter().collect();
-    let mut s = names.iter().take(6).copied().collect::<Vec<_>>().join(", ");
-    if names.len() > 6 {
-        s.push_str(&format!(" and {} more", names.len() - 6));
-    }
-    s
-}
-
-/// Drops points that land on the same pixel as the one before (plotters'
-/// bitmap backend draws wide lines through repeated points as spikes).
-fn distinct_pixels(
-    pts: Vec<(f64, f64)>,
-    at: impl Fn(&(f64, f64)) -> (i32, i32),
-) -> Vec<(f64, f64)> {
-    let mut last = None;
-    pts.into_iter()
-        .filter(|p| {
-            let c = Some(at(p));
-            let keep = last != c;
-            last = c;
-            keep
-        })
-        .collect()
-}
-
-/// Cuts `s` to `max` characters, with an ellipsis.
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
-}
-
-/// Draws one picture to `base.png` and/or `base.svg`: `draw` is called with
-/// the image's root area for each format.
-macro_rules! render {
-    ($base:expr, $formats:expr, $size:expr, $draw:ident ( $($arg:expr),* )) => {{
-        let base: &Path = $base;
-        let mut written: Vec<PathBuf> = Vec::new();
-        for f in $formats.iter() {
-            let path = base.with_extension(f.ext());
-            let r: Result<()> = (|| {
-                match f {
-                    Format::Png => {
-                        let root = BitMapBackend::new(&path, $size).into_drawing_area();
-                        root.fill(&WHITE).map_err(pe)?;
-                        $draw(&root, $($arg),*)?;
-                        root.present().map_err(pe)?;
-                    }
-                    Format::Svg => {
-                        let root = SVGBackend::new(&path, $size).into_drawing_area();
-                        root.fill(&WHITE).map_err(pe)?;
-                        $draw(&root, $($arg),*)?;
-                        root.present().map_err(pe)?;
-                    }
-                }
-                Ok(())
-            })();
-            r.with_context(|| format!("{}", path.display()))?;
-            written.push(path);
-        }
-        written
-    }};
-}
-
-/// A legend in its own area at the right of a plot: one row per entry, a
-/// sample (a line, or a filled square) and the label.
-fn draw_legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    entries: &[(String, RGBColor)],
-    filled: bool,
-    title: &str,
-) -> Result<()> {
-    let style = font(14.0);
-    let mut y = 8;
-    if !title.is_empty() {
-        area.draw_text(
-            title,
-            &font(14.0).pos(Pos::new(HPos::Left, VPos::Top)),
-            (8, y),
-        )
-        .map_err(pe)?;
-        y += 22;
-    }
-    for (label, c) in entries {
-        let cy = y + 8;
-        if filled {
-            area.draw(&Rectangle::new([(8, cy - 6), (26, cy + 6)], c.filled()))
-                .map_err(pe)?;
-        } else {
-            area.draw(&PathElement::new(
-                vec![(6, cy), (30, cy)],
-                c.stroke_width(3),
-            ))
-            .map_err(pe)?;
-        }
-        area.draw_text(
-            label,
-            &style.pos(Pos::new(HPos::Left, VPos::Center)),
-            (36, cy),
-        )
-        .map_err(pe)?;
-        y += 22;
-    }
-    Ok(())
-}
-
-/// A drawing area in pixels.
-type Area<DB> = DrawingArea<DB, Shift>;
-
-/// Splits `root` into a plot area and a legend area wide enough for
-/// `labels` (no legend without text).
-fn with_legend<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    labels: &[String],
-    text: bool,
-) -> Result<(Area<DB>, Option<Area<DB>>)> {
-    if !text || labels.is_empty() {
-        return Ok((root.clone(), None));
-    }
-    let (w, _) = root.dim_in_pixel();
-    let mut widest = 0;
-    for l in labels {
-        widest = widest.max(root.estimate_text_size(l, &font(14.0)).map_err(pe)?.0);
-    }
-    let lw = (widest + 50).clamp(120, w / 2);
-    let (a, b) = root.split_horizontally(w - lw);
-    Ok((a, Some(b)))
-}
-
-/// Light grid lines.
-const GRID: RGBColor = RGBColor(235, 235, 235);
-
-/// Without text there are no axes (plotters draws tick labels with them):
-/// a frame round the plotting area instead.
-fn frame<DB: DrawingBackend, CT: CoordTranslate>(
-    root: &DrawingArea<DB, Shift>,
-    plot: &DrawingArea<DB, CT>,
-) -> Result<()> {
-    let (x, y) = plot.get_pixel_range();
-    root.draw(&Rectangle::new(
-        [(x.start, y.start), (x.end - 1, y.end - 1)],
-        BLACK.stroke_width(1),
-    ))
-    .map_err(pe)?;
-    Ok(())
-}
-
-/// Axis tick labels: compact numbers.
-fn tick(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        let s = if a >= 10.0 {
-            format!("{v:.1}")
-        } else if a >= 1.0 {
-            format!("{v:.2}")
-        } else if a >= 0.01 {
-            format!("{v:.3}")
-        } else {
-            return format!("{v:.1e}");
-        };
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -911,99 +368,6 @@ fn plot_run(
         ));
     }
     Ok(written)
-}
-
-fn draw_cdf<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    cdfs: &[&Cdf],
-    title: &str,
-    legend_title: &str,
-    text: bool,
-) -> Result<()> {
-    let labels: Vec<String> = cdfs.iter().map(|c| clip(&c.label, 40)).collect();
-    let (area, legend) = with_legend(root, &labels, text)?;
-    // Latencies in µs.
-    let lo = cdfs
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.0))
-        .fold(f64::INFINITY, f64::min)
-        / 1e3;
-    let hi = cdfs
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.0))
-        .fold(0.0, f64::max)
-        / 1e3;
-    let pos_lo = cdfs
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.0))
-        .filter(|&v| v > 0.0)
-        .fold(f64::INFINITY, f64::min)
-        / 1e3;
-    let log = pos_lo.is_finite() && hi / pos_lo > 100.0;
-    let mut b = ChartBuilder::on(&area);
-    b.margin(12);
-    if text {
-        b.caption(format!("Latency CDF — {title}"), font(22.0))
-            .x_label_area_size(48)
-            .y_label_area_size(60);
-    } else {
-        b.x_label_area_size(8).y_label_area_size(8);
-    }
-    let xdesc = if log {
-        "latency (µs, log scale)"
-    } else {
-        "latency (µs)"
-    };
-    macro_rules! body {
-        ($chart:ident) => {{
-            if text {
-                $chart
-                    .configure_mesh()
-                    .x_desc(xdesc)
-                    .y_desc("fraction of samples ≤ latency")
-                    .x_label_formatter(&|v| tick(*v))
-                    .y_label_formatter(&|v| tick(*v))
-                    .label_style(font(14.0))
-                    .axis_desc_style(font(16.0))
-                    .light_line_style(GRID)
-                    .max_light_lines(4)
-                    .draw()
-                    .map_err(pe)?;
-            } else {
-                frame(root, $chart.plotting_area())?;
-            }
-            for (i, c) in cdfs.iter().enumerate() {
-                let pts: Vec<(f64, f64)> = c
-                    .points
-                    .iter()
-                    .map(|&(v, p)| ((v / 1e3).max(if log { pos_lo } else { 0.0 }), p))
-                    .collect();
-                let pts = distinct_pixels(pts, |q| $chart.backend_coord(q));
-                $chart
-                    .draw_series(LineSeries::new(pts, color(i).stroke_width(2)))
-                    .map_err(pe)?;
-            }
-        }};
-    }
-    if log {
-        let x = (pos_lo / 1.3)..(hi * 1.3);
-        let mut chart = b.build_cartesian_2d(x.log_scale(), 0.0..1.02).map_err(pe)?;
-        body!(chart);
-    } else {
-        let span = (hi - lo).max(hi * 0.05).max(1e-3);
-        let x = (lo - span * 0.05).max(0.0)..(hi + span * 0.05);
-        let mut chart = b.build_cartesian_2d(x, 0.0..1.02).map_err(pe)?;
-        body!(chart);
-    }
-    if let Some(l) = legend {
-        let entries: Vec<(String, RGBColor)> = labels
-            .into_iter()
-            .enumerate()
-            .map(|(i, s)| (s, color(i)))
-            .collect();
-        draw_legend(&l, &entries, false, legend_title)?;
-    }
-    Ok(())
 }
 
 /// A throughput line: bytes per bin.
@@ -1076,19 +440,6 @@ fn throughput_panels(run: &Run, notes: &mut Vec<String>) -> Vec<(String, Vec<Lin
     panels
 }
 
-/// A time unit for an axis spanning `ns`: (name, ns per unit).
-fn time_unit(ns: u64) -> (&'static str, f64) {
-    if ns <= 2_000 {
-        ("ns", 1.0)
-    } else if ns <= 2_000_000 {
-        ("µs", 1e3)
-    } else if ns <= 2_000_000_000 {
-        ("ms", 1e6)
-    } else {
-        ("s", 1e9)
-    }
-}
-
 /// (time at the middle of the bin(s), Gbit/s), with bins padded with zeros
 /// up to `duration` and merged so there are at most [`MAX_POINTS`].
 fn rate_points(l: &Line, duration: u64, unit: f64) -> Vec<(f64, f64)> {
@@ -1114,7 +465,7 @@ fn rate_points(l: &Line, duration: u64, unit: f64) -> Vec<(f64, f64)> {
 fn draw_throughput<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     panels: &[(String, Vec<Line>)],
-    summary: &Summary,
+    summary: &RunSummary,
     text: bool,
 ) -> Result<()> {
     // One time axis for all panels.
@@ -1154,7 +505,7 @@ fn draw_throughput_panel<DB: DrawingBackend>(
     lines: &[Line],
     end: u64,
     caption: &str,
-    summary: &Summary,
+    summary: &RunSummary,
     text: bool,
 ) -> Result<()> {
     let labels: Vec<String> = lines.iter().map(|l| clip(&l.label, 44)).collect();
@@ -1396,92 +747,6 @@ fn draw_bars<DB: DrawingBackend>(
     Ok(())
 }
 
-/// A bar chart's axes (see [`bar_axes`]).
-struct BarAxes<'a, DB: DrawingBackend> {
-    chart: ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-    /// One group's width, pixels.
-    slot: f64,
-    /// Whether the group labels take two staggered rows.
-    two_rows: bool,
-}
-
-/// The axes of a bar chart on `area`: groups at x = 0, 1, … (their labels
-/// drawn by [`draw_group_labels`] below the axis, in two staggered rows
-/// when crowded), 0..`ytop` up; only a frame when not `text`.
-fn bar_axes<'a, DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    area: &'a DrawingArea<DB, Shift>,
-    title: &str,
-    ylabel: &str,
-    groups: &[String],
-    ytop: f64,
-    text: bool,
-) -> Result<BarAxes<'a, DB>> {
-    let n = groups.len().max(1);
-    let plot_w = area.dim_in_pixel().0 as f64 - 100.0;
-    let slot = plot_w / n as f64;
-    let two_rows = text
-        && groups
-            .iter()
-            .any(|g| g.chars().count() as f64 * 7.5 > slot - 6.0);
-    let mut b = ChartBuilder::on(area);
-    b.margin(12);
-    if text {
-        b.caption(title, font(20.0))
-            .x_label_area_size(if two_rows { 52 } else { 34 })
-            .y_label_area_size(72);
-    } else {
-        b.x_label_area_size(8).y_label_area_size(8);
-    }
-    let mut chart = b
-        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..ytop)
-        .map_err(pe)?;
-    if text {
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc(ylabel)
-            .y_label_formatter(&|v| tick(*v))
-            .label_style(font(14.0))
-            .axis_desc_style(font(16.0))
-            .light_line_style(GRID)
-            .max_light_lines(4)
-            .draw()
-            .map_err(pe)?;
-    } else {
-        frame(root, chart.plotting_area())?;
-    }
-    Ok(BarAxes {
-        chart,
-        slot,
-        two_rows,
-    })
-}
-
-/// The group labels of [`bar_axes`], clipped to their slot.
-fn draw_group_labels<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    chart: &ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-    groups: &[String],
-    slot: f64,
-    two_rows: bool,
-) -> Result<()> {
-    let (_, py) = chart.plotting_area().get_pixel_range();
-    let max_chars = ((if two_rows { 2.0 } else { 1.0 }) * slot / 7.5) as usize;
-    for (g, name) in groups.iter().enumerate() {
-        let (bx, _) = chart.backend_coord(&(g as f64, 0.0));
-        let row = if two_rows { (g % 2) as i32 } else { 0 };
-        root.draw_text(
-            &clip(name, max_chars.max(4)),
-            &font(14.0).pos(Pos::new(HPos::Center, VPos::Top)),
-            (bx, py.end + 6 + row * 18),
-        )
-        .map_err(pe)?;
-    }
-    Ok(())
-}
-
 fn draw_bar_panel<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     panel: &DrawingArea<DB, Shift>,
@@ -1555,13 +820,10 @@ fn draw_bar_panel<DB: DrawingBackend>(
     Ok(())
 }
 
-/// The plots of a sweep folder (one with a `sweep.json`).
-#[path = "report_sweep.rs"]
-pub mod sweep;
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plot::{parse_formats, Format};
 
     #[test]
     fn natural_order() {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::measure::median;
-use super::{Baseline, Bench, Budget, Ctx, Measured};
+use super::{Baseline, Bench, BenchError, Budget, Ctx, Measured};
 
 /// The machine while the benchmarks ran.
 #[derive(Debug, Clone, Serialize)]
@@ -181,7 +181,7 @@ impl Report {
 
 impl Row {
     /// The row of `bench` from its outcome (`None`: not built).
-    pub fn new(bench: &Bench, outcome: Option<anyhow::Result<Measured>>) -> Row {
+    pub fn new(bench: &Bench, outcome: Option<Result<Measured, BenchError>>) -> Row {
         let mut row = Row {
             name: bench.name.into(),
             what: bench.what.into(),

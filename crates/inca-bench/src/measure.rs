@@ -23,19 +23,7 @@ pub fn timed_rate(work: impl FnOnce() -> u64) -> f64 {
     rate(units, start.elapsed())
 }
 
-/// The median of `samples` (the mean of the middle two for an even count;
-/// 0 for none). NaNs sort last and so never become the median of a sample
-/// that has real values in its lower half.
-pub fn median(samples: &[f64]) -> f64 {
-    let mut v = samples.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
+pub use inca_system::bench::median;
 
 /// The measured work of a `--profile-iterations` run. It only calls `f`,
 /// but it is never inlined, so `valgrind --tool=callgrind

@@ -1,0 +1,43 @@
+//! The System plug-in interface: how a system (RedPlane, TEA, the plain
+//! apps of `inca-apps`, and the ones still to come) tells inca's commands
+//! what it offers, without the commands knowing it by name.
+//!
+//! - [`system`] — the [`System`] trait (programs, resource checks, server
+//!   kinds, built-in campaigns, benchmarks, workloads) and [`SystemRun`],
+//!   one run's builder with its run checks.
+//! - [`registry`] — [`Registry`], the registered systems, and
+//!   [`SystemFactory`], the scenario factory (`inca_sim::scenario::
+//!   SwitchFactory`) that builds every device through them.
+//! - [`campaign`] — the campaign runner: one scenario (or a built-in
+//!   campaign) under many seeds, every run checked; [`campaign_results`]
+//!   is what it finds.
+//! - [`bench`] — what a benchmark row is, so systems can offer theirs.
+//! - [`apps`] — the plain apps of `inca-apps` served as a system.
+//! - [`server`] — helpers for systems that build `[[server]]` devices.
+//! - [`largest`] — the largest size of a program that fits a profile.
+//! - [`error`] — the typed errors at these seams.
+//!
+//! A system crate depends on this one and implements [`System`]; the binary
+//! lists the systems once (`inca::registry`) and every command iterates
+//! over them. docs/architecture.md, "How to add a system", walks through a
+//! toy example (crates/inca/tests/toy_system.rs).
+//!
+//! Module dependencies point one way: `error`, `bench`, `campaign_results`
+//! ← `system` ← `registry` ← `campaign`, `largest`, `apps`.
+
+pub mod apps;
+pub mod bench;
+pub mod campaign;
+pub mod campaign_results;
+pub mod error;
+pub mod largest;
+pub mod registry;
+pub mod server;
+pub mod system;
+
+pub use error::{CampaignError, CheckError, SystemError};
+pub use registry::{Registry, SystemFactory};
+pub use system::{
+    BuiltinCampaign, ProgramInfo, RunCheck, RunMode, ServerKindInfo, System, SystemRun,
+    WorkloadRegistration,
+};
