@@ -3,9 +3,12 @@
 //!
 //! A program's control plane acts through a [`ControlPlane`] handle. What it
 //! asks for does not happen at once: each operation (table write, register
-//! read or write, configuration change, packet-out) goes through one FIFO
-//! channel and takes effect after its latency from the profile's
-//! [`ControlPlaneTiming`], no faster than the profile's operation rate. Events
+//! read or write, entry or counter read, configuration change, packet-out)
+//! goes through the control channel and takes effect after its latency from
+//! the profile's [`ControlPlaneTiming`], no faster than the profile's
+//! operation rate, in issue order. The channel has a window of RPCs in
+//! flight and batches a handler's operations into RPCs
+//! (`ControlPlaneAgent` below; serial on the tofino profile). Events
 //! for the control plane (digests, punted packets, idle timeouts, read
 //! results) reach one CPU thread that handles them one at a time, each costing
 //! `cpu_per_event`. This is what makes control-plane-bound behaviour (a NAT's
@@ -19,8 +22,9 @@ use crate::meter::MeterConfig;
 use crate::objects::{Handle, ObjectId, Objects, RegisterHandle, TableHandle};
 use crate::pktgen::StreamConfig;
 use crate::profile::ControlPlaneTiming;
+use crate::program::ControlEvent;
 use crate::register::RegisterValue;
-use crate::table::MatchSpec;
+use crate::table::{EntryActivity, MatchSpec};
 use crate::tm::MirrorSession;
 
 /// Bound on events waiting for the control-plane CPU; more are dropped and
@@ -41,11 +45,50 @@ pub enum PacketOutDest {
 }
 
 type ObjectsOp = Box<dyn FnOnce(&mut Objects, Nanos) -> Result<(), String>>;
+type ReadOp = Box<dyn FnOnce(&mut Objects, Nanos) -> Result<Readback, String>>;
+
+/// What a per-entry read brings back to the control plane.
+pub(crate) enum Readback {
+    /// A table entry's activity.
+    Entry {
+        table: ObjectId,
+        spec: MatchSpec,
+        activity: EntryActivity,
+    },
+    /// Counter cells as `(packets, bytes)`.
+    Counters { first: u64, values: Vec<(u64, u64)> },
+}
+
+impl Readback {
+    /// The event that delivers it, answering `request`.
+    pub(crate) fn into_event<D>(self, request: u64) -> ControlEvent<D> {
+        match self {
+            Readback::Entry {
+                table,
+                spec,
+                activity,
+            } => ControlEvent::EntryActivity {
+                request,
+                table,
+                spec,
+                hit: activity.hit,
+                idle: activity.idle,
+            },
+            Readback::Counters { first, values } => ControlEvent::CounterValues {
+                request,
+                first,
+                values,
+            },
+        }
+    }
+}
 
 /// One control-plane operation on its way to the data plane.
 pub(crate) enum Op {
     /// Changes objects (table writes, register writes, meter configuration).
     Objects(ObjectsOp),
+    /// Reads objects and answers with an event (entry activity, counters).
+    Read(ReadOp),
     /// Reads `count` register entries from `first`.
     RegisterRead {
         id: ObjectId,
@@ -66,6 +109,8 @@ pub(crate) enum Op {
         stream: u8,
         config: Option<StreamConfig>,
     },
+    /// Re-arms a port's packet-generator port-down trigger.
+    PktGenClearPortDown { port: PortId },
 }
 
 /// An operation with its request id and how long it takes.
@@ -224,6 +269,47 @@ impl ControlPlane<'_> {
             latency,
             true,
         )
+    }
+
+    /// Reads one table entry's activity: whether the data plane hit it
+    /// since the previous such read (the read resets the flag, as Tofino's
+    /// hit-state poll mode does) and the time since its last hit. It costs
+    /// a one-entry hardware read (`register_op + register_per_entry`, [our
+    /// choice]: the same PCIe read path as a register); the answer comes
+    /// as [`crate::ControlEvent::EntryActivity`], a missing entry as
+    /// [`crate::ControlEvent::OpFailed`].
+    pub fn table_entry_read<A: Clone + 'static>(
+        &mut self,
+        table: TableHandle<A>,
+        spec: MatchSpec,
+    ) -> u64 {
+        let op = Op::Read(Box::new(move |o: &mut Objects, now| {
+            let t = o.table_mut(table).ok_or("not a table of this program")?;
+            let activity = t.read_activity(&spec, now).map_err(|e| e.to_string())?;
+            Ok(Readback::Entry {
+                table: table.id(),
+                spec,
+                activity,
+            })
+        }));
+        let latency = self.timing.register_op + self.timing.register_per_entry;
+        self.issue(op, latency, true)
+    }
+
+    /// Reads `count` cells of a counter array from `first`, costing what a
+    /// register read of as many entries costs; the `(packets, bytes)`
+    /// values come back as [`crate::ControlEvent::CounterValues`].
+    pub fn counter_read(&mut self, counter: Handle, first: u64, count: u64) -> u64 {
+        let op = Op::Read(Box::new(move |o: &mut Objects, _| {
+            let values = (first..first.saturating_add(count))
+                .map(|i| o.counter_read(counter, i))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            Ok(Readback::Counters { first, values })
+        }));
+        let latency =
+            self.timing.register_op + self.timing.register_per_entry.saturating_mul(count);
+        self.issue(op, latency, true)
     }
 
     /// Writes one register entry.
@@ -386,6 +472,17 @@ impl ControlPlane<'_> {
         )
     }
 
+    /// Re-arms `port`'s packet-generator port-down trigger, which fires
+    /// once and then stays latched until this clear (Tofino's
+    /// `bf_pktgen_clear_port_down`). See [`crate::pktgen`].
+    pub fn pktgen_clear_port_down(&mut self, port: PortId) -> u64 {
+        self.issue(
+            Op::PktGenClearPortDown { port },
+            self.timing.table_write,
+            true,
+        )
+    }
+
     /// Asks for [`crate::ControlEvent::Timer`] with `token` at time `at`.
     pub fn set_timer(&mut self, at: Nanos, token: u64) {
         self.requests.timers.push((at.max(self.now), token));
@@ -411,14 +508,28 @@ pub fn serialisation(bytes: usize, bps: u64) -> Nanos {
 }
 
 /// The timing state of the control channel and the CPU.
+///
+/// The channel carries RPCs: a run of rate-limited operations issued by one
+/// handler, up to the profile's `max_batch`, travels as one RPC and costs
+/// the longest latency among them (the others ride along); any other
+/// operation (a packet-out) is an RPC of its own. At most `max_in_flight`
+/// RPCs are outstanding: an RPC starts when the one `max_in_flight` before
+/// it has completed. Operations take effect in issue order (an RPC that
+/// would finish before an earlier one waits for it), so a packet-out still
+/// sees the table writes issued before it. With a window and batch of 1
+/// (the tofino and server profiles) this is the strictly serial FIFO
+/// channel: each operation starts when the previous one is done.
 #[derive(Debug, Default)]
 pub(crate) struct ControlPlaneAgent {
     /// Operations in flight, in completion order, with their completion time.
     pub in_flight: VecDeque<(Nanos, IssuedOp)>,
-    /// When the channel finishes the last queued operation.
-    channel_free: Nanos,
-    /// When the last rate-limited operation started.
-    last_limited_start: Option<Nanos>,
+    /// Completion times of the last `max_in_flight` RPCs, oldest first.
+    rpcs_done: VecDeque<Nanos>,
+    /// When the last operation takes effect (later ones never before it).
+    last_done: Nanos,
+    /// The earliest start of the next rate-limited operation: each one
+    /// takes `1e9 / max_ops_per_sec` of the op rate, batched or not.
+    next_limited: Nanos,
     /// When the punt channel finishes serialising its last packet.
     pub punt_free: Nanos,
     /// When the CPU finishes its current event.
@@ -434,30 +545,66 @@ impl std::fmt::Debug for IssuedOp {
 }
 
 impl ControlPlaneAgent {
-    /// Queues an operation issued at `now`; returns its completion time, or
-    /// gives it back if the queue is full.
+    /// Queues the operations one handler issued at `now`, batching them
+    /// into RPCs as the module documentation says. Returns each request id
+    /// with its completion time, or `None` if the queue was full and the
+    /// operation was refused.
     pub fn schedule(
         &mut self,
         now: Nanos,
-        op: IssuedOp,
+        ops: Vec<IssuedOp>,
         timing: &ControlPlaneTiming,
-    ) -> Result<Nanos, IssuedOp> {
-        if self.in_flight.len() >= OP_QUEUE_LIMIT {
-            self.ops_dropped += 1;
-            return Err(op);
-        }
-        let mut start = now.max(self.channel_free);
-        if op.rate_limited && timing.max_ops_per_sec > 0 {
-            let gap = 1_000_000_000 / timing.max_ops_per_sec;
-            if let Some(last) = self.last_limited_start {
-                start = start.max(last + gap);
+    ) -> Vec<(u64, Option<Nanos>)> {
+        let max_batch = timing.max_batch.max(1) as usize;
+        let mut results = Vec::with_capacity(ops.len());
+        let mut rpc: Vec<IssuedOp> = Vec::new();
+        for op in ops {
+            if self.in_flight.len() + rpc.len() >= OP_QUEUE_LIMIT {
+                self.ops_dropped += 1;
+                results.push((op.request, None));
+                continue;
             }
-            self.last_limited_start = Some(start);
+            let joins = op.rate_limited
+                && rpc.len() < max_batch
+                && rpc.last().is_none_or(|last| last.rate_limited);
+            if !joins && !rpc.is_empty() {
+                self.send_rpc(now, std::mem::take(&mut rpc), timing, &mut results);
+            }
+            rpc.push(op);
         }
-        let done = start + op.latency;
-        self.channel_free = done;
-        self.in_flight.push_back((done, op));
-        Ok(done)
+        if !rpc.is_empty() {
+            self.send_rpc(now, rpc, timing, &mut results);
+        }
+        results
+    }
+
+    /// Starts one RPC as early as the window and the op rate allow.
+    fn send_rpc(
+        &mut self,
+        now: Nanos,
+        ops: Vec<IssuedOp>,
+        timing: &ControlPlaneTiming,
+        results: &mut Vec<(u64, Option<Nanos>)>,
+    ) {
+        let window = timing.max_in_flight.max(1) as usize;
+        let mut start = now;
+        if self.rpcs_done.len() >= window {
+            start = start.max(self.rpcs_done.pop_front().unwrap_or(0));
+        }
+        let limited = ops.iter().filter(|o| o.rate_limited).count() as u64;
+        if limited > 0 && timing.max_ops_per_sec > 0 {
+            start = start.max(self.next_limited);
+            let gap = 1_000_000_000 / timing.max_ops_per_sec;
+            self.next_limited = start + gap * limited;
+        }
+        let latency = ops.iter().map(|o| o.latency).max().unwrap_or(0);
+        let done = (start + latency).max(self.last_done);
+        self.last_done = done;
+        self.rpcs_done.push_back(done);
+        for op in ops {
+            results.push((op.request, Some(done)));
+            self.in_flight.push_back((done, op));
+        }
     }
 
     /// Forgets everything (crash).
@@ -483,19 +630,99 @@ mod tests {
         }
     }
 
+    /// Schedules `ops` as one handler's requests; their completion times.
+    fn schedule(
+        agent: &mut ControlPlaneAgent,
+        now: Nanos,
+        ops: Vec<IssuedOp>,
+        timing: &ControlPlaneTiming,
+    ) -> Vec<Nanos> {
+        agent
+            .schedule(now, ops, timing)
+            .into_iter()
+            .map(|(_, done)| done.expect("queue has room"))
+            .collect()
+    }
+
     #[test]
     fn operations_are_fifo_and_rate_limited() {
         let mut timing = Profile::tofino().control_plane;
         timing.max_ops_per_sec = 1_000; // one per ms
         let mut agent = ControlPlaneAgent::default();
-        let a = agent.schedule(0, op(1, 10, true), &timing).unwrap();
-        let b = agent.schedule(0, op(2, 10, true), &timing).unwrap();
-        let c = agent.schedule(0, op(3, 10, false), &timing).unwrap();
+        let a = schedule(&mut agent, 0, vec![op(1, 10, true)], &timing)[0];
+        let b = schedule(&mut agent, 0, vec![op(2, 10, true)], &timing)[0];
+        let c = schedule(&mut agent, 0, vec![op(3, 10, false)], &timing)[0];
         assert_eq!(a, 10);
         assert_eq!(b, 1_000_010, "second op waits for the rate limit");
         assert_eq!(
             c, 1_000_020,
             "unlimited op still waits its turn in the FIFO"
+        );
+    }
+
+    #[test]
+    fn tofino_and_server_channels_stay_serial() {
+        for timing in [
+            Profile::tofino().control_plane,
+            Profile::server().control_plane,
+        ] {
+            assert_eq!((timing.max_in_flight, timing.max_batch), (1, 1));
+            let mut agent = ControlPlaneAgent::default();
+            let ops = (0..4).map(|i| op(i, timing.table_write, true)).collect();
+            let done = schedule(&mut agent, 0, ops, &timing);
+            let gap = (1_000_000_000 / timing.max_ops_per_sec).max(timing.table_write);
+            let serial: Vec<Nanos> = (0..4).map(|i| timing.table_write + i * gap).collect();
+            assert_eq!(done, serial);
+        }
+    }
+
+    #[test]
+    fn a_window_overlaps_rpcs_and_a_batch_shares_one_latency() {
+        let mut timing = Profile::tofino().control_plane;
+        timing.max_ops_per_sec = 0; // no rate limit: the window alone
+        timing.max_in_flight = 2;
+        timing.max_batch = 1;
+        let mut agent = ControlPlaneAgent::default();
+        let ops = (0..5).map(|i| op(i, 100, true)).collect();
+        // Two at a time, each 100 ns.
+        assert_eq!(
+            schedule(&mut agent, 0, ops, &timing),
+            [100, 100, 200, 200, 300]
+        );
+
+        timing.max_batch = 3;
+        let mut agent = ControlPlaneAgent::default();
+        let ops = vec![
+            op(1, 100, true),
+            op(2, 300, true),
+            op(3, 100, true),
+            op(4, 100, true),
+            op(5, 50, false), // a packet-out: its own RPC, after the writes
+            op(6, 100, true),
+        ];
+        // RPCs [1 2 3] (300 ns) and [4] (100 ns, but it takes effect in
+        // order, after [1 2 3]); the packet-out [5] waits for a window slot
+        // (the first RPC, 300) and [6] for the next (300, from [4]).
+        assert_eq!(
+            schedule(&mut agent, 0, ops, &timing),
+            [300, 300, 300, 300, 350, 400]
+        );
+    }
+
+    #[test]
+    fn the_op_rate_counts_every_operation_of_a_batch() {
+        let mut timing = Profile::smartnic().control_plane;
+        timing.max_batch = 4;
+        let gap = 1_000_000_000 / timing.max_ops_per_sec;
+        let mut agent = ControlPlaneAgent::default();
+        let ops = (0..8).map(|i| op(i, timing.table_write, true)).collect();
+        let done = schedule(&mut agent, 0, ops, &timing);
+        // Two RPCs of four: the second starts after four ops' worth of rate.
+        let first = timing.table_write;
+        let second = 4 * gap + timing.table_write;
+        assert_eq!(
+            done,
+            [first, first, first, first, second, second, second, second]
         );
     }
 

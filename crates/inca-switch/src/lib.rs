@@ -9,7 +9,8 @@
 //!   access per object per pass, tables read-only from the data plane).
 //! - Stateful objects: [`table`] (exact, ternary, LPM, range; idle timeout),
 //!   [`register`] (register arrays and actions), [`counter`], [`meter`]
-//!   (RFC 2698), [`hash`] (CRC16/32/64 units).
+//!   (RFC 2698), [`hash`] (catalogue CRC-16/32/64 units, independent
+//!   sketch rows).
 //! - [`line`] — exact serialisation of frames onto a line.
 //! - [`tm`] — traffic manager: egress queues, shared buffer, multicast
 //!   groups, mirror sessions. [`pktgen`] — the packet generator.

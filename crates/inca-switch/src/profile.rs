@@ -36,8 +36,9 @@ pub struct Features {
     pub pktgen_streams: u8,
 }
 
-/// Control-plane timing: how long operations from the switch CPU take and how
-/// many it can do per second. Operations are served one at a time, in order.
+/// Control-plane timing: how long operations from the switch CPU take, how
+/// many it can do per second, and how many RPCs of how many operations can
+/// be in flight at once. Operations take effect in issue order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ControlPlaneTiming {
     /// Time for one table entry add/modify/delete to take effect.
@@ -58,8 +59,16 @@ pub struct ControlPlaneTiming {
     /// CPU time to handle one punted packet or digest (FIFO, one CPU thread).
     pub cpu_per_event: Nanos,
     /// At most this many control-plane operations per second (the op-rate
-    /// model: operations are spaced at least `1e9 / max_ops_per_sec` apart).
+    /// model: operations are spaced at least `1e9 / max_ops_per_sec` apart,
+    /// each operation of a batch counting).
     pub max_ops_per_sec: u64,
+    /// At most this many RPCs outstanding on the control channel at once
+    /// (1: strictly serial; 0 behaves as 1). See [`crate::control`].
+    pub max_in_flight: u32,
+    /// At most this many operations issued together (by one control-plane
+    /// handler) travel as one RPC and share its latency (1: no batching; 0
+    /// behaves as 1).
+    pub max_batch: u32,
 }
 
 /// Timing and capacity of the data path.
@@ -83,6 +92,9 @@ pub struct DataPathTiming {
     /// on every port at once, as on a switch ASIC; smart NICs and servers
     /// process packets one at a time).
     pub per_packet: Nanos,
+    /// Time from a link going down to the packet generator's port-down
+    /// trigger firing (the MAC's link-fault detection).
+    pub port_down_detection: Nanos,
 }
 
 /// A device profile. See the module documentation.
@@ -146,7 +158,13 @@ impl Profile {
     ///   scenarios that reproduce it override the latencies.
     /// - **Parser.** 512 B parse depth (TEA spec §5.9, [our choice] there; the
     ///   sources say the ASIC parses only the first few hundred bytes).
-    /// - **Packet generator.** 8 streams (SwiSh spec §2).
+    /// - **Packet generator.** 8 streams (SwiSh spec §2); a port-down
+    ///   trigger fires 1.1 µs after the link goes down (TEA spec §8: the
+    ///   link is declared down `T_LINKDOWN` = 1 µs after loss of signal and
+    ///   the generator injects its packet `T_PKTGEN` = 0.1 µs later, both
+    ///   [our choice] there). The ExoPlane spec §2.1 assumes 50 µs for the
+    ///   same path ([our choice] there too); its scenarios set
+    ///   `data_path.port_down_detection = "50us"`.
     /// - **Control plane.** 20 µs per table write, at most 50,000 operations
     ///   per second (TEA spec §5.4 and CLIP spec §8.1, both [our choice]; the
     ///   ExoPlane and RedPlane specs also use 20 µs per table write); register
@@ -156,6 +174,9 @@ impl Profile {
     ///   (SwiSh spec §8.1); a 10 Gbps CPU channel (RedPlane spec §5.3: PCIe,
     ///   O(10 Gbps)). Papers describe worst-case control-plane operations as
     ///   taking tens of ms; scenarios that need that override `table_write`.
+    ///   The channel is serial (one operation in flight, no batching): the
+    ///   sources give a per-operation cost and a rate cap and no window, and
+    ///   20 µs per operation serially is exactly their 50,000 per second.
     pub fn tofino() -> Profile {
         let mut b = ResourceVec::ZERO;
         b[Resource::SramBlocks] = 80;
@@ -192,6 +213,7 @@ impl Profile {
                 buffer_bytes: 22 * 1024 * 1024,
                 parse_depth: 512,
                 per_packet: 0,
+                port_down_detection: 1_100,
             },
             control_plane: ControlPlaneTiming {
                 table_write: 20 * MICROS,
@@ -202,6 +224,8 @@ impl Profile {
                 punt_bps: 10_000_000_000,
                 cpu_per_event: 20 * MICROS,
                 max_ops_per_sec: 50_000,
+                max_in_flight: 1,
+                max_batch: 1,
             },
         }
     }
@@ -215,7 +239,10 @@ impl Profile {
     /// 2.5 µs in + 2.5 µs out [our choice of split]; per-packet service at
     /// least 50 ns and a 2 MB ingress buffer; control-plane table writes of
     /// 20 ms per batched RPC with at most 64 in flight, hence at most 3,200
-    /// writes/s; register batch reads of 1 ms per 1,000 entries, modelled as
+    /// writes/s (modelled as `max_in_flight` 64 and `max_ops_per_sec` 3,200,
+    /// each write of a batch counting against the rate; up to 32 writes per
+    /// RPC, `max_batch`, [our choice]: the spec fixes the RPC cost and the
+    /// window but not the batch size); register batch reads of 1 ms per 1,000 entries, modelled as
     /// 1 µs per entry on top of a fixed 1 ms per operation [our choice]; CPU
     /// packet injection 20 µs. The NIC lacks recirculation, resubmit, mirroring and a packet
     /// generator (ExoPlane spec §5.9, [our choice] there). The per-stage
@@ -263,6 +290,9 @@ impl Profile {
                 buffer_bytes: 2 * 1024 * 1024,
                 parse_depth: 512,
                 per_packet: 50,
+                // No generator; kept at the switch's value so an override
+                // of `features.pktgen_streams` behaves like the switch.
+                port_down_detection: 1_100,
             },
             control_plane: ControlPlaneTiming {
                 table_write: 20 * MILLIS,
@@ -273,6 +303,8 @@ impl Profile {
                 punt_bps: 1_000_000_000,
                 cpu_per_event: 20 * MICROS,
                 max_ops_per_sec: 3_200,
+                max_in_flight: 64,
+                max_batch: 32,
             },
         }
     }
@@ -285,7 +317,8 @@ impl Profile {
     /// TEA spec §8.1: 64 GB of RAM and a 40 Gbps NIC. A CPU has no pipeline
     /// resources to run out of, so every budget except SRAM and TCAM (which
     /// are 0: all state lives in DRAM) is effectively unlimited. Control-plane
-    /// timings are those of local function calls, 1 µs each [our choice].
+    /// timings are those of local function calls, 1 µs each, one at a time
+    /// [our choice].
     pub fn server() -> Profile {
         let mut b = ResourceVec::ZERO;
         // A CPU has no pipeline resources to run out of: each budget is set
@@ -319,6 +352,9 @@ impl Profile {
                 buffer_bytes: 64 * 1024 * 1024,
                 parse_depth: 9_000,
                 per_packet: 100,
+                // A software generator hears of the link from the same
+                // NIC fault detection [our choice: the switch's value].
+                port_down_detection: 1_100,
             },
             control_plane: ControlPlaneTiming {
                 table_write: MICROS,
@@ -329,6 +365,8 @@ impl Profile {
                 punt_bps: 100_000_000_000,
                 cpu_per_event: MICROS,
                 max_ops_per_sec: 1_000_000,
+                max_in_flight: 1,
+                max_batch: 1,
             },
         }
     }
@@ -442,6 +480,7 @@ impl Profile {
             "data_path.buffer_bytes" => FieldMut::U64(&mut d.buffer_bytes),
             "data_path.parse_depth" => FieldMut::Usize(&mut d.parse_depth),
             "data_path.per_packet" => FieldMut::U64(&mut d.per_packet),
+            "data_path.port_down_detection" => FieldMut::U64(&mut d.port_down_detection),
             "control_plane.table_write" => FieldMut::U64(&mut c.table_write),
             "control_plane.register_op" => FieldMut::U64(&mut c.register_op),
             "control_plane.register_per_entry" => FieldMut::U64(&mut c.register_per_entry),
@@ -450,6 +489,8 @@ impl Profile {
             "control_plane.punt_bps" => FieldMut::U64(&mut c.punt_bps),
             "control_plane.cpu_per_event" => FieldMut::U64(&mut c.cpu_per_event),
             "control_plane.max_ops_per_sec" => FieldMut::U64(&mut c.max_ops_per_sec),
+            "control_plane.max_in_flight" => FieldMut::U32(&mut c.max_in_flight),
+            "control_plane.max_batch" => FieldMut::U32(&mut c.max_batch),
             _ => return None,
         })
     }
@@ -513,6 +554,7 @@ fn params() -> Vec<(String, ParamKind)> {
         ("data_path.buffer_bytes", Size),
         ("data_path.parse_depth", Size),
         ("data_path.per_packet", Time),
+        ("data_path.port_down_detection", Time),
         ("control_plane.table_write", Time),
         ("control_plane.register_op", Time),
         ("control_plane.register_per_entry", Time),
@@ -521,6 +563,8 @@ fn params() -> Vec<(String, ParamKind)> {
         ("control_plane.punt_bps", Rate),
         ("control_plane.cpu_per_event", Time),
         ("control_plane.max_ops_per_sec", Count),
+        ("control_plane.max_in_flight", Count),
+        ("control_plane.max_batch", Count),
     ];
     v.extend(rest.iter().map(|&(n, k)| (n.to_string(), k)));
     v

@@ -421,6 +421,29 @@ pub enum ControlEvent<D> {
         /// The values, in index order (pairs as `hi << 32 | lo`).
         values: Vec<u64>,
     },
+    /// An entry's activity, read with
+    /// [`ControlPlane::table_entry_read`].
+    EntryActivity {
+        /// The request id the read returned.
+        request: u64,
+        /// The table.
+        table: ObjectId,
+        /// The entry.
+        spec: MatchSpec,
+        /// Hit since the previous read of this entry (or its insert).
+        hit: bool,
+        /// Time since its last hit (or its insert).
+        idle: Nanos,
+    },
+    /// Counter cells read with [`ControlPlane::counter_read`].
+    CounterValues {
+        /// The request id the read returned.
+        request: u64,
+        /// The first index read.
+        first: u64,
+        /// `(packets, bytes)` per cell, in index order from `first`.
+        values: Vec<(u64, u64)>,
+    },
     /// A control-plane operation failed when it took effect.
     OpFailed {
         /// The request id the operation returned.

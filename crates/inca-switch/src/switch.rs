@@ -167,6 +167,8 @@ enum Event<M, D> {
         stream: u8,
         epoch: u32,
     },
+    /// The link-fault detection time after `port` went down.
+    PortDownDetected(PortId),
     GenPacket {
         stream: u8,
         epoch: u32,
@@ -220,7 +222,7 @@ impl<P: Program> Switch<P> {
         let dp = profile.data_path;
         Ok(Switch {
             tm: TrafficManager::new(dp.ports, dp.port_rate_bps, dp.buffer_bytes),
-            pktgen: PacketGenerator::new(profile.features.pktgen_streams),
+            pktgen: PacketGenerator::new(profile.features.pktgen_streams, dp.ports),
             ports_up: vec![true; usize::from(dp.ports)],
             stats: SwitchStats {
                 ports: vec![PortCounters::default(); usize::from(dp.ports)],
@@ -400,6 +402,13 @@ impl<P: Program> Switch<P> {
                     }
                 }
             }
+            Event::PortDownDetected(port) => {
+                if self.ports_up.get(usize::from(port)) == Some(&false) {
+                    for (stream, epoch) in self.pktgen.port_down_detected(port) {
+                        self.fire_stream(now, stream, epoch);
+                    }
+                }
+            }
             Event::GenPacket {
                 stream,
                 epoch,
@@ -410,7 +419,7 @@ impl<P: Program> Switch<P> {
                 let Some(s) = self.pktgen.current(stream, epoch) else {
                     return;
                 };
-                let frame = s.config.template.clone();
+                let frame = s.frame(stream, packet);
                 let more = packet + 1 < s.config.batch_size;
                 if more {
                     let gap = serialisation(frame.len() + WIRE_OVERHEAD_BYTES, rate);
@@ -787,11 +796,10 @@ impl<P: Program> Switch<P> {
         let done = now + timing.cpu_per_event;
         self.cp.cpu_free = done;
         let requests = std::mem::take(&mut self.requests);
-        for op in requests.ops {
-            let request = op.request;
-            match self.cp.schedule(done, op, &timing) {
-                Ok(at) => self.schedule(at, Event::CpOpDone),
-                Err(_) => {
+        for (request, at) in self.cp.schedule(done, requests.ops, &timing) {
+            match at {
+                Some(at) => self.schedule(at, Event::CpOpDone),
+                None => {
                     let error = "control-plane operation queue is full".to_string();
                     self.schedule(
                         done,
@@ -820,6 +828,9 @@ impl<P: Program> Switch<P> {
         let request = issued.request;
         let result: Result<(), String> = match issued.op {
             Op::Objects(f) => f(&mut self.objects, now),
+            Op::Read(f) => f(&mut self.objects, now).map(|r| {
+                self.cpu_arrive(now, r.into_event(request));
+            }),
             Op::RegisterRead { id, first, count } => {
                 match self.objects.register_read(id, first, count) {
                     Ok(values) => {
@@ -884,8 +895,11 @@ impl<P: Program> Switch<P> {
                         }
                         Ok(())
                     }
-                    Err(e) => Err(e),
+                    Err(e) => Err(e.to_string()),
                 }
+            }
+            Op::PktGenClearPortDown { port } => {
+                self.pktgen.clear_port_down(port).map_err(|e| e.to_string())
             }
         };
         if let Err(error) = result {
@@ -930,9 +944,8 @@ impl<P: Program> Device for Switch<P> {
                 if let Some(state) = self.ports_up.get_mut(usize::from(port)) {
                     let was = std::mem::replace(state, up);
                     if was && !up {
-                        for (stream, epoch) in self.pktgen.port_down_streams(port) {
-                            self.fire_stream(now, stream, epoch);
-                        }
+                        let at = now + self.profile.data_path.port_down_detection;
+                        self.schedule(at, Event::PortDownDetected(port));
                     }
                     let at = now + self.profile.control_plane.digest_latency;
                     self.schedule(

@@ -162,6 +162,16 @@ const NIL: usize = usize::MAX;
 /// insertion order.
 const HASHER: FixedState = FixedState::with_seed(0x1ca5_7ab1e);
 
+/// What the control plane reads of one entry's activity
+/// ([`MatchTable::read_activity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryActivity {
+    /// Hit by the data plane since the previous read (or the insert).
+    pub hit: bool,
+    /// Time since the last hit, or since the insert if never hit.
+    pub idle: Nanos,
+}
+
 /// One stored entry, linked into the insertion-order list.
 #[derive(Debug, Clone)]
 struct Entry<A> {
@@ -172,6 +182,8 @@ struct Entry<A> {
     last_hit: Nanos,
     /// Already reported idle since the last hit.
     idle_reported: bool,
+    /// Hit since the control plane last read the entry's activity.
+    hit: bool,
     prev: usize,
     next: usize,
 }
@@ -564,6 +576,7 @@ impl<A> MatchTable<A> {
             action,
             last_hit: now,
             idle_reported: false,
+            hit: false,
             prev: self.tail,
             next: NIL,
         };
@@ -724,7 +737,26 @@ impl<A> MatchTable<A> {
         // max: a late-delivered earlier time must not shorten the idle age.
         e.last_hit = e.last_hit.max(now);
         e.idle_reported = false;
+        e.hit = true;
         Some(&e.action)
+    }
+
+    /// The control plane's read of one entry's activity: whether it was
+    /// hit since the previous such read (or its insert) — the read resets
+    /// that flag, as Tofino's hit-state poll mode does — and how long ago
+    /// its last hit (or insert) was.
+    pub fn read_activity(
+        &mut self,
+        spec: &MatchSpec,
+        now: Nanos,
+    ) -> Result<EntryActivity, TableError> {
+        self.validate(spec)?;
+        let slot = self.find_spec(spec).ok_or(TableError::NotFound)?;
+        let e = self.entry_mut(slot).ok_or(TableError::NotFound)?;
+        Ok(EntryActivity {
+            hit: std::mem::replace(&mut e.hit, false),
+            idle: now.saturating_sub(e.last_hit),
+        })
     }
 
     /// The same match as [`lookup`](Self::lookup) without touching idle
@@ -1078,6 +1110,49 @@ mod tests {
         );
         assert_eq!(t.delete(&range(&[0, 0], &[0x03, 0xFF], 1)), Ok("low"));
         assert_eq!(t.peek(&[0x01, 0x01]), Some(&"all"));
+    }
+
+    #[test]
+    fn activity_reads_reset_the_hit_flag() {
+        let mut t = MatchTable::new(TableConfig {
+            name: "polled".into(),
+            kind: MatchKind::Exact,
+            key_bytes: 1,
+            size: 4,
+            idle_timeout: None,
+        });
+        let spec = MatchSpec::Exact(b(&[1]));
+        t.insert(spec.clone(), 10u8, 100).unwrap();
+        let read = |t: &mut MatchTable<u8>, now| t.read_activity(&spec, now).unwrap();
+        assert_eq!(
+            read(&mut t, 150),
+            EntryActivity {
+                hit: false,
+                idle: 50
+            }
+        );
+        t.peek(&[1]);
+        assert!(!read(&mut t, 160).hit, "a peek is not a hit");
+        t.lookup(&[1], 200);
+        assert_eq!(
+            read(&mut t, 230),
+            EntryActivity {
+                hit: true,
+                idle: 30
+            }
+        );
+        assert_eq!(
+            read(&mut t, 240),
+            EntryActivity {
+                hit: false,
+                idle: 40
+            }
+        );
+        assert_eq!(
+            t.read_activity(&MatchSpec::Exact(b(&[2])), 0),
+            Err(TableError::NotFound)
+        );
+        assert!(t.read_activity(&MatchSpec::Exact(b(&[1, 2])), 0).is_err());
     }
 
     #[test]

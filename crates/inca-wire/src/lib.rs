@@ -15,6 +15,7 @@
 //! - [`builder`] — whole frames: UDP, TCP and RoCEv2 WRITE/READ/response/ACK.
 //! - [`redplane`] — RedPlane request/ack/chain messages, serial numbers, frames.
 //! - [`pcap`] — pcap writer, pcap/pcapng reader.
+//! - [`pktgen`] — the Tofino packet generator's port-down header.
 //!
 //! Byte-by-byte layouts are in `docs/wire.md`.
 
@@ -28,6 +29,7 @@ pub mod ethernet;
 pub mod icrc;
 pub mod ipv4;
 pub mod pcap;
+pub mod pktgen;
 pub mod redplane;
 pub mod roce;
 pub mod tcp;
@@ -43,6 +45,7 @@ pub use icrc::{
 };
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use pcap::{read_capture, read_capture_bytes, PcapError, PcapWriter};
+pub use pktgen::{PortDownHeaderRepr, PORT_DOWN_HEADER_LEN};
 pub use roce::{
     Aeth, AethRepr, Bth, BthRepr, ExtHeader, Opcode, Reth, RethRepr, RocePacket, RoceRepr,
     ROCEV2_UDP_PORT,

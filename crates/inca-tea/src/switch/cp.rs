@@ -369,7 +369,11 @@ impl<N: TeaNf> TeaSwitch<N> {
             ControlEvent::PacketIn { reason, frame, .. } if reason == REASON_NF => {
                 self.on_nf_punt(frame, cp)
             }
-            ControlEvent::PacketIn { .. } | ControlEvent::IdleTimeout { .. } => {}
+            // TEA issues no entry or counter reads.
+            ControlEvent::PacketIn { .. }
+            | ControlEvent::IdleTimeout { .. }
+            | ControlEvent::EntryActivity { .. }
+            | ControlEvent::CounterValues { .. } => {}
             ControlEvent::Digest(d) => self.on_digest(d, cp),
             ControlEvent::OpFailed { .. } => self.cp.stats.malformed += 1,
             ControlEvent::PortStatus { port, up } => self.on_port_status(port, up, cp),

@@ -553,6 +553,11 @@ impl<N: TeaNf> TeaSwitch<N> {
         let Some(sid) = self.cp.servers.iter().position(|s| s.spec.port == port) else {
             return;
         };
+        if up {
+            // The generator's port-down trigger fired once and latched;
+            // re-arm it for the next failure.
+            cp.pktgen_clear_port_down(port);
+        }
         if !up {
             self.server_down(sid, cp);
         } else if self.cp.servers[sid].phase == Phase::Down && self.cp.table.is_some() {

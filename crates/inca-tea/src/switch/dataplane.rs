@@ -29,8 +29,7 @@ use super::observer::{LookupPath, LookupRecord, Observer};
 use super::report::ReplicaSeries;
 use super::wire::{
     port_down_port, psn_newer, RdmaIn, Request, Shim, TeaDigest, AGENT_PORT, OP_ACK,
-    OP_READ_REQUEST, OP_READ_RESPONSE_ONLY, OP_WRITE_ONLY, PORT_DOWN_ETHERTYPE, SHIM_REDO,
-    SHIM_REPLICA, SHIM_TRAILER,
+    OP_READ_REQUEST, OP_READ_RESPONSE_ONLY, OP_WRITE_ONLY, SHIM_REDO, SHIM_REPLICA, SHIM_TRAILER,
 };
 use crate::table::layout::Layout;
 
@@ -1245,8 +1244,7 @@ impl<N: TeaNf> Program for TeaSwitch<N> {
         }
         // A recirculated redo carries the response pass's metadata.
         meta.class = Class::Normal;
-        if header.len() >= 14 && u16::from_be_bytes([header[12], header[13]]) == PORT_DOWN_ETHERTYPE
-        {
+        if port_down_port(header).is_some() {
             meta.class = Class::PortDown;
             return Ok(());
         }

@@ -6,6 +6,7 @@
 use std::net::Ipv4Addr;
 
 use inca_switch::PortId;
+use inca_wire::pktgen::{PortDownHeaderRepr, PORT_DOWN_HEADER_LEN};
 use inca_wire::MacAddr;
 
 use super::config::{REQUEST_HEADERS, SHIM_BYTES};
@@ -188,10 +189,17 @@ pub fn port_down_template(switch_mac: MacAddr, port: PortId) -> Vec<u8> {
     f
 }
 
-/// The port a port-down packet names.
+/// The port a generated port-down packet names: the switch puts Tofino's
+/// port-down header ([`inca_wire::pktgen`]) in front of the template, and
+/// the packet counts only if the template behind it is TEA's and names the
+/// same port (so no other frame is taken for one).
 pub fn port_down_port(frame: &[u8]) -> Option<PortId> {
-    let b = frame.get(14..18)?;
-    (b[0] == 1).then(|| u16::from_be_bytes([b[2], b[3]]))
+    let h = PortDownHeaderRepr::parse(frame).ok()?;
+    let t = frame.get(PORT_DOWN_HEADER_LEN + 12..PORT_DOWN_HEADER_LEN + 18)?;
+    let ours = u16::from_be_bytes([t[0], t[1]]) == PORT_DOWN_ETHERTYPE
+        && t[2] == 1
+        && u16::from_be_bytes([t[4], t[5]]) == h.port;
+    ours.then_some(h.port)
 }
 
 /// What the data plane tells the TEA control plane (spec §4.3).
