@@ -92,6 +92,27 @@ pub enum ControlWrite {
         /// How many.
         count: u64,
     },
+    /// Reads one table entry's activity (hit flag and idle time).
+    EntryRead {
+        /// The table.
+        table: ObjectId,
+        /// The entry.
+        spec: MatchSpec,
+    },
+    /// Reads counter cells.
+    CounterRead {
+        /// The counter array.
+        counter: ObjectId,
+        /// First cell.
+        first: u64,
+        /// How many.
+        count: u64,
+    },
+    /// Re-arms a port's packet-generator port-down trigger.
+    PktGenClearPortDown {
+        /// The port.
+        port: PortId,
+    },
     /// Sends a frame into the data plane.
     PacketOut {
         /// The frame.
@@ -142,6 +163,8 @@ impl ControlWrite {
             ControlWrite::RegisterWrite { register, .. }
             | ControlWrite::RegisterClear { register, .. }
             | ControlWrite::RegisterRead { register, .. } => Some(register),
+            ControlWrite::EntryRead { table, .. } => Some(table),
+            ControlWrite::CounterRead { counter, .. } => Some(counter),
             ControlWrite::MeterConfigure { meter, .. } => Some(meter),
             _ => None,
         }
@@ -151,7 +174,8 @@ impl ControlWrite {
     /// but object writes, which are described as they are issued).
     fn of_op(op: &Op) -> Option<ControlWrite> {
         Some(match op {
-            Op::Objects(_) => return None,
+            // Object writes and reads are described as they are issued.
+            Op::Objects(_) | Op::Read(_) => return None,
             &Op::RegisterRead { id, first, count } => ControlWrite::RegisterRead {
                 register: id,
                 first,
@@ -173,6 +197,7 @@ impl ControlWrite {
                 stream: *stream,
                 config: config.clone(),
             },
+            &Op::PktGenClearPortDown { port } => ControlWrite::PktGenClearPortDown { port },
         })
     }
 }

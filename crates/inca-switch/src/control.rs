@@ -283,6 +283,10 @@ impl ControlPlane<'_> {
         table: TableHandle<A>,
         spec: MatchSpec,
     ) -> u64 {
+        let write = self.requests.capture.then(|| ControlWrite::EntryRead {
+            table: table.id(),
+            spec: spec.clone(),
+        });
         let op = Op::Read(Box::new(move |o: &mut Objects, now| {
             let t = o.table_mut(table).ok_or("not a table of this program")?;
             let activity = t.read_activity(&spec, now).map_err(|e| e.to_string())?;
@@ -293,13 +297,20 @@ impl ControlPlane<'_> {
             })
         }));
         let latency = self.timing.register_op + self.timing.register_per_entry;
-        self.issue(op, latency, true)
+        let request = self.issue(op, latency, true);
+        self.describe(request, write);
+        request
     }
 
     /// Reads `count` cells of a counter array from `first`, costing what a
     /// register read of as many entries costs; the `(packets, bytes)`
     /// values come back as [`crate::ControlEvent::CounterValues`].
     pub fn counter_read(&mut self, counter: Handle, first: u64, count: u64) -> u64 {
+        let write = self.requests.capture.then(|| ControlWrite::CounterRead {
+            counter: counter.id(),
+            first,
+            count,
+        });
         let op = Op::Read(Box::new(move |o: &mut Objects, _| {
             let values = (first..first.saturating_add(count))
                 .map(|i| o.counter_read(counter, i))
@@ -309,7 +320,9 @@ impl ControlPlane<'_> {
         }));
         let latency =
             self.timing.register_op + self.timing.register_per_entry.saturating_mul(count);
-        self.issue(op, latency, true)
+        let request = self.issue(op, latency, true);
+        self.describe(request, write);
+        request
     }
 
     /// Writes one register entry.

@@ -2,7 +2,7 @@
 //! and every control event routed back to the block it belongs to.
 //!
 //! The toy block below uses each demultiplexed mechanism (a timer, a
-//! register read, a punt with a reason code, a digest, a table write that
+//! register read, an entry-activity read, a punt with a reason code, a digest, a table write that
 //! fails, an addressed message); each of two blocks, run together behind a
 //! classifier, must see exactly what it sees alone on its own switch.
 
@@ -21,6 +21,7 @@ use inca_switch::{
 struct Seen {
     timers: Vec<u64>,
     reads: Vec<Vec<u64>>,
+    activity: Vec<bool>,
     punts: Vec<(PortId, u16, Vec<u8>)>,
     digests: Vec<String>,
     failures: usize,
@@ -38,6 +39,7 @@ struct Toy<D> {
     reg: Option<RegisterHandle<u32>>,
     fwd: Option<TableHandle<PortId>>,
     pending_read: Option<u64>,
+    pending_activity: Option<u64>,
     seen: Seen,
     _d: std::marker::PhantomData<D>,
 }
@@ -51,6 +53,7 @@ impl<D> Toy<D> {
             reg: None,
             fwd: None,
             pending_read: None,
+            pending_activity: None,
             seen: Seen::default(),
             _d: std::marker::PhantomData,
         }
@@ -113,6 +116,15 @@ impl<D: From<u8> + Clone + std::fmt::Debug + 'static> Program for Toy<D> {
             ControlEvent::Timer { token } => {
                 self.seen.timers.push(token);
                 self.pending_read = Some(cp.register_read(reg, 0, 1));
+                let entry = MatchSpec::Exact(vec![0].into());
+                self.pending_activity = Some(cp.table_entry_read(fwd, entry));
+            }
+            ControlEvent::EntryActivity { request, hit, .. } => {
+                if self.pending_activity.take() == Some(request) {
+                    self.seen.activity.push(hit);
+                } else {
+                    self.seen.foreign_results += 1;
+                }
             }
             ControlEvent::RegisterValues { request, values } => {
                 if self.pending_read.take() == Some(request) {
@@ -233,6 +245,9 @@ fn each_block_sees_what_it_sees_alone() {
         [vec![16]],
         "12 packets and 4 re-injected punts"
     );
+    assert_eq!(a.seen.activity, [true], "the forwarding entry was hit");
+    assert_eq!(b.seen.activity, [true]);
+    assert_eq!(a.seen.foreign_results + b.seen.foreign_results, 0);
     assert_eq!(a.seen.punts.len(), 4);
     assert_eq!(
         a.seen.punts[0].1, 7,

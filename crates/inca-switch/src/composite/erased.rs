@@ -184,6 +184,28 @@ where
             ControlEvent::RegisterValues { request, values } => {
                 ControlEvent::RegisterValues { request, values }
             }
+            ControlEvent::EntryActivity {
+                request,
+                table,
+                spec,
+                hit,
+                idle,
+            } => ControlEvent::EntryActivity {
+                request,
+                table,
+                spec,
+                hit,
+                idle,
+            },
+            ControlEvent::CounterValues {
+                request,
+                first,
+                values,
+            } => ControlEvent::CounterValues {
+                request,
+                first,
+                values,
+            },
             ControlEvent::OpFailed { request, error } => ControlEvent::OpFailed { request, error },
             ControlEvent::Timer { token } => ControlEvent::Timer { token },
             ControlEvent::PortStatus { port, up } => ControlEvent::PortStatus { port, up },

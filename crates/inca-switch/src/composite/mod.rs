@@ -346,6 +346,19 @@ impl Composite {
 
     /// Hands `event` to block `index`, tagging its requests and swapping its
     /// timer tokens for composite ones.
+    /// Hands `event`, the answer to request `request`, to the block whose
+    /// tag the request id carries (none: a request of the composite's own).
+    fn call_tagged(
+        &mut self,
+        request: u64,
+        event: ControlEvent<Box<dyn AnyDigest>>,
+        cp: &mut ControlPlane<'_>,
+    ) {
+        if let Some(i) = (request >> REQUEST_SEQ_BITS).checked_sub(1) {
+            self.call(i as u16, event, cp);
+        }
+    }
+
     fn call(
         &mut self,
         index: u16,
@@ -559,11 +572,39 @@ impl Program for Composite {
                     self.call(i as u16, ControlEvent::IdleTimeout { table, spec }, cp);
                 }
             }
+            // Read results go back to the block whose tag the request id
+            // carries.
             ControlEvent::RegisterValues { request, values } => {
-                if let Some(i) = (request >> REQUEST_SEQ_BITS).checked_sub(1) {
-                    let e = ControlEvent::RegisterValues { request, values };
-                    self.call(i as u16, e, cp);
-                }
+                let e = ControlEvent::RegisterValues { request, values };
+                self.call_tagged(request, e, cp);
+            }
+            ControlEvent::EntryActivity {
+                request,
+                table,
+                spec,
+                hit,
+                idle,
+            } => {
+                let e = ControlEvent::EntryActivity {
+                    request,
+                    table,
+                    spec,
+                    hit,
+                    idle,
+                };
+                self.call_tagged(request, e, cp);
+            }
+            ControlEvent::CounterValues {
+                request,
+                first,
+                values,
+            } => {
+                let e = ControlEvent::CounterValues {
+                    request,
+                    first,
+                    values,
+                };
+                self.call_tagged(request, e, cp);
             }
             ControlEvent::OpFailed { request, error } => {
                 match (request >> REQUEST_SEQ_BITS).checked_sub(1) {
