@@ -2,17 +2,17 @@
 //! of the device, summed from where its objects were placed.
 //!
 //! The stage allocator places all blocks' objects together (the hardware
-//! rules hold across the composite); this module only attributes the result
-//! back to the blocks, by the object ranges [`crate::Declare::in_block`]
-//! recorded. A program without blocks has an empty report.
+//! rules hold across the composite); the switch attributes the result back
+//! to the blocks, by the object ranges [`crate::Declare::in_block`] recorded
+//! ([`BlockUsage::of`]), and the resource report prints this table. A
+//! program without blocks has an empty one.
 
 use std::fmt;
 
 use serde::Serialize;
 
-use crate::objects::BlockSpan;
-use crate::placement::{thousands, Location, Placement};
 use crate::resources::{Resource, ResourceVec};
+use crate::units::format_bytes;
 
 /// What one block uses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -30,42 +30,41 @@ pub struct BlockUsage {
     pub stages: Option<(u32, u32)>,
 }
 
-/// Attributes `placement`'s objects to `blocks`.
-pub fn block_usage(placement: &Placement, blocks: &[BlockSpan]) -> Vec<BlockUsage> {
-    blocks
-        .iter()
-        .map(|b| {
-            let objects = &placement.objects[b.objects.start as usize..b.objects.end as usize];
-            let mut used = ResourceVec::ZERO;
-            let mut dram_bytes = 0;
-            let mut stages: Option<(u32, u32)> = None;
-            for o in objects {
-                used += o.stage_use.iter().map(|(_, v)| *v).sum();
-                if let Location::Dram { bytes } = o.location {
-                    dram_bytes += bytes;
-                }
-                let (f, l) = (o.first_stage(), o.last_stage());
-                stages = Some(stages.map_or((f, l), |(a, z)| (a.min(f), z.max(l))));
-            }
-            BlockUsage {
-                block: b.name.clone(),
-                objects: objects.len(),
-                used,
-                dram_bytes,
-                stages,
-            }
-        })
-        .collect()
+impl BlockUsage {
+    /// Block `block`'s usage from what its objects take: per object, its
+    /// amounts in each stage it occupies, its DRAM bytes, and its stages.
+    pub fn of<'a>(
+        block: &str,
+        objects: impl IntoIterator<Item = (&'a [(u32, ResourceVec)], u64, (u32, u32))>,
+    ) -> BlockUsage {
+        let mut u = BlockUsage {
+            block: block.to_string(),
+            objects: 0,
+            used: ResourceVec::ZERO,
+            dram_bytes: 0,
+            stages: None,
+        };
+        for (stage_use, dram, (first, last)) in objects {
+            u.objects += 1;
+            u.used += stage_use.iter().map(|(_, v)| *v).sum();
+            u.dram_bytes += dram;
+            u.stages = Some(
+                u.stages
+                    .map_or((first, last), |(a, z)| (a.min(first), z.max(last))),
+            );
+        }
+        u
+    }
 }
 
-/// The per-block table of the resource report.
-pub(crate) struct BlockTable<'a>(pub &'a Placement);
+/// The per-block table of the resource report: the blocks, and whether the
+/// device runs to completion (then DRAM is shown).
+pub(crate) struct BlockTable<'a>(pub &'a [BlockUsage], pub bool);
 
 impl fmt::Display for BlockTable<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = self.0;
-        let w = p
-            .blocks
+        let (blocks, run_to_completion) = (self.0, self.1);
+        let w = blocks
             .iter()
             .map(|b| b.block.len())
             .max()
@@ -75,11 +74,11 @@ impl fmt::Display for BlockTable<'_> {
         for r in Resource::ALL {
             write!(f, " {:>7}", r.short_name())?;
         }
-        if p.run_to_completion {
-            write!(f, " {:>14}", "DRAM bytes")?;
+        if run_to_completion {
+            write!(f, " {:>14}", "DRAM")?;
         }
         writeln!(f)?;
-        for b in &p.blocks {
+        for b in blocks {
             let stages = match b.stages {
                 Some((a, z)) if a == z => a.to_string(),
                 Some((a, z)) => format!("{a}-{z}"),
@@ -89,8 +88,8 @@ impl fmt::Display for BlockTable<'_> {
             for r in Resource::ALL {
                 write!(f, " {:>7}", b.used[r])?;
             }
-            if p.run_to_completion {
-                write!(f, " {:>14}", thousands(b.dram_bytes))?;
+            if run_to_completion {
+                write!(f, " {:>14}", format_bytes(b.dram_bytes))?;
             }
             writeln!(f)?;
         }

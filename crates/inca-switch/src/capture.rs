@@ -301,7 +301,11 @@ pub fn capture_control<P: Program>(
                 // Object writes were described when issued, in issue order.
                 None => match described.next_if(|(r, _)| *r == issued.request) {
                     Some((_, w)) => w,
-                    None => return None,
+                    None => {
+                        // Every object write describes itself when capturing.
+                        debug_assert!(false, "undescribed object write {}", issued.request);
+                        return None;
+                    }
                 },
             };
             Some(CapturedOp {

@@ -832,7 +832,8 @@ impl fmt::Display for Placement {
         writeln!(f)?;
         writeln!(f)?;
         if !self.blocks.is_empty() {
-            write!(f, "{}", crate::block_report::BlockTable(self))?;
+            let table = crate::block_report::BlockTable(&self.blocks, self.run_to_completion);
+            write!(f, "{table}")?;
             writeln!(f)?;
         }
         let w = self

@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 
 use crate::agenda::Agenda;
-use crate::block_report::block_usage;
+use crate::block_report::BlockUsage;
 use crate::line::LineClock;
 
 use crate::control::{
@@ -22,7 +22,7 @@ use crate::control::{
 use crate::device::{Device, DeviceRng, Input, Nanos, Output, PortId};
 use crate::objects::{DataPlane, Declare, DeclareError, Objects, Violation};
 use crate::pktgen::{PacketGenerator, Trigger};
-use crate::placement::{place, Gress, Placement, PlacementError};
+use crate::placement::{place, Gress, Location, Placement, PlacementError};
 use crate::profile::Profile;
 use crate::program::{ControlEvent, Destination, PacketCtx, PacketKind, Program};
 use crate::tm::{
@@ -64,7 +64,27 @@ pub fn check<P: Program>(profile: &Profile, program: &mut P) -> Result<Placement
 /// Places what `decl` holds, attributing the usage to its blocks.
 fn place_declared(profile: &Profile, decl: &Declare) -> Result<Placement, LoadError> {
     let mut placement = place(profile, &decl.decls())?;
-    placement.blocks = block_usage(&placement, decl.blocks());
+    placement.blocks = decl
+        .blocks()
+        .iter()
+        .map(|b| {
+            let objects = &placement.objects[b.objects.start as usize..b.objects.end as usize];
+            BlockUsage::of(
+                &b.name,
+                objects.iter().map(|o| {
+                    let dram = match o.location {
+                        Location::Dram { bytes } => bytes,
+                        Location::Stages { .. } => 0,
+                    };
+                    (
+                        o.stage_use.as_slice(),
+                        dram,
+                        (o.first_stage(), o.last_stage()),
+                    )
+                }),
+            )
+        })
+        .collect();
     Ok(placement)
 }
 

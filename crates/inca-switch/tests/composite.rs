@@ -27,6 +27,9 @@ struct Seen {
     failures: usize,
     messages: Vec<u32>,
     foreign_results: usize,
+    /// Idle timeouts of the block's own `fwd` table, and of any other.
+    idle_own: usize,
+    idle_foreign: usize,
 }
 
 /// A toy block: counts packets in a register, forwards by a table, punts
@@ -36,6 +39,8 @@ struct Toy<D> {
     out: PortId,
     reason: u16,
     big: usize,
+    /// `fwd` entries age out after this long without a hit.
+    idle: Option<u64>,
     reg: Option<RegisterHandle<u32>>,
     fwd: Option<TableHandle<PortId>>,
     pending_read: Option<u64>,
@@ -50,6 +55,7 @@ impl<D> Toy<D> {
             out,
             reason,
             big: 4,
+            idle: None,
             reg: None,
             fwd: None,
             pending_read: None,
@@ -69,7 +75,11 @@ impl<D: From<u8> + Clone + std::fmt::Debug + 'static> Program for Toy<D> {
     }
 
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
-        let fwd = d.table(TableDecl::new("fwd", MatchKind::Exact, 1, 16, 4))?;
+        let mut t = TableDecl::new("fwd", MatchKind::Exact, 1, 16, 4);
+        if let Some(idle) = self.idle {
+            t = t.idle_timeout(idle);
+        }
+        let fwd = d.table(t)?;
         self.reg = Some(d.register(ArrayDecl::new("r", self.big).after(&[fwd.id()]))?);
         self.fwd = Some(fwd);
         Ok(())
@@ -144,6 +154,8 @@ impl<D: From<u8> + Clone + std::fmt::Debug + 'static> Program for Toy<D> {
             ControlEvent::Digest(d) => self.seen.digests.push(format!("{d:?}")),
             ControlEvent::OpFailed { .. } => self.seen.failures += 1,
             ControlEvent::Message(m) => self.seen.messages.push(m.kind),
+            ControlEvent::IdleTimeout { table, .. } if table == fwd.id() => self.seen.idle_own += 1,
+            ControlEvent::IdleTimeout { .. } => self.seen.idle_foreign += 1,
             _ => {}
         }
     }
@@ -314,6 +326,8 @@ fn bad_composites_are_refused() {
     let one = || vec![Block::new("a", ToyA::new(5, 7))];
     assert!(Composite::classified("c", one(), r("x:*"), None).is_err());
     assert!(Composite::classified("c", one(), r("a:*"), Some("x")).is_err());
+    let reserved = vec![Block::new("classifier", ToyA::new(5, 7))];
+    assert!(Composite::classified("c", reserved, r("classifier:*"), None).is_err());
     let mut d = Declare::default();
     let e = d.in_block("a/b", &[], |_| Ok(())).unwrap_err();
     assert!(matches!(e, DeclareError::Invalid { .. }));
@@ -445,4 +459,25 @@ fn after_a_restart_the_classifier_and_the_blocks_start_again() {
     );
     let b = c.block::<ToyB>("b").unwrap();
     assert_eq!((b.seen.punts.len(), b.seen.timers.len()), (4, 1));
+}
+
+#[test]
+fn an_idle_timeout_goes_to_the_block_that_owns_the_table() {
+    let mut b = ToyB::new(6, 7);
+    b.idle = Some(SECONDS / 10);
+    let mut a = ToyA::new(5, 7);
+    a.idle = Some(10 * SECONDS);
+    let rules = ClassifyRule::parse_list("a:port=1;b:port=2").unwrap();
+    let c = Composite::classified(
+        "two",
+        vec![Block::new("a", a), Block::new("b", b)],
+        rules,
+        None,
+    )
+    .unwrap();
+    let h = run(Switch::new(Profile::tofino(), c).unwrap(), &[], &[]);
+    let c = h.device.program();
+    let (a, b) = (c.block::<ToyA>("a").unwrap(), c.block::<ToyB>("b").unwrap());
+    assert_eq!((b.seen.idle_own, b.seen.idle_foreign), (1, 0));
+    assert_eq!((a.seen.idle_own, a.seen.idle_foreign), (0, 0));
 }

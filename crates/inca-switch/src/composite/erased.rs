@@ -15,8 +15,6 @@ use crate::objects::{AccessError, DataPlane, Declare, DeclareError};
 use crate::placement::Gress;
 use crate::program::{ControlEvent, PacketCtx, ParseError, Program, ProgramReport};
 
-use super::CompositeMeta;
-
 /// A value that can be cloned through a box (a block's metadata).
 pub(crate) trait AnyClone: Any {
     fn clone_box(&self) -> Box<dyn AnyClone>;
@@ -38,6 +36,21 @@ pub struct BlockMeta(pub(crate) Box<dyn AnyClone>);
 impl Clone for BlockMeta {
     fn clone(&self) -> Self {
         BlockMeta(self.0.clone_box())
+    }
+}
+
+/// The composite's metadata: which app a packet belongs to (classified
+/// composites) and the metadata of each block that runs on it.
+#[derive(Clone, Default)]
+pub struct CompositeMeta {
+    pub(crate) app: Option<u16>,
+    pub(crate) blocks: Vec<(u16, BlockMeta)>,
+}
+
+impl CompositeMeta {
+    /// The app the classifier chose (None: not classified, or a pipeline).
+    pub fn app(&self) -> Option<u16> {
+        self.app
     }
 }
 

@@ -50,7 +50,7 @@ use crate::table::MatchKind;
 
 pub use classifier::{ClassifyRule, ClassifyRuleError};
 use erased::{AnyDigest, ErasedBlock, Typed};
-pub use erased::{BlockDigest, BlockMeta};
+pub use erased::{BlockDigest, BlockMeta, CompositeMeta};
 
 use classifier::{classify_key, CLASSIFY_ENTRIES, CLASSIFY_KEY_BYTES};
 
@@ -143,21 +143,6 @@ pub enum CompositeError {
     TooManyRules(usize),
 }
 
-/// The composite's metadata: which app a packet belongs to (classified
-/// composites) and the metadata of each block that runs on it.
-#[derive(Clone, Default)]
-pub struct CompositeMeta {
-    app: Option<u16>,
-    blocks: Vec<(u16, BlockMeta)>,
-}
-
-impl CompositeMeta {
-    /// The app the classifier chose (None: not classified, or a pipeline).
-    pub fn app(&self) -> Option<u16> {
-        self.app
-    }
-}
-
 /// Punt reason codes of blocks, as composite codes: `(block, reason)` pairs
 /// numbered in order of first use.
 #[derive(Debug, Clone, Default)]
@@ -231,6 +216,10 @@ pub struct Composite {
     counters: CompositeCounters,
 }
 
+/// The block name of a classified composite's own objects (the `classify`
+/// table); no app may take it.
+pub const CLASSIFIER_BLOCK: &str = "classifier";
+
 /// The most blocks a composite takes (block tags in request ids are 16 bits,
 /// one value kept for the composite itself).
 pub const MAX_BLOCKS: usize = u16::MAX as usize - 1;
@@ -286,6 +275,9 @@ impl Composite {
         default: Option<&str>,
     ) -> Result<Composite, CompositeError> {
         Self::check_blocks(&blocks)?;
+        if blocks.iter().any(|b| b.name() == CLASSIFIER_BLOCK) {
+            return Err(CompositeError::DuplicateBlock(CLASSIFIER_BLOCK.into()));
+        }
         if rules.len() > CLASSIFY_ENTRIES {
             return Err(CompositeError::TooManyRules(rules.len()));
         }
@@ -486,7 +478,7 @@ impl Program for Composite {
     fn declare(&mut self, decl: &mut Declare) -> Result<(), DeclareError> {
         let mut after = Vec::new();
         if let Some(c) = &mut self.classifier {
-            let table = decl.in_block("classifier", &[], |d| {
+            let table = decl.in_block(CLASSIFIER_BLOCK, &[], |d| {
                 d.table::<u16>(TableDecl::new(
                     "classify",
                     MatchKind::Ternary,
