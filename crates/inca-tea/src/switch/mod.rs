@@ -13,7 +13,6 @@
 //! - [`report`] — counters and series for the switch's node report.
 //! - `punts` — packets of a key whose slow-path insert is pending.
 //! - [`observer`] — the optional correctness hook for tests and campaigns.
-//! - [`rig`] — a small simulated topology (switch, DRAM servers, probes).
 
 pub mod config;
 mod cp;
@@ -24,7 +23,6 @@ pub mod nf_api;
 pub mod observer;
 mod punts;
 pub mod report;
-pub mod rig;
 pub mod wire;
 
 pub use config::{ServerSpec, TeaConfig};
@@ -33,6 +31,6 @@ pub use cp::{
 };
 pub use dataplane::{DpStats, TeaMeta, TeaSwitch};
 pub use nf_api::{DropReason, LookupMd, PuntAction, TeaNf, Verdict};
-pub use observer::{CommitRecord, LookupPath, LookupRecord, Observer};
+pub use observer::{CheckVerdict, CommitRecord, LookupPath, LookupRecord, Observer, Recorder};
 pub use punts::{MAX_PER_KEY as MAX_PUNTS_PER_KEY, MAX_WAITING as MAX_PUNTS_WAITING};
 pub use wire::TeaDigest;
