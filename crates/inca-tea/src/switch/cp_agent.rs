@@ -62,6 +62,13 @@ pub(crate) struct AgentLink {
     pub pending: BTreeMap<u32, Pending>,
 }
 
+impl AgentLink {
+    /// Requests waiting for their reply.
+    pub(crate) fn len(&self) -> usize {
+        self.pending.len()
+    }
+}
+
 impl<N: TeaNf> TeaSwitch<N> {
     fn endpoints(&self, sid: usize) -> Option<Endpoints> {
         let s = self.cp.servers.get(sid)?;
@@ -131,10 +138,8 @@ impl<N: TeaNf> TeaSwitch<N> {
         let mut last = None;
         for chunk in chunk_writes(writes) {
             last = self.send_agent(sid, Request::WriteBatch(chunk), Purpose::Write, cp);
-            if let (Some(id), Some(r)) = (last, &mut self.cp.running) {
-                if let super::cp::Wait::Writes(ids) = &mut r.wait {
-                    ids.insert(id);
-                }
+            if let Some(id) = last {
+                self.cp.exec.await_write(id);
             }
         }
         last

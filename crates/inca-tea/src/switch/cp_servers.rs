@@ -8,9 +8,14 @@
 //! regions, create (or reset) its QPs, wait until no table operation is
 //! running, write its regions from the mirror, then install its table
 //! entries and registers and mark its port up.
+//!
+//! [`Servers`] owns the server records and the register reads that report
+//! on them (setup barriers, the watchdog's read). Its membership is fixed
+//! at configuration: it derefs to a slice, never to a growable list.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
+use std::ops::{Deref, DerefMut};
 
 use inca_switch::pktgen::{StreamConfig, Trigger};
 use inca_switch::register::Pair;
@@ -70,13 +75,13 @@ pub(crate) struct ServerRec {
     pub hello: Option<Hello>,
     pub phase: Phase,
     /// region id → (base_va, rkey).
-    pub regions: std::collections::BTreeMap<u16, (u64, u32)>,
+    pub regions: BTreeMap<u16, (u64, u32)>,
     /// Regions the agent handed back at the last setup with the base VA and
     /// R_Key they had before: it kept their memory (a link or partition
     /// outage, not a restart), so a reload must also clear the rows the
     /// mirror emptied meanwhile.
     pub kept_regions: BTreeSet<u16>,
-    pub qps: std::collections::BTreeMap<u16, QpRec>,
+    pub qps: BTreeMap<u16, QpRec>,
     /// Its entries are in the data-plane tables (modify rather than add).
     pub installed: bool,
     pub hb_outstanding: bool,
@@ -122,6 +127,78 @@ impl ServerRec {
     }
 }
 
+/// The DRAM servers as the control plane knows them.
+#[derive(Debug, Clone)]
+pub(crate) struct Servers {
+    list: Vec<ServerRec>,
+    /// Barrier read → server whose setup it completes.
+    setup_barriers: BTreeMap<u64, usize>,
+    /// The watchdog's pending read of `outstanding`, and when it was issued.
+    watchdog_read: Option<(u64, Nanos)>,
+}
+
+impl Servers {
+    /// One record per configured server, none heard from yet.
+    pub(crate) fn new(specs: &[ServerSpec]) -> Self {
+        Servers {
+            list: specs.iter().map(ServerRec::new).collect(),
+            setup_barriers: BTreeMap::new(),
+            watchdog_read: None,
+        }
+    }
+
+    /// The server with address `ip`, else the one numbered `server_id`.
+    pub(crate) fn by_ip(&self, ip: Ipv4Addr, server_id: u16) -> Option<usize> {
+        self.list.iter().position(|s| s.spec.ip == ip).or_else(|| {
+            (usize::from(server_id) < self.list.len()).then_some(usize::from(server_id))
+        })
+    }
+
+    /// Whether a server waits to be reloaded or is being reloaded.
+    pub(crate) fn recovering(&self) -> bool {
+        self.list
+            .iter()
+            .any(|s| matches!(s.phase, Phase::AwaitQuiet | Phase::Reload { .. }))
+    }
+
+    /// Barrier read `request` completes server `sid`'s setup.
+    pub(crate) fn await_setup(&mut self, request: u64, sid: usize) {
+        self.setup_barriers.insert(request, sid);
+    }
+
+    /// The server whose setup barrier read `request` is, if any.
+    pub(crate) fn take_setup_barrier(&mut self, request: u64) -> Option<usize> {
+        self.setup_barriers.remove(&request)
+    }
+
+    /// The watchdog's read of `outstanding` went out as `request` at `at`.
+    pub(crate) fn watchdog_issued(&mut self, request: u64, at: Nanos) {
+        self.watchdog_read = Some((request, at));
+    }
+
+    /// When the watchdog read `request` was issued, if it is that read.
+    pub(crate) fn take_watchdog_read(&mut self, request: u64) -> Option<Nanos> {
+        let (r, at) = self.watchdog_read?;
+        (r == request).then(|| {
+            self.watchdog_read = None;
+            at
+        })
+    }
+}
+
+impl Deref for Servers {
+    type Target = [ServerRec];
+    fn deref(&self) -> &[ServerRec] {
+        &self.list
+    }
+}
+
+impl DerefMut for Servers {
+    fn deref_mut(&mut self) -> &mut [ServerRec] {
+        &mut self.list
+    }
+}
+
 impl<N: TeaNf> TeaSwitch<N> {
     /// The pseudo QPN of `qp` at incarnation `inc` (spec §4.2).
     fn pseudo_qpn(qp: u16, inc: u8) -> u32 {
@@ -129,13 +206,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     }
 
     pub(crate) fn server_by_ip(&self, ip: Ipv4Addr, server_id: u16) -> Option<usize> {
-        self.cp
-            .servers
-            .iter()
-            .position(|s| s.spec.ip == ip)
-            .or_else(|| {
-                (usize::from(server_id) < self.cp.servers.len()).then_some(usize::from(server_id))
-            })
+        self.cp.servers.by_ip(ip, server_id)
     }
 
     /// Per-server multicast groups and port-down generator streams.
@@ -323,10 +394,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     /// True while a server's reload must not interleave with table
     /// operations.
     pub(crate) fn recovery_pending(&self) -> bool {
-        self.cp
-            .servers
-            .iter()
-            .any(|s| matches!(s.phase, Phase::AwaitQuiet | Phase::Reload { .. }))
+        self.cp.servers.recovering()
     }
 
     /// Starts the reload of every server waiting for quiescence, if no
@@ -457,7 +525,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         self.cp.servers[sid].installed = true;
         self.cp.servers[sid].phase = Phase::Install;
         let b = cp.register_read(h.barrier, 0, 1);
-        self.cp.setup_barriers.insert(b, sid);
+        self.cp.servers.await_setup(b, sid);
     }
 
     /// Programs one QP's data-plane state for its current incarnation.

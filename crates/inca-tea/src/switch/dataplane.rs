@@ -344,6 +344,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         // later lookup.
         let in_flight = self
             .cp
+            .exec
             .running
             .as_ref()
             .filter(|r| r.commits)
@@ -1306,7 +1307,7 @@ impl<N: TeaNf> Program for TeaSwitch<N> {
         let g = super::report::Gauges {
             table_entries: t.map_or(0, |t| t.stats().entries),
             stash_entries: t.map_or(0, |t| t.stash_len() as u64),
-            cache_entries: self.cp.dp_cache.len() as u64,
+            cache_entries: self.cp.cache.len() as u64,
             intents_max: self.cp.stats.intents_max,
             punts_waiting_max: self.cp.punts.waiting_max,
             hopeless_chains: t.map_or(0, |t| t.stats().hopeless),

@@ -7,9 +7,12 @@
 //! - [`dataplane`] — [`TeaSwitch`]: parser extension, LookupHandler,
 //!   ServerResolver, flow control, MemResolver, PRE, LookupRequestor,
 //!   response pass, NAK handling, port-down packets.
-//! - `cp`, `cp_agent`, `cp_servers` — the control plane: table-operation
-//!   plans, cache and sketch epochs, the agent link, server setup and
-//!   recovery, heartbeats, watchdog.
+//! - `cp` — the control plane: event dispatch, the plan executor's steps,
+//!   epochs, the NF slow path; its state `ControlState` composes owning
+//!   parts: `cp_plans` (intents, the running plan), `cp_cache` (cache
+//!   slots, hit counts, the sketch clear), `cp_servers` (server records,
+//!   setup and recovery, heartbeats, watchdog), `cp_agent` (the agent
+//!   link: requests, retransmission).
 //! - [`report`] — counters and series for the switch's node report.
 //! - `punts` — packets of a key whose slow-path insert is pending.
 //! - [`observer`] — the optional correctness hook for tests and campaigns.
@@ -17,6 +20,8 @@
 pub mod config;
 mod cp;
 mod cp_agent;
+mod cp_cache;
+mod cp_plans;
 mod cp_servers;
 pub mod dataplane;
 pub mod nf_api;
