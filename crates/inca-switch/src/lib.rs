@@ -26,6 +26,8 @@
 //! - [`switch`] — the [`Switch`] device that runs a program on a profile.
 //! - [`agenda`] — the time-ordered event agenda devices and drivers use.
 //! - [`harness`] — a one-device driver for tests and benchmarks.
+//! - [`rpc`] — reliable switch-CPU-to-server requests: ids, the pending
+//!   map, retransmission with backoff and a bounded retry count.
 //! - [`units`] — times, sizes and rates as people write them.
 pub mod agenda;
 pub mod block_report;
@@ -46,6 +48,7 @@ pub mod profile;
 pub mod program;
 pub mod register;
 pub mod resources;
+pub mod rpc;
 pub mod switch;
 pub mod table;
 pub mod tm;

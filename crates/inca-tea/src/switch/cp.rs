@@ -27,7 +27,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::table::{Plan, Step, TeaTable};
 
 use super::config::TeaConfig;
-use super::cp_agent::AgentLink;
+use super::cp_agent::{agent_link, AgentLink};
 use super::cp_cache::{CacheState, ClearSlice, HitsNeed, SketchClear};
 use super::cp_plans::{Executor, Intent, Started, Wait};
 use super::cp_servers::Servers;
@@ -159,7 +159,7 @@ impl ControlState {
             table: None,
             ready: false,
             exec: Executor::default(),
-            agent: AgentLink::default(),
+            agent: agent_link(cfg),
             rng: ChaCha8Rng::seed_from_u64(0x7EA),
             dp_stash: BTreeSet::new(),
             cache: CacheState::new(cfg.cache_cap),

@@ -28,7 +28,7 @@ use crate::table::partition::{Partition, Role, ServerOffer};
 use crate::table::{TableConfig, TeaTable};
 
 use super::config::{ServerSpec, PMTU};
-use super::cp_agent::{chunk_writes, Pending, Purpose};
+use super::cp_agent::{chunk_writes, AgentTag, Purpose};
 use super::dataplane::{MemEntry, QpEntry, RangeEntry, TeaSwitch};
 use super::nf_api::TeaNf;
 use super::wire::port_down_template;
@@ -781,7 +781,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     pub(crate) fn on_agent_reply(
         &mut self,
         id: u32,
-        p: Pending,
+        p: AgentTag,
         r: Reply,
         cp: &mut ControlPlane<'_>,
     ) {
