@@ -197,3 +197,64 @@ impl SketchClear {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_handed_out_once_and_come_back() {
+        let mut c = CacheState::new(2);
+        assert_eq!(c.install(b"a".to_vec()), Some(0));
+        assert_eq!(c.install(b"b".to_vec()), Some(1));
+        assert_eq!(c.install(b"c".to_vec()), None, "full");
+        assert_eq!(
+            (c.len(), c.slot(b"b"), c.contains(b"c")),
+            (2, Some(1), false)
+        );
+        assert_eq!(c.remove(b"a"), Some(0));
+        assert_eq!(c.remove(b"a"), None);
+        assert_eq!(c.install(b"c".to_vec()), Some(0));
+    }
+
+    #[test]
+    fn hit_counts_come_from_reads_and_age() {
+        let mut c = CacheState::new(2);
+        c.install(b"a".to_vec());
+        c.install(b"b".to_vec());
+        assert_eq!(c.hits_need(0), HitsNeed::Read, "never read");
+        c.expect_hits(7);
+        assert_eq!(c.hits_need(0), HitsNeed::Pending);
+        assert!(!c.on_read(8, vec![9, 9], 10), "not the cache's read");
+        assert!(c.on_read(7, vec![5, 3, 99], 10), "extra values ignored");
+        assert_eq!(
+            (c.hits_of(b"a"), c.hits_of(b"b"), c.hits_of(b"x")),
+            (5, 3, 0)
+        );
+        assert_eq!(c.hits_need(10 + HITS_MAX_AGE), HitsNeed::Fresh);
+        assert_eq!(c.hits_need(11 + HITS_MAX_AGE), HitsNeed::Read);
+        c.expect_epoch(11);
+        assert!(c.on_read(11, vec![1, 1], 20));
+        // A new entry's count is 0, and the copy no longer compares it.
+        c.remove(b"a");
+        assert_eq!(c.install(b"c".to_vec()), Some(0));
+        assert_eq!(c.hits_of(b"c"), 0);
+        assert_eq!(c.hits_need(20), HitsNeed::Read);
+    }
+
+    #[test]
+    fn a_new_epoch_abandons_an_unfinished_clear() {
+        let mut s = SketchClear::default();
+        assert!(!s.restart([ClearSlice::Cms(0, 0), ClearSlice::Bf(0, 0)]));
+        assert_eq!(s.next(), Some(ClearSlice::Cms(0, 0)));
+        s.issued(4);
+        assert!(s.in_flight());
+        assert!(!s.on_barrier(5));
+        assert!(s.restart([ClearSlice::Cms(1, 0)]), "overrun");
+        assert!(s.on_barrier(4));
+        assert!(!s.in_flight());
+        assert_eq!(s.next(), Some(ClearSlice::Cms(1, 0)), "the old slices went");
+        assert_eq!(s.next(), None);
+        assert!(!s.restart([]));
+    }
+}

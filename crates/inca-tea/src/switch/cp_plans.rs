@@ -196,3 +196,74 @@ impl Executor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{OpKind, Outcome};
+
+    fn plan(key: &[u8]) -> Plan {
+        Plan {
+            op: OpKind::Cache,
+            key: key.to_vec(),
+            outcome: Outcome::Cached,
+            steps: Vec::new(),
+        }
+    }
+
+    fn delete(k: u8) -> Intent {
+        Intent::Delete { key: vec![k] }
+    }
+
+    #[test]
+    fn table_operations_go_before_the_drain_and_the_queue_is_bounded() {
+        let mut e = Executor::default();
+        assert_eq!(e.push(Intent::Drain), Some(1));
+        assert_eq!(
+            e.push(Intent::Digest {
+                key: vec![1],
+                est: 3
+            }),
+            Some(2)
+        );
+        assert_eq!(e.push(delete(2)), Some(3));
+        assert!(e.drain_queued() && !e.digest_next());
+        assert_eq!((e.pending_commits(), e.pending_ops()), (1, 3));
+        assert!(matches!(e.take_next(), Some(Intent::Digest { .. })));
+        assert!(matches!(e.take_next(), Some(Intent::Delete { .. })));
+        assert!(matches!(e.take_next(), Some(Intent::Drain)));
+        assert!(e.take_next().is_none());
+        for _ in 0..MAX_INTENTS {
+            e.push(Intent::Drain);
+        }
+        assert_eq!(e.push(delete(1)), None, "full");
+        assert_eq!(e.queued(), MAX_INTENTS);
+    }
+
+    #[test]
+    fn a_plan_waits_for_every_write_then_runs_on() {
+        let mut e = Executor::default();
+        e.start((plan(b"k"), None, true, None), 5);
+        assert!(!e.quiescent());
+        assert_eq!(e.pending_commits(), 1);
+        let seq = e.running.as_ref().map(|r| r.seq);
+        if let Some(r) = &mut e.running {
+            r.wait = Wait::Writes(BTreeSet::new());
+        }
+        e.await_write(1);
+        e.await_write(2);
+        e.write_done(1);
+        assert!(matches!(&e.running, Some(r) if r.wait == Wait::Writes([2].into())));
+        e.write_done(2);
+        assert!(matches!(&e.running, Some(r) if r.wait == Wait::Ready));
+        assert!(!e.wake(&Wait::Grace(9)), "not waiting for it");
+        if let Some(r) = &mut e.running {
+            r.wait = Wait::Grace(9);
+        }
+        assert!(e.wake(&Wait::Grace(9)));
+        e.running = None;
+        e.start((plan(b"j"), None, false, None), 6);
+        assert_eq!(e.running.as_ref().map(|r| r.seq), seq.map(|s| s + 1));
+        assert_eq!(e.pending_commits(), 0);
+    }
+}
