@@ -125,6 +125,60 @@ impl ServerRec {
     pub(crate) fn is_down(&self) -> bool {
         matches!(self.phase, Phase::Down | Phase::Unknown)
     }
+
+    /// Its install barrier completed: it serves lookups, with a clean
+    /// heartbeat record. False if it was not installing.
+    fn installed(&mut self) -> bool {
+        if self.phase != Phase::Install {
+            return false;
+        }
+        self.phase = Phase::Up;
+        self.missed = 0;
+        self.hb_outstanding = false;
+        true
+    }
+
+    /// It failed: no heartbeat expected, no reload to go on with. False if
+    /// it was already down.
+    fn go_down(&mut self) -> bool {
+        if self.phase == Phase::Down {
+            return false;
+        }
+        self.phase = Phase::Down;
+        self.hb_outstanding = false;
+        self.reload_queue.clear();
+        true
+    }
+
+    /// A heartbeat tick (spec §5.7): an up server whose last heartbeat went
+    /// unanswered misses one, and three missed make it dead; an up server,
+    /// or a down one that said HELLO, gets a heartbeat.
+    fn heartbeat_tick(&mut self) -> Beat {
+        match self.phase {
+            Phase::Up if self.hb_outstanding => {
+                self.missed += 1;
+                if self.missed >= 3 {
+                    return Beat::Dead;
+                }
+            }
+            Phase::Up => {}
+            Phase::Down if self.hello.is_some() => {}
+            _ => return Beat::Skip,
+        }
+        self.hb_outstanding = true;
+        Beat::Send
+    }
+}
+
+/// What a heartbeat tick means for one server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Beat {
+    /// Not heartbeated (being set up, or never heard from).
+    Skip,
+    /// Send it a heartbeat.
+    Send,
+    /// Three heartbeats missed: it is down.
+    Dead,
 }
 
 /// The DRAM servers as the control plane knows them.
@@ -152,6 +206,16 @@ impl Servers {
         self.list.iter().position(|s| s.spec.ip == ip).or_else(|| {
             (usize::from(server_id) < self.list.len()).then_some(usize::from(server_id))
         })
+    }
+
+    /// The server on switch port `port`.
+    pub(crate) fn by_port(&self, port: PortId) -> Option<usize> {
+        self.list.iter().position(|s| s.spec.port == port)
+    }
+
+    /// Whether every server serves lookups.
+    pub(crate) fn all_up(&self) -> bool {
+        self.list.iter().all(|s| s.phase == Phase::Up)
     }
 
     /// Whether a server waits to be reloaded or is being reloaded.
@@ -586,15 +650,12 @@ impl<N: TeaNf> TeaSwitch<N> {
 
     /// The install barrier of server `sid` completed: it serves lookups.
     pub(crate) fn setup_installed(&mut self, sid: usize, _cp: &mut ControlPlane<'_>) {
-        if self.cp.servers[sid].phase != Phase::Install {
+        if !self.cp.servers[sid].installed() {
             return;
         }
-        self.cp.servers[sid].phase = Phase::Up;
-        self.cp.servers[sid].missed = 0;
-        self.cp.servers[sid].hb_outstanding = false;
         if self.cp.ready {
             self.cp.stats.recoveries += 1;
-        } else if self.cp.servers.iter().all(|s| s.phase == Phase::Up) {
+        } else if self.cp.servers.all_up() {
             self.cp.ready = true;
         }
     }
@@ -602,13 +663,10 @@ impl<N: TeaNf> TeaSwitch<N> {
     /// Marks a server down: its ports stop taking lookups, its pending
     /// requests are dropped.
     pub(crate) fn server_down(&mut self, sid: usize, cp: &mut ControlPlane<'_>) {
-        if self.cp.servers[sid].phase == Phase::Down {
+        if !self.cp.servers[sid].go_down() {
             return;
         }
         self.cp.stats.server_downs += 1;
-        self.cp.servers[sid].phase = Phase::Down;
-        self.cp.servers[sid].hb_outstanding = false;
-        self.cp.servers[sid].reload_queue.clear();
         if let Some(h) = self.h {
             let port = u64::from(self.cp.servers[sid].spec.port);
             cp.register_write(h.port_up_a, port, 0u8);
@@ -618,7 +676,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     }
 
     pub(crate) fn on_port_status(&mut self, port: PortId, up: bool, cp: &mut ControlPlane<'_>) {
-        let Some(sid) = self.cp.servers.iter().position(|s| s.spec.port == port) else {
+        let Some(sid) = self.cp.servers.by_port(port) else {
             return;
         };
         if up {
@@ -639,22 +697,13 @@ impl<N: TeaNf> TeaSwitch<N> {
     /// a down server that answers is recovered.
     pub(crate) fn heartbeat(&mut self, cp: &mut ControlPlane<'_>) {
         for sid in 0..self.cp.servers.len() {
-            let s = &mut self.cp.servers[sid];
-            match s.phase {
-                Phase::Up => {
-                    if s.hb_outstanding {
-                        s.missed += 1;
-                        if s.missed >= 3 {
-                            self.server_down(sid, cp);
-                            continue;
-                        }
-                    }
+            match self.cp.servers[sid].heartbeat_tick() {
+                Beat::Skip => {}
+                Beat::Dead => self.server_down(sid, cp),
+                Beat::Send => {
+                    self.send_agent(sid, Request::Heartbeat, Purpose::Heartbeat { sid }, cp);
                 }
-                Phase::Down if s.hello.is_some() => {}
-                _ => continue,
             }
-            self.cp.servers[sid].hb_outstanding = true;
-            self.send_agent(sid, Request::Heartbeat, Purpose::Heartbeat { sid }, cp);
         }
     }
 
@@ -889,4 +938,57 @@ impl<N: TeaNf> TeaSwitch<N> {
 /// The multicast group of server `sid` (two replicas to its port).
 fn group_of(sid: usize) -> u16 {
     1 + sid as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn servers() -> Servers {
+        let spec = |i: u8| ServerSpec {
+            port: PortId::from(2 + i),
+            mac: [2, 0, 0, 0, 0, i],
+            ip: Ipv4Addr::new(10, 0, 0, i),
+        };
+        Servers::new(&[spec(1), spec(2)])
+    }
+
+    #[test]
+    fn three_missed_heartbeats_make_an_up_server_dead() {
+        let mut s = servers();
+        assert_eq!(s[0].heartbeat_tick(), Beat::Skip, "never heard from");
+        s[0].phase = Phase::Install;
+        assert!(s[0].installed() && !s[0].installed());
+        assert!(!s.all_up());
+        s[1].phase = Phase::Up;
+        assert!(s.all_up());
+        // Sent, then unanswered twice: still up; the third miss kills it.
+        for _ in 0..3 {
+            assert_eq!(s[0].heartbeat_tick(), Beat::Send);
+        }
+        assert_eq!(s[0].heartbeat_tick(), Beat::Dead);
+        assert!(s[0].go_down() && !s[0].go_down());
+        assert!(!s[0].hb_outstanding && s[0].is_down());
+        assert_eq!(s[0].heartbeat_tick(), Beat::Skip, "down and no HELLO");
+    }
+
+    #[test]
+    fn members_are_found_by_address_port_and_reads() {
+        let mut s = servers();
+        assert_eq!(s.by_ip(Ipv4Addr::new(10, 0, 0, 2), 0), Some(1));
+        assert_eq!(s.by_ip(Ipv4Addr::new(10, 9, 9, 9), 1), Some(1), "by id");
+        assert_eq!(s.by_ip(Ipv4Addr::new(10, 9, 9, 9), 2), None);
+        assert_eq!((s.by_port(3), s.by_port(9)), (Some(0), None));
+        s.await_setup(7, 1);
+        assert_eq!(
+            (s.take_setup_barrier(7), s.take_setup_barrier(7)),
+            (Some(1), None)
+        );
+        s.watchdog_issued(8, 100);
+        assert_eq!(s.take_watchdog_read(9), None);
+        assert_eq!(s.take_watchdog_read(8), Some(100));
+        assert_eq!(s.take_watchdog_read(8), None);
+        s[1].phase = Phase::AwaitQuiet;
+        assert!(s.recovering());
+    }
 }
