@@ -29,7 +29,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::rig::{Probe, Rig, RigConfig};
 use crate::switch::{
     delete_message, insert_message, update_message, CheckVerdict, CommitRecord, LookupPath,
-    LookupRecord, Observer, Recorder,
+    LookupRecord, Observer, Recorder, TeaNf, TeaSwitch,
 };
 use crate::table::InsertOrder;
 
@@ -352,6 +352,16 @@ impl HistoryCheck {
             log: Recorder::new(),
             preload,
         }
+    }
+}
+
+impl<N: TeaNf> TeaSwitch<N> {
+    /// Checked mode (scenario parameter `check = 1`): the switch reports to
+    /// a [`HistoryCheck`] whose history starts with `preload`, the entries
+    /// installed before traffic; its report then adds `tea_check_lookups`,
+    /// `tea_check_violations` and `tea_check_dropped`.
+    pub fn checked(self, preload: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        self.with_observer(HistoryCheck::new(preload))
     }
 }
 

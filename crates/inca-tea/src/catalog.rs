@@ -16,7 +16,7 @@
 //! | `entries` | 10000000 | table size: buckets for this many entries at load ≤ 0.9 |
 //! | `preload` | 0 | synthetic entries installed before traffic (see [`preload_entries`]) |
 //! | `seed` | 1 | control-plane RNG seed |
-//! | `check` | 0 | 1: checked mode, every lookup judged against the operation history ([`crate::campaign::HistoryCheck`]) |
+//! | `check` | 0 | 1: checked mode, every lookup judged against the operation history ([`TeaSwitch::checked`]) |
 //! | `switch_ip` | 10.0.0.254 | the switch's RDMA address (the servers' `controller_ip`) |
 //! | `outside_port` / `inside_port` | 1 / 0 | NAT, firewall, VPN sides |
 //! | `public` | 198.51.100.1 | NAT: first public address |
@@ -221,7 +221,7 @@ fn program_for<N: TeaNf>(
     Ok(if preload {
         let entries = preload_entries(program, n, p);
         let prog = if checked {
-            prog.with_observer(crate::campaign::HistoryCheck::new(entries.clone()))
+            prog.checked(entries.clone())
         } else {
             prog
         };

@@ -328,10 +328,8 @@ impl<N: TeaNf> TeaSwitch<N> {
     }
 
     /// Reports every lookup result and completed operation to `observer`.
-    /// Checked mode (scenario parameter `check = 1`) is an observer that
-    /// judges each lookup against that history
-    /// ([`crate::campaign::HistoryCheck`]); the report then adds
-    /// `tea_check_lookups`, `tea_check_violations` and `tea_check_dropped`.
+    /// Checked mode ([`TeaSwitch::checked`]) is an observer that judges
+    /// each lookup against that history.
     pub fn with_observer(mut self, observer: impl Observer + 'static) -> Self {
         self.observer = Some(Arc::new(observer));
         self
