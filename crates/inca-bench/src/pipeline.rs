@@ -35,8 +35,8 @@ use inca_switch::device::{device_rng, DeviceRng, Nanos, PortId, SECONDS};
 use inca_switch::feeder::Feeder;
 use inca_switch::{Device, Input, Output, Profile, Switch};
 use inca_tea::nf::TeaNat;
+use inca_tea::rig::{server_ip, server_mac};
 use inca_tea::server::{DramServer, DramServerConfig};
-use inca_tea::switch::rig::{server_ip, server_mac};
 use inca_tea::switch::{ServerSpec, TeaConfig, TeaSwitch};
 use inca_wire::{build_udp_frame, Endpoints};
 

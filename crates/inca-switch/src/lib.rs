@@ -28,6 +28,8 @@
 //! - [`switch`] — the [`Switch`] device that runs a program on a profile.
 //! - [`agenda`] — the time-ordered event agenda devices and drivers use.
 //! - [`harness`] — a one-device driver for tests and benchmarks.
+//! - [`rpc`] — reliable switch-CPU-to-server requests: ids, the pending
+//!   map, retransmission with backoff and a bounded retry count.
 //! - [`invariant`] — the [`invariant!`] macro: panics with the seed in tests
 //!   and simulation, counts in live mode.
 //! - [`units`] — times, sizes and rates as people write them.
@@ -52,6 +54,7 @@ pub mod profile;
 pub mod program;
 pub mod register;
 pub mod resources;
+pub mod rpc;
 pub mod switch;
 pub mod table;
 pub mod tm;

@@ -26,9 +26,10 @@ use inca_switch::Nanos;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::switch::rig::{Probe, Rig, RigConfig};
+use crate::rig::{Probe, Rig, RigConfig};
 use crate::switch::{
-    delete_message, insert_message, update_message, CommitRecord, LookupPath, LookupRecord,
+    delete_message, insert_message, update_message, CheckVerdict, CommitRecord, LookupPath,
+    LookupRecord, Observer, Recorder, TeaNf, TeaSwitch,
 };
 use crate::table::InsertOrder;
 
@@ -328,6 +329,70 @@ fn small(t: &mut crate::switch::TeaConfig, order: InsertOrder) {
     t.t_epoch = 30_000_000;
     t.max_tries = 40;
     t.insert_order = order;
+}
+
+/// Checked mode's observer (scenario parameter `check = 1`): records every
+/// lookup and completed operation, and judges each lookup against that
+/// history as the campaign does ([`judge`]) whenever the switch reports.
+/// [our choice] The log is bounded
+/// ([`crate::switch::observer::OBSERVER_CAP`] records of each kind); a run
+/// that overflows it reports `dropped` > 0 and its verdict covers only what
+/// was kept.
+#[derive(Debug, Clone, Default)]
+pub struct HistoryCheck {
+    log: Recorder,
+    /// The entries installed before traffic: the history's first versions.
+    preload: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl HistoryCheck {
+    /// A check whose history starts with `preload`.
+    pub fn new(preload: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        HistoryCheck {
+            log: Recorder::new(),
+            preload,
+        }
+    }
+}
+
+impl<N: TeaNf> TeaSwitch<N> {
+    /// Checked mode (scenario parameter `check = 1`): the switch reports to
+    /// a [`HistoryCheck`] whose history starts with `preload`, the entries
+    /// installed before traffic; its report then adds `tea_check_lookups`,
+    /// `tea_check_violations` and `tea_check_dropped`.
+    pub fn checked(self, preload: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        self.with_observer(HistoryCheck::new(preload))
+    }
+}
+
+impl Observer for HistoryCheck {
+    fn lookup(&self, r: LookupRecord) {
+        self.log.lookup(r);
+    }
+
+    fn commit(&self, r: CommitRecord) {
+        self.log.commit(r);
+    }
+
+    fn verdict(&self, in_flight: Option<CommitRecord>, t_grace: Nanos) -> Option<CheckVerdict> {
+        let (lookups, mut commits, dropped) = self.log.snapshot();
+        commits.splice(
+            0..0,
+            self.preload.iter().map(|(k, v)| CommitRecord {
+                at: 0,
+                started: 0,
+                key: k.clone(),
+                value: Some(v.clone()),
+            }),
+        );
+        commits.extend(in_flight);
+        let (violations, _) = violations(&lookups, &commits, t_grace);
+        Some(CheckVerdict {
+            lookups: lookups.len() as u64,
+            violations,
+            dropped,
+        })
+    }
 }
 
 /// Checks every lookup against the committed history (see the module docs).

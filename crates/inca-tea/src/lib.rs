@@ -10,12 +10,14 @@
 //! - [`system`] — TEA as an inca system (`inca_system::System`).
 //! - [`campaign`] — the randomized lookup-correctness campaign (spec §6 item 3 end to end).
 //! - [`attack`] — keys crafted to collide in the sketch, the Bloom filter and the buckets (issue 8).
+//! - [`rig`] — a small simulated TEA topology (switch, DRAM servers, probes) for tests, campaigns and benches.
 //! - [`nf`] — TEA NAT, stateful firewall, L4 load balancer and VPN gateway as `TeaNf`s.
 
 pub mod attack;
 pub mod campaign;
 pub mod catalog;
 pub mod nf;
+pub mod rig;
 pub mod server;
 pub mod switch;
 pub mod system;

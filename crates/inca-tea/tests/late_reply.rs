@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use inca_apps::headers::parse;
 use inca_sim::engine::Fault;
 use inca_tea::nf::TeaNat;
-use inca_tea::switch::rig::{Probe, Rig, RigConfig};
+use inca_tea::rig::{Probe, Rig, RigConfig};
 use inca_tea::switch::{update_message, DropReason, LookupPath};
 use inca_wire::{build_udp_frame, Endpoints};
 

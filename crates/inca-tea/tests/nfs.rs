@@ -5,7 +5,7 @@ use std::net::Ipv4Addr;
 
 use inca_apps::headers::parse;
 use inca_tea::nf::{vpn, TeaFirewall, TeaLb, TeaVpn};
-use inca_tea::switch::rig::{Probe, Rig, RigConfig, INSIDE_PORT, OUTSIDE_PORT};
+use inca_tea::rig::{Probe, Rig, RigConfig, INSIDE_PORT, OUTSIDE_PORT};
 use inca_tea::switch::TeaNf;
 use inca_wire::tcp::{TcpFlags, TcpRepr};
 use inca_wire::{build_tcp_frame, build_udp_frame, Endpoints};

@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 
 use inca_apps::headers::parse;
 use inca_sim::engine::Fault;
-use inca_tea::switch::rig::{Probe, Rig, RigConfig};
+use inca_tea::rig::{Probe, Rig, RigConfig};
 use inca_tea::switch::{delete_message, LookupPath, LookupRecord};
 use inca_wire::{build_udp_frame, Endpoints};
 

@@ -6,8 +6,8 @@
 
 use inca_sim::engine::Fault;
 use inca_switch::device::MILLIS;
+use inca_tea::rig::{Probe, Rig, RigConfig};
 use inca_tea::server::agent_proto::{parse_udp, Body, Message, Request};
-use inca_tea::switch::rig::{Probe, Rig, RigConfig};
 
 /// Initial PSNs of every CREATE_QP / RESET_QP the switch sent to server 0,
 /// in order, read from a capture of its link.

@@ -9,7 +9,7 @@ use inca_apps::headers::{parse, rewrite_end, End};
 use inca_sim::engine::Fault;
 use inca_sim::link::LossModel;
 use inca_tea::nf::TeaNat;
-use inca_tea::switch::rig::{Probe, Rig, RigConfig, FIRST_SERVER_PORT};
+use inca_tea::rig::{Probe, Rig, RigConfig, FIRST_SERVER_PORT};
 use inca_tea::switch::{insert_message, update_message, DropReason, LookupPath, MAX_PUNTS_WAITING};
 use inca_wire::{build_udp_frame, Endpoints};
 
@@ -748,7 +748,7 @@ fn background_traffic_to_a_server_turns_its_port_red_and_lookups_move() {
     let mut rig = ready(&cfg);
     assert_eq!(rig.tea().active_replica(rig.switch().objects(), 0), 0);
     let t0 = rig.sim.now();
-    let server0 = inca_tea::switch::rig::server_ip(0).octets();
+    let server0 = inca_tea::rig::server_ip(0).octets();
     for n in 0..3_000u64 {
         // 1442 B every 300 ns: 38.5 Gbit/s toward server 0.
         rig.send(

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use inca_tea::switch::rig::{Probe, Rig, RigConfig};
+use inca_tea::rig::{Probe, Rig, RigConfig};
 use inca_wire::{build_udp_frame, Endpoints};
 
 fn tshark() -> Option<&'static str> {

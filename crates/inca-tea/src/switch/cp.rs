@@ -5,16 +5,20 @@
 //! WRITE_BATCHes to the agents), the stash drain, cache management from
 //! digests with sketch epochs, and the NF slow path.
 //!
-//! Server setup, recovery, QP resets, heartbeats and the watchdog live in
-//! `cp_servers.rs`; the agent link (requests, retransmission) in
-//! `cp_agent.rs`.
+//! [`ControlState`] composes owning parts, each in its own module with its
+//! invariants: the executor's intents and running plan (`cp_plans.rs`), the
+//! cache slots, hit counts and sketch clear (`cp_cache.rs`), the servers
+//! (`cp_servers.rs`: setup, recovery, QP resets, heartbeats, watchdog) and
+//! the agent link (`cp_agent.rs`: requests, retransmission). Displacement
+//! choices and initial PSNs draw from the switch's device RNG
+//! (`ControlPlane::rng`), so a restarted switch does not repeat them.
 //!
 //! Operations are queued as *intents* and turned into plans only when they
 //! start [our choice], so the master mirror is never ahead of the data plane
 //! by more than the running plan; a recovering server is reloaded from the
 //! mirror only between plans.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 
 use inca_switch::device::ControlMessage;
 use inca_switch::{ControlEvent, ControlPlane, MatchSpec, Nanos, PacketOutDest, PortId};
@@ -22,8 +26,10 @@ use inca_switch::{ControlEvent, ControlPlane, MatchSpec, Nanos, PacketOutDest, P
 use crate::table::{Plan, Step, TeaTable};
 
 use super::config::TeaConfig;
-use super::cp_agent::AgentLink;
-use super::cp_servers::ServerRec;
+use super::cp_agent::{agent_link, AgentLink};
+use super::cp_cache::{CacheState, ClearSlice, HitsNeed, SketchClear};
+use super::cp_plans::{Executor, Intent, Started, Wait};
+use super::cp_servers::Servers;
 use super::dataplane::{CacheEntry, TeaSwitch, CPU_HEADER, REASON_AGENT, REASON_NF};
 use super::nf_api::TeaNf;
 use super::observer::CommitRecord;
@@ -37,8 +43,6 @@ pub const MSG_INSERT: u32 = 0x7EA0_0001;
 pub const MSG_DELETE: u32 = 0x7EA0_0002;
 /// Control message kind: update `key ‖ value`.
 pub const MSG_UPDATE: u32 = 0x7EA0_0003;
-/// Bound on queued operations; more are refused and counted.
-pub const MAX_INTENTS: usize = 65_536;
 /// Stash entries the drain task tries per tick [our choice: few, so one
 /// drain plan stays short].
 pub const DRAIN_BATCH: usize = 8;
@@ -55,10 +59,6 @@ pub(crate) const TOKEN_DRAIN: u64 = 4;
 pub const CLEAR_SLICE: u64 = 1024;
 /// Cost of clearing one register entry at the spec's 1 ms per 64K slots.
 const CLEAR_NS_PER_64K: u64 = 1_000_000;
-/// Oldest cache hit counts an eviction may be judged on [our choice]: a
-/// digest that would evict reads the hit counters again if the copy is
-/// older than this (spec §5.5: "the entry with the fewest hits this epoch").
-pub const HITS_MAX_AGE: Nanos = 1_000_000;
 /// Grace timers: base + plan sequence number.
 pub(crate) const TOKEN_GRACE: u64 = 1 << 32;
 /// Agent retransmission timers: base + request id.
@@ -86,68 +86,6 @@ pub fn update_message(key: &[u8], value: &[u8]) -> ControlMessage {
         kind: MSG_UPDATE,
         body: [key, value].concat(),
     }
-}
-
-/// One slice of the epoch's sketch clear: (array, first entry).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ClearSlice {
-    Cms(usize, u64),
-    Bf(usize, u64),
-}
-
-/// An operation waiting for its turn.
-#[derive(Debug, Clone)]
-pub(crate) enum Intent {
-    Insert {
-        key: Vec<u8>,
-        value: Vec<u8>,
-        reinject: Option<(Vec<u8>, PortId)>,
-    },
-    Update {
-        key: Vec<u8>,
-        value: Vec<u8>,
-    },
-    Delete {
-        key: Vec<u8>,
-    },
-    Digest {
-        key: Vec<u8>,
-        est: u64,
-    },
-    Drain,
-}
-
-/// A plan about to start: the plan, the key's value once it completes,
-/// whether it changes the committed map, and a packet to re-inject.
-type Started = (Plan, Option<Vec<u8>>, bool, Option<(Vec<u8>, PortId)>);
-
-/// What the running plan waits for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Wait {
-    /// Nothing: run the next step.
-    Ready,
-    /// A barrier read (all earlier channel operations in effect).
-    Barrier(u64),
-    /// The grace timer with this token.
-    Grace(u64),
-    /// WRITE_BATCH acknowledgments (agent request ids).
-    Writes(BTreeSet<u32>),
-}
-
-/// The plan being executed.
-#[derive(Debug, Clone)]
-pub(crate) struct Running {
-    pub plan: Plan,
-    pub next: usize,
-    pub wait: Wait,
-    pub started: Nanos,
-    pub seq: u64,
-    /// Value the key has once the plan completes (for the observer).
-    pub result: Option<Vec<u8>>,
-    /// Whether the plan changes the committed key → value map (inserts,
-    /// updates, deletes; not drains or cache installs).
-    pub commits: bool,
-    pub reinject: Option<(Vec<u8>, PortId)>,
 }
 
 /// Control-plane counters.
@@ -195,35 +133,16 @@ pub struct CpStats {
 /// The control plane's state. See the module documentation.
 #[derive(Debug, Clone)]
 pub(crate) struct ControlState {
-    pub servers: Vec<ServerRec>,
+    pub servers: Servers,
+    /// The master mirror (once every server has said HELLO).
     pub table: Option<TeaTable>,
     pub ready: bool,
-    pub intents: VecDeque<Intent>,
-    pub plans: VecDeque<Plan>,
-    pub running: Option<Running>,
-    pub seq: u64,
+    pub exec: Executor,
     pub agent: AgentLink,
     /// Keys installed in the data-plane stash.
     pub dp_stash: BTreeSet<Vec<u8>>,
-    /// Keys installed in the data-plane cache, with their hit-counter slot.
-    pub dp_cache: BTreeMap<Vec<u8>, u16>,
-    pub free_slots: Vec<u16>,
-    /// Cache hits per slot, as last read from the data plane.
-    pub hits: Vec<u64>,
-    /// When `hits` was read (`None`: never, or an install reset a slot).
-    pub hits_at: Option<Nanos>,
-    /// A pending read of the hit counters an eviction waits for.
-    pub hits_read: Option<u64>,
-    pub epoch_read: Option<u64>,
-    /// When the pending watchdog read was issued.
-    pub watchdog_issued: Nanos,
-    /// Sketch and Bloom-filter slices still to clear this epoch.
-    pub clear_slices: VecDeque<ClearSlice>,
-    /// The barrier read that says the slice in flight is done.
-    pub clear_barrier: Option<u64>,
-    pub watchdog_read: Option<u64>,
-    /// Barrier read → server whose setup it completes.
-    pub setup_barriers: BTreeMap<u64, usize>,
+    pub cache: CacheState,
+    pub clear: SketchClear,
     /// Entries to preload once every server is set up.
     pub preload: Vec<(Vec<u8>, Vec<u8>)>,
     /// Keys whose slow-path insert is pending, and packets waiting on them.
@@ -234,28 +153,14 @@ pub(crate) struct ControlState {
 impl ControlState {
     pub(crate) fn new(cfg: &TeaConfig) -> Self {
         ControlState {
-            servers: cfg.servers.iter().map(ServerRec::new).collect(),
+            servers: Servers::new(&cfg.servers),
             table: None,
             ready: false,
-            intents: VecDeque::new(),
-            plans: VecDeque::new(),
-            running: None,
-            seq: 0,
-            agent: AgentLink::default(),
+            exec: Executor::default(),
+            agent: agent_link(cfg),
             dp_stash: BTreeSet::new(),
-            dp_cache: BTreeMap::new(),
-            free_slots: (0..cfg.cache_cap.min(usize::from(u16::MAX)) as u16)
-                .rev()
-                .collect(),
-            hits: vec![0; cfg.cache_cap],
-            hits_at: None,
-            hits_read: None,
-            epoch_read: None,
-            watchdog_issued: 0,
-            clear_slices: VecDeque::new(),
-            clear_barrier: None,
-            watchdog_read: None,
-            setup_barriers: BTreeMap::new(),
+            cache: CacheState::new(cfg.cache_cap),
+            clear: SketchClear::default(),
             preload: Vec::new(),
             punts: PendingPunts::default(),
             stats: CpStats::default(),
@@ -264,7 +169,7 @@ impl ControlState {
 
     /// True when no plan runs and none is queued.
     pub(crate) fn quiescent(&self) -> bool {
-        self.running.is_none() && self.plans.is_empty()
+        self.exec.quiescent()
     }
 }
 
@@ -301,35 +206,24 @@ impl<N: TeaNf> TeaSwitch<N> {
             .map(|s| format!("{:?}", s.phase))
             .collect();
         format!(
-            "ready {} running {:?} intents {} plans {} servers {:?} pending agent {}",
+            "ready {} running {:?} intents {} servers {:?} pending agent {}",
             self.cp.ready,
-            self.cp.running.as_ref().map(|r| (
+            self.cp.exec.running.as_ref().map(|r| (
                 r.plan.op,
                 r.next,
                 r.plan.steps.len(),
                 r.wait.clone()
             )),
-            self.cp.intents.len(),
-            self.cp.plans.len(),
+            self.cp.exec.queued(),
             phases,
-            self.cp.agent.pending.len()
+            self.cp.agent.len()
         )
     }
 
     /// Inserts, updates and deletes queued or running (not the periodic
     /// drain or cache work, which never ends while the stash is not empty).
     pub fn pending_commits(&self) -> usize {
-        self.cp
-            .intents
-            .iter()
-            .filter(|i| {
-                matches!(
-                    i,
-                    Intent::Insert { .. } | Intent::Update { .. } | Intent::Delete { .. }
-                )
-            })
-            .count()
-            + usize::from(self.cp.running.as_ref().is_some_and(|r| r.commits))
+        self.cp.exec.pending_commits()
     }
 
     /// NF punts waiting for their key's pending insert.
@@ -339,7 +233,7 @@ impl<N: TeaNf> TeaSwitch<N> {
 
     /// Operations queued or running.
     pub fn pending_ops(&self) -> usize {
-        self.cp.intents.len() + self.cp.plans.len() + usize::from(self.cp.running.is_some())
+        self.cp.exec.pending_ops()
     }
 
     pub(crate) fn control_event(
@@ -391,8 +285,8 @@ impl<N: TeaNf> TeaSwitch<N> {
             TOKEN_WATCHDOG => {
                 if let (Some(h), true) = (self.h, self.cp.ready) {
                     let n = self.cfg.qp_count() as u64;
-                    self.cp.watchdog_issued = now;
-                    self.cp.watchdog_read = Some(cp.register_read(h.outstanding, 0, n));
+                    let request = cp.register_read(h.outstanding, 0, n);
+                    self.cp.servers.watchdog_issued(request, now);
                 }
                 cp.set_timer(now + self.cfg.t_watchdog, TOKEN_WATCHDOG);
             }
@@ -402,7 +296,7 @@ impl<N: TeaNf> TeaSwitch<N> {
             }
             TOKEN_DRAIN => {
                 if self.cp.table.as_ref().is_some_and(|t| t.stash_len() > 0)
-                    && !self.cp.intents.iter().any(|i| matches!(i, Intent::Drain))
+                    && !self.cp.exec.drain_queued()
                 {
                     self.push_intent(Intent::Drain);
                 }
@@ -410,60 +304,38 @@ impl<N: TeaNf> TeaSwitch<N> {
             }
             t if t >= TOKEN_AGENT => self.agent_timer((t - TOKEN_AGENT) as u32, cp),
             t if t >= TOKEN_GRACE => {
-                if let Some(r) = &mut self.cp.running {
-                    if r.wait == Wait::Grace(t) {
-                        r.wait = Wait::Ready;
-                    }
-                }
+                self.cp.exec.wake(&Wait::Grace(t));
             }
             _ => {}
         }
     }
 
     fn on_register_values(&mut self, request: u64, values: Vec<u64>, cp: &mut ControlPlane<'_>) {
-        if let Some(r) = &mut self.cp.running {
-            if r.wait == Wait::Barrier(request) {
-                r.wait = Wait::Ready;
-                if let Some(p) = r.reinject.take() {
-                    // The key is in the stash now: the re-injected packets
-                    // find it in SRAM.
-                    let key = r.plan.key.clone();
-                    self.reinject(&key, p, cp);
-                }
-                return;
+        if self.cp.exec.wake(&Wait::Barrier(request)) {
+            let r = self.cp.exec.running.as_mut();
+            if let Some((key, p)) = r.and_then(|r| Some((r.plan.key.clone(), r.reinject.take()?))) {
+                // The key is in the stash now: the re-injected packets
+                // find it in SRAM.
+                self.reinject(&key, p, cp);
             }
+            return;
         }
-        if self.cp.clear_barrier == Some(request) {
-            self.cp.clear_barrier = None;
+        if self.cp.clear.on_barrier(request) {
             self.clear_next_slice(cp);
             return;
         }
-        if let Some(sid) = self.cp.setup_barriers.remove(&request) {
+        if let Some(sid) = self.cp.servers.take_setup_barrier(request) {
             self.setup_installed(sid, cp);
             return;
         }
-        if self.cp.watchdog_read == Some(request) {
-            self.cp.watchdog_read = None;
-            let issued = self.cp.watchdog_issued;
+        if let Some(issued) = self.cp.servers.take_watchdog_read(request) {
             self.watchdog(&values, issued, cp);
             return;
         }
         if self.watchdog_fix_read(request, &values, cp) {
             return;
         }
-        if self.cp.epoch_read == Some(request) || self.cp.hits_read == Some(request) {
-            if self.cp.hits_read == Some(request) {
-                self.cp.hits_read = None;
-            } else {
-                self.cp.epoch_read = None;
-            }
-            for (slot, v) in values.into_iter().enumerate() {
-                if let Some(h) = self.cp.hits.get_mut(slot) {
-                    *h = v;
-                }
-            }
-            self.cp.hits_at = Some(cp.now());
-        }
+        self.cp.cache.on_read(request, values, cp.now());
     }
 
     fn on_message(&mut self, m: ControlMessage, _cp: &mut ControlPlane<'_>) {
@@ -493,7 +365,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         match d {
             TeaDigest::HotKey { key, est, .. } => {
                 self.cp.stats.hot_digests += 1;
-                if self.cfg.cache_cap > 0 && !self.cp.dp_cache.contains_key(&key) {
+                if self.cfg.cache_cap > 0 && !self.cp.cache.contains(&key) {
                     self.push_intent(Intent::Digest {
                         key,
                         est: u64::from(est),
@@ -580,12 +452,11 @@ impl<N: TeaNf> TeaSwitch<N> {
 
     /// Queues an intent; false (and counted) if the queue is full.
     pub(crate) fn push_intent(&mut self, i: Intent) -> bool {
-        if self.cp.intents.len() >= MAX_INTENTS {
+        let Some(len) = self.cp.exec.push(i) else {
             self.cp.stats.ops_refused += 1;
             return false;
-        }
-        self.cp.intents.push_back(i);
-        self.cp.stats.intents_max = self.cp.stats.intents_max.max(self.cp.intents.len() as u64);
+        };
+        self.cp.stats.intents_max = self.cp.stats.intents_max.max(len as u64);
         true
     }
 
@@ -596,32 +467,28 @@ impl<N: TeaNf> TeaSwitch<N> {
             return;
         };
         self.cp.stats.epochs += 1;
-        if !self.cp.clear_slices.is_empty() || self.cp.clear_barrier.is_some() {
-            self.cp.stats.epoch_overruns += 1;
-            self.cp.clear_slices.clear();
-        }
         // The sketch and the Bloom filter are cleared in slices (see
         // `CLEAR_SLICE`); the first goes out now, each next one once the
         // previous is done (a barrier read after it), so the channel is
         // never more than one slice behind and table operations interleave.
         let cols = super::dataplane::CMS_COLS as u64;
         let bits = super::dataplane::BF_BITS as u64;
-        for r in 0..h.cms.len() {
-            for first in (0..cols).step_by(CLEAR_SLICE as usize) {
-                self.cp.clear_slices.push_back(ClearSlice::Cms(r, first));
-            }
-        }
-        for j in 0..h.bf.len() {
-            for first in (0..bits).step_by(CLEAR_SLICE as usize) {
-                self.cp.clear_slices.push_back(ClearSlice::Bf(j, first));
-            }
+        let step = CLEAR_SLICE as usize;
+        let cms = (0..h.cms.len())
+            .flat_map(|r| (0..cols).step_by(step).map(move |f| ClearSlice::Cms(r, f)));
+        let bf = (0..h.bf.len())
+            .flat_map(|j| (0..bits).step_by(step).map(move |f| ClearSlice::Bf(j, f)));
+        if self.cp.clear.restart(cms.chain(bf)) {
+            self.cp.stats.epoch_overruns += 1;
         }
         if self.cfg.cache_cap > 0 {
             let n = self.cfg.cache_cap as u64;
-            self.cp.epoch_read = Some(cp.register_read(h.cache_hits, 0, n));
+            self.cp
+                .cache
+                .expect_epoch(cp.register_read(h.cache_hits, 0, n));
             cp.register_clear_timed(h.cache_hits, clear_cost(n));
         }
-        if self.cp.clear_barrier.is_none() {
+        if !self.cp.clear.in_flight() {
             self.clear_next_slice(cp);
         }
         if let Some(t) = &mut self.cp.table {
@@ -631,7 +498,10 @@ impl<N: TeaNf> TeaSwitch<N> {
 
     /// Issues the next slice of the epoch's sketch clear.
     fn clear_next_slice(&mut self, cp: &mut ControlPlane<'_>) {
-        let (Some(h), Some(slice)) = (self.h, self.cp.clear_slices.pop_front()) else {
+        let Some(h) = self.h else {
+            return;
+        };
+        let Some(slice) = self.cp.clear.next() else {
             return;
         };
         let cost = clear_cost(CLEAR_SLICE);
@@ -643,15 +513,15 @@ impl<N: TeaNf> TeaSwitch<N> {
                 cp.register_clear_range_timed(h.bf[j], first, CLEAR_SLICE, cost)
             }
         };
-        self.cp.clear_barrier = Some(cp.register_read(h.barrier, 0, 1));
+        self.cp.clear.issued(cp.register_read(h.barrier, 0, 1));
     }
 
     /// Whether the next intent is a digest that may evict and must first
     /// see fresh hit counts; issues the read if none is pending.
     fn digest_needs_hits(&mut self, cp: &mut ControlPlane<'_>) -> bool {
-        let Some(Intent::Digest { .. }) = self.cp.intents.front() else {
+        if !self.cp.exec.digest_next() {
             return false;
-        };
+        }
         let full = self
             .cp
             .table
@@ -660,44 +530,31 @@ impl<N: TeaNf> TeaSwitch<N> {
         if !full {
             return false;
         }
-        if self.cp.hits_read.is_some() {
-            return true;
+        match self.cp.cache.hits_need(cp.now()) {
+            HitsNeed::Pending => true,
+            HitsNeed::Fresh => false,
+            HitsNeed::Read => {
+                let Some(h) = self.h else {
+                    return false;
+                };
+                self.cp.stats.hit_reads += 1;
+                let n = self.cfg.cache_cap as u64;
+                self.cp
+                    .cache
+                    .expect_hits(cp.register_read(h.cache_hits, 0, n));
+                true
+            }
         }
-        let fresh = self
-            .cp
-            .hits_at
-            .is_some_and(|t| cp.now().saturating_sub(t) <= HITS_MAX_AGE);
-        if fresh {
-            return false;
-        }
-        let Some(h) = self.h else {
-            return false;
-        };
-        self.cp.stats.hit_reads += 1;
-        self.cp.hits_read = Some(cp.register_read(h.cache_hits, 0, self.cfg.cache_cap as u64));
-        true
     }
 
-    /// Turns the next intent into plans (at most one intent per call).
+    /// Turns the next intent into a plan (at most one intent per call).
     fn plan_next(&mut self, cp: &mut ControlPlane<'_>) -> Option<Started> {
-        if let Some(p) = self.cp.plans.pop_front() {
-            return Some((p, None, false, None));
-        }
-        // Table operations first; the drain runs when nothing else waits
-        // [our choice: a drain can be long and must not starve them].
-        let next = self
-            .cp
-            .intents
-            .iter()
-            .position(|i| !matches!(i, Intent::Drain))
-            .unwrap_or(0);
-        if next == 0 && self.digest_needs_hits(cp) {
+        if self.digest_needs_hits(cp) {
             return None;
         }
-        let intent = self.cp.intents.remove(next)?;
+        let intent = self.cp.exec.take_next()?;
         let table = self.cp.table.as_mut()?;
-        let hits = &self.cp.hits;
-        let slots = &self.cp.dp_cache;
+        let cache = &self.cp.cache;
         let plan = match intent {
             Intent::Insert {
                 key,
@@ -730,12 +587,7 @@ impl<N: TeaNf> TeaSwitch<N> {
                 }
             },
             Intent::Digest { key, est } => table
-                .on_digest(&key, est, |k| {
-                    slots
-                        .get(k)
-                        .and_then(|&s| hits.get(usize::from(s)).copied())
-                        .unwrap_or(0)
-                })
+                .on_digest(&key, est, |k| cache.hits_of(k))
                 .map(|p| (p, None, false, None)),
             Intent::Drain => table
                 .drain(DRAIN_BATCH, cp.rng())
@@ -750,32 +602,20 @@ impl<N: TeaNf> TeaSwitch<N> {
         // A bounded number of rounds per event: a long queue of no-op
         // intents must not monopolise one CPU event.
         for _ in 0..4096 {
-            if self.cp.running.is_none() {
+            if self.cp.exec.running.is_none() {
                 if !self.cp.ready {
                     return;
                 }
-                // While a server waits to be reloaded, only plans already
-                // made (drain moves, which the mirror holds) may run.
-                let blocked = self.recovery_pending();
-                if self.cp.plans.is_empty() && (blocked || self.cp.intents.is_empty()) {
+                // While a server waits to be reloaded, no new plan starts.
+                if self.recovery_pending() || self.cp.exec.queued() == 0 {
                     return;
                 }
-                let Some((plan, result, commits, reinject)) = self.plan_next(cp) else {
+                let Some(started) = self.plan_next(cp) else {
                     return;
                 };
-                self.cp.seq += 1;
-                self.cp.running = Some(Running {
-                    plan,
-                    next: 0,
-                    wait: Wait::Ready,
-                    started: cp.now(),
-                    seq: self.cp.seq,
-                    result,
-                    commits,
-                    reinject,
-                });
+                self.cp.exec.start(started, cp.now());
             }
-            let Some(r) = &self.cp.running else {
+            let Some(r) = &self.cp.exec.running else {
                 return;
             };
             if r.wait != Wait::Ready {
@@ -790,7 +630,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     }
 
     fn finish_plan(&mut self, cp: &mut ControlPlane<'_>) {
-        let Some(r) = self.cp.running.take() else {
+        let Some(r) = self.cp.exec.running.take() else {
             return;
         };
         self.cp.stats.plans_done += 1;
@@ -816,7 +656,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         let Some(h) = self.h else {
             return;
         };
-        let Some(r) = &mut self.cp.running else {
+        let Some(r) = &mut self.cp.exec.running else {
             return;
         };
         let step = r.plan.steps[r.next].clone();
@@ -841,7 +681,7 @@ impl<N: TeaNf> TeaSwitch<N> {
             }
             Step::CacheModify { key, value } => {
                 let spec = MatchSpec::Exact(key.clone().into_boxed_slice());
-                if let Some(&slot) = self.cp.dp_cache.get(&key) {
+                if let Some(slot) = self.cp.cache.slot(&key) {
                     cp.table_modify(
                         h.cache,
                         spec,
@@ -850,14 +690,8 @@ impl<N: TeaNf> TeaSwitch<N> {
                             slot,
                         },
                     );
-                } else if let Some(slot) = self.cp.free_slots.pop() {
+                } else if let Some(slot) = self.cp.cache.install(key) {
                     self.cp.stats.cache_changes += 1;
-                    self.cp.dp_cache.insert(key, slot);
-                    if let Some(x) = self.cp.hits.get_mut(usize::from(slot)) {
-                        *x = 0;
-                    }
-                    // The copy no longer says how the new entry compares.
-                    self.cp.hits_at = None;
                     cp.register_write(h.cache_hits, u64::from(slot), 0u32);
                     cp.table_add(
                         h.cache,
@@ -871,8 +705,7 @@ impl<N: TeaNf> TeaSwitch<N> {
                 Wait::Barrier(cp.register_read(h.barrier, 0, 1))
             }
             Step::CacheRemove { key } => {
-                if let Some(slot) = self.cp.dp_cache.remove(&key) {
-                    self.cp.free_slots.push(slot);
+                if self.cp.cache.remove(&key).is_some() {
                     cp.table_delete(h.cache, MatchSpec::Exact(key.into_boxed_slice()));
                 }
                 Wait::Barrier(cp.register_read(h.barrier, 0, 1))
@@ -884,33 +717,26 @@ impl<N: TeaNf> TeaSwitch<N> {
             }
             Step::WriteCells(batches) => {
                 // `send_writes` records every WRITE_BATCH id in the wait set.
-                if let Some(r) = &mut self.cp.running {
+                if let Some(r) = &mut self.cp.exec.running {
                     r.wait = Wait::Writes(BTreeSet::new());
                 }
                 for b in batches {
                     self.send_writes(usize::from(b.server), b.writes, cp);
                 }
-                match self.cp.running.as_ref().map(|r| &r.wait) {
+                match self.cp.exec.running.as_ref().map(|r| &r.wait) {
                     Some(Wait::Writes(ids)) if !ids.is_empty() => Wait::Writes(ids.clone()),
                     _ => Wait::Ready,
                 }
             }
         };
-        if let Some(r) = &mut self.cp.running {
+        if let Some(r) = &mut self.cp.exec.running {
             r.wait = wait;
         }
     }
 
     /// A WRITE_BATCH was acknowledged (or its server went down).
     pub(crate) fn write_done(&mut self, req_id: u32) {
-        if let Some(r) = &mut self.cp.running {
-            if let Wait::Writes(ids) = &mut r.wait {
-                ids.remove(&req_id);
-                if ids.is_empty() {
-                    r.wait = Wait::Ready;
-                }
-            }
-        }
+        self.cp.exec.write_done(req_id);
     }
 }
 

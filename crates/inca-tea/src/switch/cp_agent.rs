@@ -4,9 +4,13 @@
 //! extension. Requests are idempotent by `req_id` at the agent, so a request
 //! without a reply after `t_agent_retx` is sent again (heartbeats excepted:
 //! a missing heartbeat reply is the signal).
+//!
+//! The link itself — request ids, the pending map, retransmission with
+//! backoff — is the switch library's [`inca_switch::rpc::Requests`], each
+//! request tagged with its server and [`Purpose`]; what a reply or a
+//! give-up means is decided here.
 
-use std::collections::BTreeMap;
-
+use inca_switch::rpc::{Requests, Retransmit, Timeout};
 use inca_switch::{ControlPlane, PacketOutDest};
 use inca_wire::Endpoints;
 
@@ -16,6 +20,7 @@ use crate::server::agent_proto::{
 };
 use crate::table::partition::RegionWrite;
 
+use super::config::TeaConfig;
 use super::cp::TOKEN_AGENT;
 use super::dataplane::TeaSwitch;
 use super::nf_api::TeaNf;
@@ -24,6 +29,10 @@ use super::nf_api::TeaNf;
 /// (about 200 ms with the backoff; the server is then left to the
 /// heartbeat) [our choice].
 pub const MAX_RETRIES: u32 = 64;
+/// The wait doubles per retransmission up to 16 × the first timeout: a
+/// control channel busy with a sketch epoch delays packet-outs by
+/// milliseconds, and each retransmission costs CPU time.
+const MAX_DOUBLINGS: u32 = 4;
 /// Bytes of WRITE_BATCH payload per message, leaving room for headers.
 const BATCH_BYTES: usize = MAX_MESSAGE_LEN - 64;
 
@@ -46,20 +55,26 @@ pub(crate) enum Purpose {
     Heartbeat { sid: usize },
 }
 
-/// One request waiting for its reply.
-#[derive(Debug, Clone)]
-pub(crate) struct Pending {
+/// Whom a request went to and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AgentTag {
     pub sid: usize,
-    pub frame: Vec<u8>,
-    pub retries: u32,
     pub purpose: Purpose,
 }
 
 /// Outstanding agent requests.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct AgentLink {
-    pub next_id: u32,
-    pub pending: BTreeMap<u32, Pending>,
+pub(crate) type AgentLink = Requests<AgentTag>;
+
+/// An agent link with no requests, retransmitting as `cfg` says.
+pub(crate) fn agent_link(cfg: &TeaConfig) -> AgentLink {
+    Requests::new(
+        TOKEN_AGENT,
+        Retransmit {
+            first: cfg.t_agent_retx,
+            max_doublings: MAX_DOUBLINGS,
+            max_retries: MAX_RETRIES,
+        },
+    )
 }
 
 impl<N: TeaNf> TeaSwitch<N> {
@@ -87,33 +102,18 @@ impl<N: TeaNf> TeaSwitch<N> {
         cp: &mut ControlPlane<'_>,
     ) -> Option<u32> {
         let ep = self.endpoints(sid)?;
-        let port = self.cp.servers[sid].spec.port;
-        self.cp.agent.next_id = self.cp.agent.next_id.wrapping_add(1);
-        let id = self.cp.agent.next_id;
-        let frame = build_datagram(
-            &ep,
-            AGENT_UDP_PORT,
-            AGENT_UDP_PORT,
-            &Message::request(id, req),
-        )
-        .ok()?;
-        cp.packet_out(frame.clone(), PacketOutDest::Port(port));
-        if !matches!(purpose, Purpose::Heartbeat { .. }) {
-            cp.set_timer(
-                cp.now() + self.cfg.t_agent_retx,
-                TOKEN_AGENT + u64::from(id),
-            );
-        }
-        self.cp.agent.pending.insert(
-            id,
-            Pending {
-                sid,
-                frame,
-                retries: 0,
-                purpose,
-            },
-        );
-        Some(id)
+        let dest = PacketOutDest::Port(self.cp.servers[sid].spec.port);
+        let retransmit = !matches!(purpose, Purpose::Heartbeat { .. });
+        let tag = AgentTag { sid, purpose };
+        self.cp.agent.send(cp, dest, tag, retransmit, |id| {
+            build_datagram(
+                &ep,
+                AGENT_UDP_PORT,
+                AGENT_UDP_PORT,
+                &Message::request(id, req),
+            )
+            .ok()
+        })
     }
 
     /// Sends `writes` to server `sid` as one or more WRITE_BATCHes; returns
@@ -131,69 +131,51 @@ impl<N: TeaNf> TeaSwitch<N> {
         let mut last = None;
         for chunk in chunk_writes(writes) {
             last = self.send_agent(sid, Request::WriteBatch(chunk), Purpose::Write, cp);
-            if let (Some(id), Some(r)) = (last, &mut self.cp.running) {
-                if let super::cp::Wait::Writes(ids) = &mut r.wait {
-                    ids.insert(id);
-                }
+            if let Some(id) = last {
+                self.cp.exec.await_write(id);
             }
         }
         last
     }
 
     pub(crate) fn agent_timer(&mut self, id: u32, cp: &mut ControlPlane<'_>) {
-        let Some(p) = self.cp.agent.pending.get_mut(&id) else {
-            return;
+        let servers = &self.cp.servers;
+        // A write to a server that went down is not retried: recovery
+        // reloads the server from the mirror.
+        let down_write = |t: &AgentTag| {
+            t.purpose == Purpose::Write && servers.get(t.sid).is_some_and(|s| s.is_down())
         };
-        let sid = p.sid;
-        let port = self.cp.servers[sid].spec.port;
-        let down = self.cp.servers[sid].is_down();
-        if p.retries >= MAX_RETRIES || (down && p.purpose == Purpose::Write) {
-            let purpose = p.purpose;
-            self.cp.agent.pending.remove(&id);
-            match purpose {
-                Purpose::Write => self.write_done(id),
-                // A setup or reload that cannot finish: the server is down
-                // until it answers a heartbeat or says HELLO again.
-                Purpose::Alloc { .. } | Purpose::SetupQp { .. } | Purpose::Reload { .. } => {
-                    self.server_down(sid, cp)
-                }
-                Purpose::QpStatus { qp } | Purpose::ResetQp { qp } => {
-                    if let Some(r) = self.cp.servers[sid].qps.get_mut(&qp) {
-                        r.status_pending = false;
-                        r.reset_pending = false;
-                    }
-                }
-                Purpose::Heartbeat { .. } => {}
+        let t = match self.cp.agent.on_timer(cp, id, down_write) {
+            Timeout::Stale => return,
+            Timeout::Resent { .. } => {
+                self.cp.stats.agent_retransmits += 1;
+                return;
             }
-            return;
+            Timeout::GaveUp(t) => t,
+        };
+        match t.purpose {
+            Purpose::Write => self.write_done(id),
+            // A setup or reload that cannot finish: the server is down
+            // until it answers a heartbeat or says HELLO again.
+            Purpose::Alloc { .. } | Purpose::SetupQp { .. } | Purpose::Reload { .. } => {
+                self.server_down(t.sid, cp)
+            }
+            Purpose::QpStatus { qp } | Purpose::ResetQp { qp } => {
+                if let Some(r) = self.cp.servers[t.sid].qps.get_mut(&qp) {
+                    r.status_pending = false;
+                    r.reset_pending = false;
+                }
+            }
+            Purpose::Heartbeat { .. } => {}
         }
-        p.retries += 1;
-        let frame = p.frame.clone();
-        // Exponential backoff up to 16 × the first timeout: a control
-        // channel busy with a sketch epoch delays packet-outs by
-        // milliseconds, and each retransmission costs CPU time.
-        let backoff = self.cfg.t_agent_retx << p.retries.min(4);
-        self.cp.stats.agent_retransmits += 1;
-        cp.packet_out(frame, PacketOutDest::Port(port));
-        cp.set_timer(cp.now() + backoff, TOKEN_AGENT + u64::from(id));
     }
 
     /// Drops every pending request of a server that went down (its writes
     /// count as done: recovery reloads the server from the mirror).
     pub(crate) fn abandon_server_requests(&mut self, sid: usize) {
-        let ids: Vec<u32> = self
-            .cp
-            .agent
-            .pending
-            .iter()
-            .filter(|(_, p)| p.sid == sid)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in ids {
-            if let Some(p) = self.cp.agent.pending.remove(&id) {
-                if p.purpose == Purpose::Write {
-                    self.write_done(id);
-                }
+        for (id, t) in self.cp.agent.abandon(|t| t.sid == sid) {
+            if t.purpose == Purpose::Write {
+                self.write_done(id);
             }
         }
     }
@@ -227,10 +209,10 @@ impl<N: TeaNf> TeaSwitch<N> {
             }
             Body::Request(_) => self.cp.stats.malformed += 1,
             Body::Reply(r) => {
-                let Some(p) = self.cp.agent.pending.remove(&msg.req_id) else {
+                let Some(p) = self.cp.agent.complete(msg.req_id) else {
                     return; // a duplicate reply to a retransmission
                 };
-                self.on_agent_reply(msg.req_id, p, r, cp);
+                self.on_agent_reply(msg.req_id, p.tag, r, cp);
             }
         }
     }

@@ -8,9 +8,14 @@
 //! regions, create (or reset) its QPs, wait until no table operation is
 //! running, write its regions from the mirror, then install its table
 //! entries and registers and mark its port up.
+//!
+//! [`Servers`] owns the server records and the register reads that report
+//! on them (setup barriers, the watchdog's read). Its membership is fixed
+//! at configuration: it derefs to a slice, never to a growable list.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
+use std::ops::{Deref, DerefMut};
 
 use inca_switch::pktgen::{StreamConfig, Trigger};
 use inca_switch::register::Pair;
@@ -23,7 +28,7 @@ use crate::table::partition::{Partition, Role, ServerOffer};
 use crate::table::{TableConfig, TeaTable};
 
 use super::config::{ServerSpec, PMTU};
-use super::cp_agent::{chunk_writes, Pending, Purpose};
+use super::cp_agent::{chunk_writes, AgentTag, Purpose};
 use super::dataplane::{MemEntry, QpEntry, RangeEntry, TeaSwitch};
 use super::nf_api::TeaNf;
 use super::wire::port_down_template;
@@ -70,13 +75,13 @@ pub(crate) struct ServerRec {
     pub hello: Option<Hello>,
     pub phase: Phase,
     /// region id → (base_va, rkey).
-    pub regions: std::collections::BTreeMap<u16, (u64, u32)>,
+    pub regions: BTreeMap<u16, (u64, u32)>,
     /// Regions the agent handed back at the last setup with the base VA and
     /// R_Key they had before: it kept their memory (a link or partition
     /// outage, not a restart), so a reload must also clear the rows the
     /// mirror emptied meanwhile.
     pub kept_regions: BTreeSet<u16>,
-    pub qps: std::collections::BTreeMap<u16, QpRec>,
+    pub qps: BTreeMap<u16, QpRec>,
     /// Its entries are in the data-plane tables (modify rather than add).
     pub installed: bool,
     pub hb_outstanding: bool,
@@ -120,6 +125,142 @@ impl ServerRec {
     pub(crate) fn is_down(&self) -> bool {
         matches!(self.phase, Phase::Down | Phase::Unknown)
     }
+
+    /// Its install barrier completed: it serves lookups, with a clean
+    /// heartbeat record. False if it was not installing.
+    fn installed(&mut self) -> bool {
+        if self.phase != Phase::Install {
+            return false;
+        }
+        self.phase = Phase::Up;
+        self.missed = 0;
+        self.hb_outstanding = false;
+        true
+    }
+
+    /// It failed: no heartbeat expected, no reload to go on with. False if
+    /// it was already down.
+    fn go_down(&mut self) -> bool {
+        if self.phase == Phase::Down {
+            return false;
+        }
+        self.phase = Phase::Down;
+        self.hb_outstanding = false;
+        self.reload_queue.clear();
+        true
+    }
+
+    /// A heartbeat tick (spec §5.7): an up server whose last heartbeat went
+    /// unanswered misses one, and three missed make it dead; an up server,
+    /// or a down one that said HELLO, gets a heartbeat.
+    fn heartbeat_tick(&mut self) -> Beat {
+        match self.phase {
+            Phase::Up if self.hb_outstanding => {
+                self.missed += 1;
+                if self.missed >= 3 {
+                    return Beat::Dead;
+                }
+            }
+            Phase::Up => {}
+            Phase::Down if self.hello.is_some() => {}
+            _ => return Beat::Skip,
+        }
+        self.hb_outstanding = true;
+        Beat::Send
+    }
+}
+
+/// What a heartbeat tick means for one server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Beat {
+    /// Not heartbeated (being set up, or never heard from).
+    Skip,
+    /// Send it a heartbeat.
+    Send,
+    /// Three heartbeats missed: it is down.
+    Dead,
+}
+
+/// The DRAM servers as the control plane knows them.
+#[derive(Debug, Clone)]
+pub(crate) struct Servers {
+    list: Vec<ServerRec>,
+    /// Barrier read → server whose setup it completes.
+    setup_barriers: BTreeMap<u64, usize>,
+    /// The watchdog's pending read of `outstanding`, and when it was issued.
+    watchdog_read: Option<(u64, Nanos)>,
+}
+
+impl Servers {
+    /// One record per configured server, none heard from yet.
+    pub(crate) fn new(specs: &[ServerSpec]) -> Self {
+        Servers {
+            list: specs.iter().map(ServerRec::new).collect(),
+            setup_barriers: BTreeMap::new(),
+            watchdog_read: None,
+        }
+    }
+
+    /// The server with address `ip`, else the one numbered `server_id`.
+    pub(crate) fn by_ip(&self, ip: Ipv4Addr, server_id: u16) -> Option<usize> {
+        self.list.iter().position(|s| s.spec.ip == ip).or_else(|| {
+            (usize::from(server_id) < self.list.len()).then_some(usize::from(server_id))
+        })
+    }
+
+    /// The server on switch port `port`.
+    pub(crate) fn by_port(&self, port: PortId) -> Option<usize> {
+        self.list.iter().position(|s| s.spec.port == port)
+    }
+
+    /// Whether every server serves lookups.
+    pub(crate) fn all_up(&self) -> bool {
+        self.list.iter().all(|s| s.phase == Phase::Up)
+    }
+
+    /// Whether a server waits to be reloaded or is being reloaded.
+    pub(crate) fn recovering(&self) -> bool {
+        self.list
+            .iter()
+            .any(|s| matches!(s.phase, Phase::AwaitQuiet | Phase::Reload { .. }))
+    }
+
+    /// Barrier read `request` completes server `sid`'s setup.
+    pub(crate) fn await_setup(&mut self, request: u64, sid: usize) {
+        self.setup_barriers.insert(request, sid);
+    }
+
+    /// The server whose setup barrier read `request` is, if any.
+    pub(crate) fn take_setup_barrier(&mut self, request: u64) -> Option<usize> {
+        self.setup_barriers.remove(&request)
+    }
+
+    /// The watchdog's read of `outstanding` went out as `request` at `at`.
+    pub(crate) fn watchdog_issued(&mut self, request: u64, at: Nanos) {
+        self.watchdog_read = Some((request, at));
+    }
+
+    /// When the watchdog read `request` was issued, if it is that read.
+    pub(crate) fn take_watchdog_read(&mut self, request: u64) -> Option<Nanos> {
+        let (r, at) = self.watchdog_read?;
+        (r == request).then(|| {
+            self.watchdog_read = None;
+            at
+        })
+    }
+}
+
+impl Deref for Servers {
+    type Target = [ServerRec];
+    fn deref(&self) -> &[ServerRec] {
+        &self.list
+    }
+}
+
+impl DerefMut for Servers {
+    fn deref_mut(&mut self) -> &mut [ServerRec] {
+        &mut self.list
+    }
 }
 
 impl<N: TeaNf> TeaSwitch<N> {
@@ -129,13 +270,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     }
 
     pub(crate) fn server_by_ip(&self, ip: Ipv4Addr, server_id: u16) -> Option<usize> {
-        self.cp
-            .servers
-            .iter()
-            .position(|s| s.spec.ip == ip)
-            .or_else(|| {
-                (usize::from(server_id) < self.cp.servers.len()).then_some(usize::from(server_id))
-            })
+        self.cp.servers.by_ip(ip, server_id)
     }
 
     /// Per-server multicast groups and port-down generator streams.
@@ -323,10 +458,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     /// True while a server's reload must not interleave with table
     /// operations.
     pub(crate) fn recovery_pending(&self) -> bool {
-        self.cp
-            .servers
-            .iter()
-            .any(|s| matches!(s.phase, Phase::AwaitQuiet | Phase::Reload { .. }))
+        self.cp.servers.recovering()
     }
 
     /// Starts the reload of every server waiting for quiescence, if no
@@ -457,7 +589,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         self.cp.servers[sid].installed = true;
         self.cp.servers[sid].phase = Phase::Install;
         let b = cp.register_read(h.barrier, 0, 1);
-        self.cp.setup_barriers.insert(b, sid);
+        self.cp.servers.await_setup(b, sid);
     }
 
     /// Programs one QP's data-plane state for its current incarnation.
@@ -518,15 +650,12 @@ impl<N: TeaNf> TeaSwitch<N> {
 
     /// The install barrier of server `sid` completed: it serves lookups.
     pub(crate) fn setup_installed(&mut self, sid: usize, _cp: &mut ControlPlane<'_>) {
-        if self.cp.servers[sid].phase != Phase::Install {
+        if !self.cp.servers[sid].installed() {
             return;
         }
-        self.cp.servers[sid].phase = Phase::Up;
-        self.cp.servers[sid].missed = 0;
-        self.cp.servers[sid].hb_outstanding = false;
         if self.cp.ready {
             self.cp.stats.recoveries += 1;
-        } else if self.cp.servers.iter().all(|s| s.phase == Phase::Up) {
+        } else if self.cp.servers.all_up() {
             self.cp.ready = true;
         }
     }
@@ -534,13 +663,10 @@ impl<N: TeaNf> TeaSwitch<N> {
     /// Marks a server down: its ports stop taking lookups, its pending
     /// requests are dropped.
     pub(crate) fn server_down(&mut self, sid: usize, cp: &mut ControlPlane<'_>) {
-        if self.cp.servers[sid].phase == Phase::Down {
+        if !self.cp.servers[sid].go_down() {
             return;
         }
         self.cp.stats.server_downs += 1;
-        self.cp.servers[sid].phase = Phase::Down;
-        self.cp.servers[sid].hb_outstanding = false;
-        self.cp.servers[sid].reload_queue.clear();
         if let Some(h) = self.h {
             let port = u64::from(self.cp.servers[sid].spec.port);
             cp.register_write(h.port_up_a, port, 0u8);
@@ -550,7 +676,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     }
 
     pub(crate) fn on_port_status(&mut self, port: PortId, up: bool, cp: &mut ControlPlane<'_>) {
-        let Some(sid) = self.cp.servers.iter().position(|s| s.spec.port == port) else {
+        let Some(sid) = self.cp.servers.by_port(port) else {
             return;
         };
         if up {
@@ -571,22 +697,13 @@ impl<N: TeaNf> TeaSwitch<N> {
     /// a down server that answers is recovered.
     pub(crate) fn heartbeat(&mut self, cp: &mut ControlPlane<'_>) {
         for sid in 0..self.cp.servers.len() {
-            let s = &mut self.cp.servers[sid];
-            match s.phase {
-                Phase::Up => {
-                    if s.hb_outstanding {
-                        s.missed += 1;
-                        if s.missed >= 3 {
-                            self.server_down(sid, cp);
-                            continue;
-                        }
-                    }
+            match self.cp.servers[sid].heartbeat_tick() {
+                Beat::Skip => {}
+                Beat::Dead => self.server_down(sid, cp),
+                Beat::Send => {
+                    self.send_agent(sid, Request::Heartbeat, Purpose::Heartbeat { sid }, cp);
                 }
-                Phase::Down if s.hello.is_some() => {}
-                _ => continue,
             }
-            self.cp.servers[sid].hb_outstanding = true;
-            self.send_agent(sid, Request::Heartbeat, Purpose::Heartbeat { sid }, cp);
         }
     }
 
@@ -713,7 +830,7 @@ impl<N: TeaNf> TeaSwitch<N> {
     pub(crate) fn on_agent_reply(
         &mut self,
         id: u32,
-        p: Pending,
+        p: AgentTag,
         r: Reply,
         cp: &mut ControlPlane<'_>,
     ) {
@@ -821,4 +938,57 @@ impl<N: TeaNf> TeaSwitch<N> {
 /// The multicast group of server `sid` (two replicas to its port).
 fn group_of(sid: usize) -> u16 {
     1 + sid as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn servers() -> Servers {
+        let spec = |i: u8| ServerSpec {
+            port: PortId::from(2 + i),
+            mac: [2, 0, 0, 0, 0, i],
+            ip: Ipv4Addr::new(10, 0, 0, i),
+        };
+        Servers::new(&[spec(1), spec(2)])
+    }
+
+    #[test]
+    fn three_missed_heartbeats_make_an_up_server_dead() {
+        let mut s = servers();
+        assert_eq!(s[0].heartbeat_tick(), Beat::Skip, "never heard from");
+        s[0].phase = Phase::Install;
+        assert!(s[0].installed() && !s[0].installed());
+        assert!(!s.all_up());
+        s[1].phase = Phase::Up;
+        assert!(s.all_up());
+        // Sent, then unanswered twice: still up; the third miss kills it.
+        for _ in 0..3 {
+            assert_eq!(s[0].heartbeat_tick(), Beat::Send);
+        }
+        assert_eq!(s[0].heartbeat_tick(), Beat::Dead);
+        assert!(s[0].go_down() && !s[0].go_down());
+        assert!(!s[0].hb_outstanding && s[0].is_down());
+        assert_eq!(s[0].heartbeat_tick(), Beat::Skip, "down and no HELLO");
+    }
+
+    #[test]
+    fn members_are_found_by_address_port_and_reads() {
+        let mut s = servers();
+        assert_eq!(s.by_ip(Ipv4Addr::new(10, 0, 0, 2), 0), Some(1));
+        assert_eq!(s.by_ip(Ipv4Addr::new(10, 9, 9, 9), 1), Some(1), "by id");
+        assert_eq!(s.by_ip(Ipv4Addr::new(10, 9, 9, 9), 2), None);
+        assert_eq!((s.by_port(3), s.by_port(9)), (Some(0), None));
+        s.await_setup(7, 1);
+        assert_eq!(
+            (s.take_setup_barrier(7), s.take_setup_barrier(7)),
+            (Some(1), None)
+        );
+        s.watchdog_issued(8, 100);
+        assert_eq!(s.take_watchdog_read(9), None);
+        assert_eq!(s.take_watchdog_read(8), Some(100));
+        assert_eq!(s.take_watchdog_read(8), None);
+        s[1].phase = Phase::AwaitQuiet;
+        assert!(s.recovering());
+    }
 }

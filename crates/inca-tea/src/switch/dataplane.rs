@@ -9,6 +9,7 @@
 //! together.
 
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 use inca_apps::headers::{self, Parsed};
 use inca_switch::hash::HashAlgorithm;
@@ -25,7 +26,7 @@ use inca_wire::MacAddr;
 use super::config::{TeaConfig, RESPONSE_HEADERS, SHIM_BYTES};
 use super::cp::ControlState;
 use super::nf_api::{DropReason, LookupMd, TeaNf, Verdict, DROP_REASONS};
-use super::observer::{LookupPath, LookupRecord, Observer};
+use super::observer::{CheckVerdict, CommitRecord, LookupPath, LookupRecord, Observer};
 use super::report::ReplicaSeries;
 use super::wire::{
     port_down_port, psn_newer, RdmaIn, Request, Shim, TeaDigest, AGENT_PORT, OP_ACK,
@@ -297,12 +298,10 @@ pub struct TeaSwitch<N: TeaNf> {
     pub(crate) h: Option<Handles>,
     pub(crate) meters: PortMeters,
     pub(crate) cp: ControlState,
-    pub(crate) observer: Option<Observer>,
+    /// Shared across clones, like the log it usually writes to.
+    pub(crate) observer: Option<Arc<dyn Observer>>,
     pub(crate) stats: DpStats,
     pub(crate) series: ReplicaSeries,
-    /// Checked mode: the preloaded entries, the history's first versions
-    /// (see [`TeaSwitch::checked`]).
-    pub(crate) check_preload: Option<Vec<(Vec<u8>, Vec<u8>)>>,
     name: String,
 }
 
@@ -325,57 +324,35 @@ impl<N: TeaNf> TeaSwitch<N> {
             observer: None,
             stats: DpStats::default(),
             series: ReplicaSeries::default(),
-            check_preload: None,
         })
     }
 
     /// Reports every lookup result and completed operation to `observer`.
-    pub fn with_observer(mut self, observer: Observer) -> Self {
-        self.observer = Some(observer);
+    /// Checked mode ([`TeaSwitch::checked`]) is an observer that judges
+    /// each lookup against that history.
+    pub fn with_observer(mut self, observer: impl Observer + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
         self
     }
 
-    /// Checked mode (scenario parameter `check = 1`): records every lookup
-    /// and completed operation, and the report judges each lookup against
-    /// that history as the campaign does ([`crate::campaign::judge`]),
-    /// adding `tea_check_lookups`, `tea_check_violations` and
-    /// `tea_check_dropped`. `preload` is the entries installed before
-    /// traffic. [our choice] The log is bounded
-    /// ([`super::observer::OBSERVER_CAP`] records of each kind); a run that
-    /// overflows it reports `tea_check_dropped` > 0 and its verdict covers
-    /// only what was kept.
-    pub fn checked(mut self, preload: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
-        self.observer = Some(Observer::new());
-        self.check_preload = Some(preload);
-        self
-    }
-
-    /// Checked mode's verdict: (lookups judged, violations, dropped).
-    pub(crate) fn check_verdict(&self) -> Option<(u64, u64, u64)> {
-        let preload = self.check_preload.as_ref()?;
-        let (lookups, mut commits, dropped) = self.observer.as_ref()?.snapshot();
-        commits.splice(
-            0..0,
-            preload.iter().map(|(k, v)| super::observer::CommitRecord {
-                at: 0,
-                started: 0,
-                key: k.clone(),
-                value: Some(v.clone()),
-            }),
-        );
+    /// The observer's verdict for the report, if it judges.
+    pub(crate) fn check_verdict(&self) -> Option<CheckVerdict> {
         // The operation still running when the report is made has shown
         // its value (its stash entry) without committing: it overlaps every
         // later lookup.
-        if let Some(r) = self.cp.running.as_ref().filter(|r| r.commits) {
-            commits.push(super::observer::CommitRecord {
+        let in_flight = self
+            .cp
+            .exec
+            .running
+            .as_ref()
+            .filter(|r| r.commits)
+            .map(|r| CommitRecord {
                 at: Nanos::MAX,
                 started: r.started,
                 key: r.plan.key.clone(),
                 value: r.result.clone(),
             });
-        }
-        let (bad, _) = crate::campaign::violations(&lookups, &commits, self.cfg.t_grace);
-        Some((lookups.len() as u64, bad, dropped))
+        self.observer.as_ref()?.verdict(in_flight, self.cfg.t_grace)
     }
 
     /// The configuration.
@@ -1328,7 +1305,7 @@ impl<N: TeaNf> Program for TeaSwitch<N> {
         let g = super::report::Gauges {
             table_entries: t.map_or(0, |t| t.stats().entries),
             stash_entries: t.map_or(0, |t| t.stash_len() as u64),
-            cache_entries: self.cp.dp_cache.len() as u64,
+            cache_entries: self.cp.cache.len() as u64,
             intents_max: self.cp.stats.intents_max,
             punts_waiting_max: self.cp.punts.waiting_max,
             hopeless_chains: t.map_or(0, |t| t.stats().hopeless),

@@ -7,24 +7,27 @@
 //! - [`dataplane`] — [`TeaSwitch`]: parser extension, LookupHandler,
 //!   ServerResolver, flow control, MemResolver, PRE, LookupRequestor,
 //!   response pass, NAK handling, port-down packets.
-//! - `cp`, `cp_agent`, `cp_servers` — the control plane: table-operation
-//!   plans, cache and sketch epochs, the agent link, server setup and
-//!   recovery, heartbeats, watchdog.
+//! - `cp` — the control plane: event dispatch, the plan executor's steps,
+//!   epochs, the NF slow path; its state `ControlState` composes owning
+//!   parts: `cp_plans` (intents, the running plan), `cp_cache` (cache
+//!   slots, hit counts, the sketch clear), `cp_servers` (server records,
+//!   setup and recovery, heartbeats, watchdog), `cp_agent` (the agent
+//!   link: requests, retransmission).
 //! - [`report`] — counters and series for the switch's node report.
 //! - `punts` — packets of a key whose slow-path insert is pending.
 //! - [`observer`] — the optional correctness hook for tests and campaigns.
-//! - [`rig`] — a small simulated topology (switch, DRAM servers, probes).
 
 pub mod config;
 mod cp;
 mod cp_agent;
+mod cp_cache;
+mod cp_plans;
 mod cp_servers;
 pub mod dataplane;
 pub mod nf_api;
 pub mod observer;
 mod punts;
 pub mod report;
-pub mod rig;
 pub mod wire;
 
 pub use config::{ServerSpec, TeaConfig};
@@ -33,6 +36,6 @@ pub use cp::{
 };
 pub use dataplane::{DpStats, TeaMeta, TeaSwitch};
 pub use nf_api::{DropReason, LookupMd, PuntAction, TeaNf, Verdict};
-pub use observer::{CommitRecord, LookupPath, LookupRecord, Observer};
+pub use observer::{CheckVerdict, CommitRecord, LookupPath, LookupRecord, Observer, Recorder};
 pub use punts::{MAX_PER_KEY as MAX_PUNTS_PER_KEY, MAX_WAITING as MAX_PUNTS_WAITING};
 pub use wire::TeaDigest;

@@ -1,7 +1,12 @@
-//! The correctness observer (spec §6 item 3 end to end): an optional sink
-//! where the TEA switch reports every lookup result and every completed
-//! control-plane operation, so a test or campaign can check each lookup
-//! against a reference map of committed inserts, deletes and updates.
+//! The correctness hook (spec §6 item 3 end to end): an optional
+//! [`Observer`] the TEA switch reports every lookup result and every
+//! completed control-plane operation to, so a test or campaign can check
+//! each lookup against a reference map of committed inserts, deletes and
+//! updates. The switch knows nothing of how that check is made: an observer
+//! that judges (the campaign's [`crate::campaign::HistoryCheck`]) hands its
+//! verdict back through [`Observer::verdict`] for the node report.
+//!
+//! [`Recorder`] is the plain observer: a shared, bounded log of records.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -49,6 +54,34 @@ pub struct CommitRecord {
     pub value: Option<Vec<u8>>,
 }
 
+/// Checked mode's verdict, as the node report shows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckVerdict {
+    /// Lookups judged.
+    pub lookups: u64,
+    /// Of which broke the rules.
+    pub violations: u64,
+    /// Records dropped because the log was full (the verdict covers only
+    /// what was kept).
+    pub dropped: u64,
+}
+
+/// Where the switch reports lookups and completed operations. Called
+/// synchronously, in simulation time; nothing it does affects the switch.
+pub trait Observer: Send + Sync {
+    /// A lookup's result is known.
+    fn lookup(&self, r: LookupRecord);
+    /// A table operation completed.
+    fn commit(&self, r: CommitRecord);
+    /// A verdict for the node report, if this observer judges what it saw.
+    /// `in_flight` is the operation running when the report is made (it
+    /// has shown its value without committing); `t_grace` the switch's
+    /// `T_GRACE`. Default: not a judge.
+    fn verdict(&self, _in_flight: Option<CommitRecord>, _t_grace: Nanos) -> Option<CheckVerdict> {
+        None
+    }
+}
+
 /// Bound on kept records of each kind; older ones are dropped and counted.
 pub const OBSERVER_CAP: usize = 1 << 20;
 
@@ -63,14 +96,25 @@ pub struct ObserverLog {
     pub dropped: u64,
 }
 
-/// A shared handle to an observer log (cheap to clone).
+/// An observer that records: a shared handle to an [`ObserverLog`] (cheap
+/// to clone; clones share the log).
 #[derive(Debug, Clone, Default)]
-pub struct Observer(pub Arc<Mutex<ObserverLog>>);
+pub struct Recorder(pub Arc<Mutex<ObserverLog>>);
 
-impl Observer {
-    /// An empty observer.
+impl Observer for Recorder {
+    fn lookup(&self, r: LookupRecord) {
+        Recorder::lookup(self, r);
+    }
+
+    fn commit(&self, r: CommitRecord) {
+        Recorder::commit(self, r);
+    }
+}
+
+impl Recorder {
+    /// An empty log.
     pub fn new() -> Self {
-        Observer::default()
+        Recorder::default()
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut ObserverLog) -> R) -> R {

@@ -21,9 +21,8 @@ pub struct Gauges {
     pub punts_waiting_max: u64,
     /// Displacement chains skipped as hopeless (a bucket-collision attack).
     pub hopeless_chains: u64,
-    /// Checked mode: (lookups judged, violations, records the observer
-    /// dropped); `None` when not checked.
-    pub check: Option<(u64, u64, u64)>,
+    /// Checked mode's verdict; `None` when not checked.
+    pub check: Option<CheckVerdict>,
 }
 
 use inca_switch::{Nanos, ProgramReport, ProgramSeries};
@@ -31,6 +30,7 @@ use inca_switch::{Nanos, ProgramReport, ProgramSeries};
 use super::cp::CpStats;
 use super::dataplane::DpStats;
 use super::nf_api::DropReason;
+use super::observer::CheckVerdict;
 
 /// Width of a time bin of the per-replica series.
 pub const SERIES_BIN: Nanos = 100_000;
@@ -109,10 +109,10 @@ pub fn build(dp: &DpStats, cp: &CpStats, series: &ReplicaSeries, g: &Gauges) -> 
         ("tea_punts_waiting_max".to_string(), g.punts_waiting_max),
         ("tea_hopeless_chains".to_string(), g.hopeless_chains),
     ];
-    if let Some((lookups, violations, dropped)) = g.check {
-        counters.push(("tea_check_lookups".to_string(), lookups));
-        counters.push(("tea_check_violations".to_string(), violations));
-        counters.push(("tea_check_dropped".to_string(), dropped));
+    if let Some(v) = g.check {
+        counters.push(("tea_check_lookups".to_string(), v.lookups));
+        counters.push(("tea_check_violations".to_string(), v.violations));
+        counters.push(("tea_check_dropped".to_string(), v.dropped));
     }
     for (r, name) in REASONS {
         counters.push((format!("tea_drops_{name}"), dp.drops[r as usize]));

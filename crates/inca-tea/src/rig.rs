@@ -19,10 +19,7 @@ use inca_switch::{PortId, Profile, Switch};
 use crate::nf::TeaNat;
 use crate::server::{DramServer, DramServerConfig};
 
-use super::config::{ServerSpec, TeaConfig};
-use super::dataplane::TeaSwitch;
-use super::nf_api::TeaNf;
-use super::observer::Observer;
+use crate::switch::{Recorder, ServerSpec, TeaConfig, TeaNf, TeaSwitch};
 
 /// Switch port of the inside probe.
 pub const INSIDE_PORT: PortId = 0;
@@ -195,7 +192,7 @@ pub struct Rig<N: TeaNf = TeaNat> {
     /// Server links, in server order.
     pub server_links: Vec<LinkId>,
     /// The observer the switch reports to.
-    pub observer: Observer,
+    pub observer: Recorder,
     nf: PhantomData<N>,
 }
 
@@ -239,7 +236,7 @@ impl<N: TeaNf> Rig<N> {
         tc.read_req_trailer = cfg.read_req_trailer;
         tc.server_link_bps = cfg.server_link.rate_bps;
         (cfg.tweak)(&mut tc);
-        let observer = Observer::new();
+        let observer = Recorder::new();
         let prog = TeaSwitch::new(nf, tc.clone())?
             .with_observer(observer.clone())
             .with_preload(cfg.preload.clone());
