@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use crate::plot::{init_fonts, Format, H, MAX_CURVES, W};
 use crate::render;
-use crate::sweep_plots::{draw_stacks, draw_xy, Stacks, XyLine, XyPlot};
+use crate::sweep::plots::{draw_stacks, draw_xy, Stacks, XyLine, XyPlot};
 
 /// Draws a line plot (one `(label, points)` per line) to `base.{png,svg}`
 /// with the sweep plots' look. For commands that compute their own rows.

@@ -7,17 +7,15 @@
 //! - [`report`] — `inca report DIR`: the text summary and the run plots.
 //! - [`sweep`] — `inca sweep`: a descriptor's configurations run (through
 //!   the scenario factory the caller gives), then its plots drawn;
-//!   [`sweep::descriptor`] is the descriptor format.
-//! - [`sweep_plots`] — the descriptor's `[[plot]]`s over a sweep folder.
+//!   [`sweep::descriptor`] is the descriptor format, [`sweep::plots`] draws
+//!   the descriptor's `[[plot]]`s over a sweep folder.
 //! - [`figures`] — line and bar figures for commands with their own rows.
 //!
-//! Module dependencies point one way: `results` ← `plot` ← `report`,
-//! `sweep_plots` ← `figures`; `sweep` ↔ nothing but `sweep_plots` and
-//! `plot`.
+//! Module dependencies point one way: `results` ← `plot` ← `sweep` ←
+//! `figures`, `report` (no cycle: `crates/inca/tests/layout.rs` checks).
 
 pub mod figures;
 pub mod plot;
 pub mod report;
 pub mod results;
 pub mod sweep;
-pub mod sweep_plots;

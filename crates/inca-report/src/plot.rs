@@ -1,7 +1,7 @@
 //! The plotting plumbing every picture shares: output formats, fonts, the
 //! palette, legends, frames and ticks, the backend-generic [`render!`]
 //! (one drawing, PNG and SVG), the latency CDF and bar-chart axes. The run
-//! plots ([`crate::report`]), the sweep plots ([`crate::sweep_plots`]) and
+//! plots ([`crate::report`]), the sweep plots ([`crate::sweep::plots`]) and
 //! TEA's offline experiments draw through it.
 
 use std::path::PathBuf;

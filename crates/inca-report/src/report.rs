@@ -42,7 +42,7 @@ pub fn run(dir: &Path, formats: &[String]) -> Result<()> {
         bail!("{}: not a folder", dir.display());
     }
     if dir.join("sweep.json").is_file() {
-        return crate::sweep_plots::redraw(dir, &formats);
+        return crate::sweep::plots::redraw(dir, &formats);
     }
     let text = init_fonts();
     let mut notes = Vec::new();

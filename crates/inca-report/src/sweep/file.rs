@@ -1,5 +1,5 @@
 //! `sweep.json`, the index of a sweep folder: written by the runner
-//! ([`super::runner`]) and read back by `inca report` ([`crate::sweep_plots`])
+//! ([`super::runner`]) and read back by `inca report` ([`crate::sweep::plots`])
 //! through the same structs.
 
 use std::path::Path;

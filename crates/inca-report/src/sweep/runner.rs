@@ -1,7 +1,7 @@
 //! The runner of `inca sweep EXPERIMENT.toml`: runs every configuration of an experiment
 //! descriptor ([`super::descriptor`]) under every seed, one results folder each,
 //! then writes `sweep.json` and draws the descriptor's plots
-//! ([`crate::sweep_plots`]).
+//! ([`crate::sweep::plots`]).
 //!
 //! Runs are independent simulations handed out to `--jobs` threads; each
 //! writes only its own folder, and everything written afterwards is in
@@ -205,7 +205,7 @@ pub fn run(path: &Path, opts: &Options) -> Result<()> {
     std::fs::write(&sweep_json, json + "\n")
         .with_context(|| format!("{}: cannot write", sweep_json.display()))?;
     println!("sweep {}: results in {}", d.name, out.display());
-    crate::sweep_plots::draw(&out, &file, &d.plots, &formats)
+    super::plots::draw(&out, &file, &d.plots, &formats)
 }
 
 /// Runs one configuration with `seed` into `dir` (emptied first, so no
