@@ -74,6 +74,8 @@ pub fn run(config_path: &Path) -> anyhow::Result<()> {
                 frames_in = s.frames_in,
                 frames_out = s.frames_out,
                 timers = s.timers,
+                contract_violations = s.contract_violations,
+                invariant_violations = s.invariant_violations,
                 "summary"
             );
         }
@@ -261,6 +263,14 @@ fn prometheus(node: &str, runner: &Runner<Box<dyn Node>>) -> String {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
         s.push_str(&format!("inca_{name}{{node=\"{node}\"}} {v}\n"));
+    }
+    // The driver's own checks (device contract, invariants counted live).
+    let rs = runner.stats();
+    for (k, v) in [
+        ("runner_contract_violations", rs.contract_violations),
+        ("runner_invariant_violations", rs.invariant_violations),
+    ] {
+        s.push_str(&format!("inca_{k}{{node=\"{node}\"}} {v}\n"));
     }
     for (i, p) in runner.ports().iter().enumerate() {
         let st = p.stats();

@@ -261,6 +261,14 @@ udp = {{ local = "{local}", peer = "{peer}" }}
         malformed, port_level,
         "runts and the 64 KiB datagram are counted by the port"
     );
+    // Garbage broke neither the device contract nor an invariant.
+    let text = scrape(metrics);
+    for line in [
+        "inca_runner_contract_violations{node=\"dram\"} 0",
+        "inca_runner_invariant_violations{node=\"dram\"} 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
     let unknown = wait_metric(
         metrics,
         "nic_drops_unknown_qp",
