@@ -4,12 +4,14 @@
 //! worker index, a protocol role, ...). [`PortDemux::dispatch`] parses the
 //! frame with inca-wire's one UDP-frame parser and returns the handler with
 //! the datagram; everything else is counted and dropped: frames that do not
-//! parse, frames addressed to another IP, and ports nobody bound.
+//! parse, frames addressed to another IP, and ports nobody bound. The reason
+//! comes back typed ([`Undeliverable`]) too, for a device that reports its
+//! drops under its own counter names.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use inca_wire::{parse_udp_frame, UdpFrame};
+use inca_wire::{parse_udp_frame, UdpFrame, WireError};
 
 /// Most ports one demultiplexer binds [our choice: far above any server's
 /// needs, it keeps a configuration error from growing the map unbounded].
@@ -24,6 +26,20 @@ pub enum DemuxError {
     /// [`MAX_BOUND_PORTS`] are bound already.
     #[error("more than {MAX_BOUND_PORTS} UDP ports bound")]
     TooManyPorts,
+}
+
+/// Why a frame reached no handler.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Undeliverable {
+    /// Not a well-formed Ethernet/IPv4/UDP frame.
+    #[error("malformed frame: {0}")]
+    Malformed(WireError),
+    /// Addressed to another IP.
+    #[error("frame for {0}, not this server")]
+    NotForMe(Ipv4Addr),
+    /// To a UDP port no handler is bound to.
+    #[error("no handler on UDP port {0}")]
+    UnknownPort(u16),
 }
 
 /// Frames the demultiplexer saw and dropped.
@@ -91,23 +107,24 @@ impl<H: Copy> PortDemux<H> {
         &self.stats
     }
 
-    /// The handler for `frame` and its datagram, or `None` (counted) when
-    /// the frame is malformed, for another IP or to an unbound port.
-    pub fn dispatch<'a>(&mut self, frame: &'a [u8]) -> Option<(H, UdpFrame<'a>)> {
+    /// The handler for `frame` and its datagram, or why there is none
+    /// (counted): the frame is malformed, for another IP or to an unbound
+    /// port.
+    pub fn dispatch<'a>(&mut self, frame: &'a [u8]) -> Result<(H, UdpFrame<'a>), Undeliverable> {
         self.stats.rx_frames += 1;
-        let Ok(udp) = parse_udp_frame(frame) else {
+        let udp = parse_udp_frame(frame).map_err(|e| {
             self.stats.malformed += 1;
-            return None;
-        };
+            Undeliverable::Malformed(e)
+        })?;
         if udp.dst_ip != self.ip {
             self.stats.not_for_me += 1;
-            return None;
+            return Err(Undeliverable::NotForMe(udp.dst_ip));
         }
         let Some(h) = self.handler(udp.dst_port) else {
             self.stats.unknown_port += 1;
-            return None;
+            return Err(Undeliverable::UnknownPort(udp.dst_port));
         };
-        Some((h, udp))
+        Ok((h, udp))
     }
 }
 
@@ -140,14 +157,25 @@ mod tests {
     fn unknown_port_other_ip_and_garbage_are_counted_and_dropped() {
         let mut d = PortDemux::new(ME);
         d.bind(8001, 0u8).unwrap();
-        assert!(d.dispatch(&frame(ME, 8002, b"x")).is_none());
-        assert!(d
-            .dispatch(&frame(Ipv4Addr::new(10, 0, 0, 9), 8001, b"x"))
-            .is_none());
-        assert!(d.dispatch(&[0u8; 20]).is_none());
+        let other = Ipv4Addr::new(10, 0, 0, 9);
+        assert_eq!(
+            d.dispatch(&frame(ME, 8002, b"x")).unwrap_err(),
+            Undeliverable::UnknownPort(8002)
+        );
+        assert_eq!(
+            d.dispatch(&frame(other, 8001, b"x")).unwrap_err(),
+            Undeliverable::NotForMe(other)
+        );
+        assert!(matches!(
+            d.dispatch(&[0u8; 20]),
+            Err(Undeliverable::Malformed(_))
+        ));
         let mut bad = frame(ME, 8001, b"x");
         bad[14 + 10] ^= 0xff; // IPv4 header checksum
-        assert!(d.dispatch(&bad).is_none());
+        assert_eq!(
+            d.dispatch(&bad).unwrap_err(),
+            Undeliverable::Malformed(WireError::BadChecksum)
+        );
         let s = *d.stats();
         assert_eq!(
             (s.rx_frames, s.unknown_port, s.not_for_me, s.malformed),

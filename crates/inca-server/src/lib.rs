@@ -27,6 +27,6 @@ pub mod service;
 pub mod transmit;
 
 pub use addr::ServerAddr;
-pub use demux::{DemuxError, DemuxStats, PortDemux, MAX_BOUND_PORTS};
+pub use demux::{DemuxError, DemuxStats, PortDemux, Undeliverable, MAX_BOUND_PORTS};
 pub use service::{Admitted, QueueBound, QueueFull, ServiceQueue, ServiceStats};
 pub use transmit::{TxPort, TxQueue, TxQueueStats};
