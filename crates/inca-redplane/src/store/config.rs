@@ -4,6 +4,7 @@
 
 use std::net::Ipv4Addr;
 
+use inca_server::ServerAddr;
 use inca_switch::device::{Nanos, MICROS, MILLIS, SECONDS};
 use serde::{Deserialize, Serialize};
 
@@ -200,6 +201,15 @@ impl StoreConfig {
             return Err("worker_queue: must be at least 1".into());
         }
         Ok(())
+    }
+
+    /// The server's addresses.
+    pub fn addr(&self) -> ServerAddr {
+        ServerAddr {
+            ip: self.ip,
+            mac: self.mac,
+            gateway_mac: self.gateway_mac,
+        }
     }
 
     /// Whether chain replication is in effect (on, and more than one member).

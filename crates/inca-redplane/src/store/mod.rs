@@ -12,14 +12,16 @@
 //!
 //! The server has one port (0) towards its gateway. Requests on UDP
 //! 8000 + w go to worker w; chain traffic uses the worker port + 1000;
-//! heartbeats use UDP 9000. Capacity model: each worker is a FIFO server
-//! taking `service_time` per request (and per chain update it applies), with
-//! at most `worker_queue` requests waiting; its replies leave when it
-//! finishes. [our choice] The state transition happens when the request
+//! heartbeats use UDP 9000 (the port map is an [`inca_server::PortDemux`]).
+//! Capacity model: each worker is a FIFO server taking `service_time` per
+//! request (and per chain update it applies), with at most `worker_queue`
+//! requests admitted and unfinished (an [`inca_server::ServiceQueue`]); its
+//! replies leave when it finishes. [our choice] The state transition happens when the request
 //! arrives (in arrival order, which is the order the worker would serve it
 //! in); only its outputs are delayed by the queueing and service time.
-//! Frames are released in time order (directly when due within one service
-//! time, otherwise through an internal transmit queue), so one port's
+//! Frames are released in time order by an [`inca_server::TxQueue`] with
+//! one service time of slack (directly when due within it, otherwise
+//! through its queue of at most [`TX_QUEUE_LIMIT`] frames), so one port's
 //! transmissions never go back in time although workers finish out of
 //! order; a frame may slip behind an earlier-released one by at most one
 //! service time.
@@ -74,11 +76,12 @@ use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
+use inca_server::{PortDemux, QueueBound, ServerAddr, ServiceQueue, TxQueue, Undeliverable};
 use inca_sim::engine::Node;
 use inca_sim::metrics::NodeReport;
 use inca_switch::device::{Device, DeviceRng, Input, Nanos, Output};
 use inca_wire::redplane::{
-    self as rp, build_rp_frame, parse_udp_frame, rp_endpoints, HeadAnnounceRepr, HeartbeatRepr,
+    self as rp, build_rp_frame, chain_port, rp_endpoints, HeadAnnounceRepr, HeartbeatRepr,
 };
 
 pub use apps::{AppConfig, InitResult, ShardCtx, SnapshotLayout, StoreApp};
@@ -92,9 +95,25 @@ pub use worker::{Env, Record, Worker};
 /// 9000): type 1 | the sender's view version 4.
 pub const JOIN_TYPE: u8 = 0x16;
 
+/// Frames the transmit queue holds [our choice: far above what
+/// `worker_queue` requests of 63 workers produce; beyond it frames are
+/// dropped and counted as `tx_queue_drops`].
+pub const TX_QUEUE_LIMIT: usize = 1 << 20;
+
 const TOKEN_TX: u64 = 1;
 const TOKEN_HEARTBEAT: u64 = 2;
 const TOKEN_WORKER: u64 = 100;
+
+/// Which handler a UDP port leads to.
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    /// A worker's request port (8000 + w): worker index.
+    Request(usize),
+    /// A worker's chain port (the request port + 1000): worker index.
+    Chain(usize),
+    /// Heartbeats and JOINs (UDP 9000).
+    Control,
+}
 
 /// This node's place in its chain, recomputed on every view change.
 #[derive(Debug, Clone, Default)]
@@ -113,16 +132,16 @@ struct Role {
 pub struct StoreServer {
     cfg: StoreConfig,
     workers: Vec<Worker>,
-    by_number: [Option<u8>; 64],
+    /// One per worker, by index: the worker's CPU.
+    queues: Vec<ServiceQueue>,
+    demux: PortDemux<Route>,
     membership: Option<Membership>,
     role: Role,
     restarted: bool,
     stats: Stats,
     observer: Option<Box<dyn StoreObserver>>,
-    tx: BTreeMap<(Nanos, u64), Vec<u8>>,
-    tx_seq: u64,
-    /// Time of the last frame handed to the port.
-    last_tx: Nanos,
+    tx: TxQueue,
+    /// Frames produced by this input, with the time each may leave.
     scratch: Vec<(Nanos, Vec<u8>)>,
     armed: BTreeMap<u64, Nanos>,
     forced: Vec<(u64, Nanos)>,
@@ -141,22 +160,30 @@ impl StoreServer {
     pub fn new(cfg: StoreConfig) -> Result<Self, String> {
         cfg.validate()?;
         let workers: Vec<Worker> = cfg.workers.iter().cloned().map(Worker::new).collect();
-        let mut by_number = [None; 64];
+        let mut demux = PortDemux::new(cfg.ip);
+        demux
+            .bind(rp::NODE_CONTROL_PORT, Route::Control)
+            .map_err(|e| e.to_string())?;
         for (i, w) in workers.iter().enumerate() {
-            by_number[usize::from(w.number)] = Some(i as u8);
+            demux
+                .bind(w.port, Route::Request(i))
+                .and_then(|()| demux.bind(chain_port(w.port), Route::Chain(i)))
+                .map_err(|e| format!("workers: {e}"))?;
         }
+        let queue = QueueBound::Requests(cfg.worker_queue);
+        let queues = vec![ServiceQueue::new(queue); workers.len()];
+        let tx = TxQueue::new(0, cfg.service_time, TX_QUEUE_LIMIT);
         let mut s = StoreServer {
             cfg,
             workers,
-            by_number,
+            queues,
+            demux,
             membership: None,
             role: Role::default(),
             restarted: false,
             stats: Stats::default(),
             observer: None,
-            tx: BTreeMap::new(),
-            tx_seq: 0,
-            last_tx: 0,
+            tx,
             scratch: Vec::new(),
             armed: BTreeMap::new(),
             forced: Vec::new(),
@@ -192,8 +219,10 @@ impl StoreServer {
 
     /// Worker number `w` (port 8000 + w).
     pub fn worker(&self, w: u16) -> Option<&Worker> {
-        let i = self.by_number.get(usize::from(w)).copied().flatten()?;
-        self.workers.get(usize::from(i))
+        match self.demux.handler(rp::STORE_PORT_BASE.checked_add(w)?)? {
+            Route::Request(i) => self.workers.get(i),
+            Route::Chain(_) | Route::Control => None,
+        }
     }
 
     /// Whether this node currently acts as its chain's head.
@@ -264,9 +293,7 @@ impl StoreServer {
         let mut env = Env {
             now,
             done,
-            ip: self.cfg.ip,
-            mac: self.cfg.mac,
-            gateway_mac: self.cfg.gateway_mac,
+            addr: self.cfg.addr(),
             lease_period: self.cfg.lease_period,
             fence_gap: self.cfg.fence_gap,
             hold_timeout: self.cfg.hold_timeout,
@@ -286,20 +313,22 @@ impl StoreServer {
     /// FIFO admission to worker `i`: when it will have served this input,
     /// or `None` if its queue is full.
     fn admit(&mut self, i: usize, now: Nanos) -> Option<Nanos> {
-        let service = self.cfg.service_time;
-        let w = &mut self.workers[i];
-        let start = w.busy_until.max(now);
-        let waiting = (start - now).checked_div(service).unwrap_or(0);
-        if waiting >= self.cfg.worker_queue as u64 {
-            self.stats.queue_drops += 1;
-            return None;
+        match self.queues[i].admit(now, self.cfg.service_time) {
+            Ok(a) => Some(a.done),
+            Err(_full) => {
+                self.stats.queue_drops += 1;
+                None
+            }
         }
-        w.busy_until = start + service;
-        Some(w.busy_until)
     }
 
     fn send_now(&mut self, now: Nanos, dst: Ipv4Addr, sport: u16, dport: u16, payload: &[u8]) {
-        let ep = rp_endpoints(self.cfg.mac, self.cfg.ip, self.cfg.gateway_mac, dst, 0);
+        let ServerAddr {
+            ip,
+            mac,
+            gateway_mac,
+        } = self.cfg.addr();
+        let ep = rp_endpoints(mac, ip, gateway_mac, dst, 0);
         if let Ok(f) = build_rp_frame(&ep, sport, dport, payload) {
             self.scratch.push((now, f));
         }
@@ -307,38 +336,32 @@ impl StoreServer {
 
     fn on_frame(&mut self, now: Nanos, frame: &[u8]) {
         self.stats.rx_frames += 1;
-        let Ok(info) = parse_udp_frame(frame) else {
-            self.stats.malformed += 1;
-            return;
-        };
-        if info.dst_ip != self.cfg.ip {
-            self.stats.not_for_me += 1;
-            return;
-        }
-        let port = info.dst_port;
-        if let Some(w) = rp::worker_of_port(port) {
-            let Some(i) = self.by_number[usize::from(w)] else {
+        let (route, info) = match self.demux.dispatch(frame) {
+            Ok(d) => d,
+            Err(Undeliverable::Malformed(_)) => {
+                self.stats.malformed += 1;
+                return;
+            }
+            Err(Undeliverable::NotForMe(_)) => {
+                self.stats.not_for_me += 1;
+                return;
+            }
+            Err(Undeliverable::UnknownPort(_)) => {
                 self.stats.unknown_port += 1;
                 return;
-            };
-            self.on_request(now, usize::from(i), &info);
-        } else if port == rp::NODE_CONTROL_PORT {
-            match info.payload.first().copied() {
+            }
+        };
+        match route {
+            Route::Request(i) => self.on_request(now, i, &info),
+            Route::Control => match info.payload.first().copied() {
                 Some(JOIN_TYPE) => self.on_join(now, &info),
                 _ => self.on_heartbeat(now, &info),
-            }
-        } else if let Some(w) = rp::worker_of_port(port.wrapping_sub(rp::CHAIN_PORT_OFFSET)) {
-            let Some(i) = self.by_number[usize::from(w)] else {
-                self.stats.unknown_port += 1;
-                return;
-            };
-            match info.payload.first().copied() {
-                Some(worker::SYNC_TYPE) => self.on_sync(now, usize::from(i), &info),
-                Some(worker::SYNC_ACK_TYPE) => self.on_sync_ack(now, usize::from(i), &info),
-                _ => self.on_chain(now, usize::from(i), &info),
-            }
-        } else {
-            self.stats.unknown_port += 1;
+            },
+            Route::Chain(i) => match info.payload.first().copied() {
+                Some(worker::SYNC_TYPE) => self.on_sync(now, i, &info),
+                Some(worker::SYNC_ACK_TYPE) => self.on_sync_ack(now, i, &info),
+                _ => self.on_chain(now, i, &info),
+            },
         }
     }
 
@@ -724,42 +747,13 @@ impl StoreServer {
     fn flush(&mut self, now: Nanos, out: &mut Vec<Output>) {
         // A frame due within one service time goes out at once (no other
         // worker can produce an earlier one any more); later ones wait in
-        // the queue. Either way a frame may slip behind one already on the
-        // port by at most `service_time`, which keeps the port's times
-        // non-decreasing without a timer per frame.
-        let horizon = now + self.cfg.service_time;
-        for (at, f) in self.scratch.drain(..) {
-            let at = at.max(now);
-            if at <= horizon && self.tx.is_empty() {
-                let at = at.max(self.last_tx);
-                self.last_tx = at;
-                out.push(Output::Transmit {
-                    at,
-                    port: 0,
-                    frame: f,
-                });
-            } else {
-                self.tx_seq += 1;
-                self.tx.insert((at, self.tx_seq), f);
-            }
-        }
-        while let Some(e) = self.tx.first_entry() {
-            if e.key().0 > now {
-                break;
-            }
-            let at = now.max(self.last_tx);
-            self.last_tx = at;
-            out.push(Output::Transmit {
-                at,
-                port: 0,
-                frame: e.remove(),
-            });
-        }
+        // the queue (see the module documentation).
+        self.tx.release(now, self.scratch.drain(..), out);
         for (token, at) in self.forced.drain(..) {
             self.armed.insert(token, at);
             out.push(Output::Timer { at, token });
         }
-        if let Some((&(at, _), _)) = self.tx.first_key_value() {
+        if let Some(at) = self.tx.next_due() {
             self.arm(TOKEN_TX, at, out);
         }
         let is_head = self.role.is_head;
@@ -823,6 +817,9 @@ impl Device for StoreServer {
         for w in &mut self.workers {
             w.reset();
         }
+        for q in &mut self.queues {
+            q.reset();
+        }
         self.tx.clear();
         self.scratch.clear();
         self.armed.clear();
@@ -847,6 +844,8 @@ impl Node for StoreServer {
         };
         let records: usize = self.workers.iter().map(|w| w.record_count()).sum();
         r.counters.insert("records".into(), records as u64);
+        r.counters
+            .insert("tx_queue_drops".into(), self.tx.stats().dropped);
         r.counters
             .insert("is_head".into(), u64::from(self.role.is_head));
         r.counters

@@ -10,12 +10,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
+use inca_server::ServerAddr;
 use inca_switch::device::{Nanos, MILLIS};
 use inca_wire::redplane::{
     self as rp, build_rp_frame, chain_ack_bytes, chain_port, rp_endpoints, serial_le, serial_lt,
     AckRepr, AckType, ChainSnapRepr, ChainUpdateRepr, ReqType, RequestRepr,
 };
-use inca_wire::MacAddr;
 
 use super::apps::StoreApp;
 use super::config::WorkerConfig;
@@ -46,12 +46,8 @@ pub struct Env<'a> {
     pub now: Nanos,
     /// When the worker finishes this request (outputs leave then).
     pub done: Nanos,
-    /// This server.
-    pub ip: Ipv4Addr,
-    /// This server's MAC.
-    pub mac: MacAddr,
-    /// The next hop's MAC.
-    pub gateway_mac: MacAddr,
+    /// This server's addresses.
+    pub addr: ServerAddr,
     /// LEASE_PERIOD.
     pub lease_period: Nanos,
     /// FENCE_GAP.
@@ -88,7 +84,8 @@ impl Env<'_> {
         dport: u16,
         payload: &[u8],
     ) {
-        let ep = rp_endpoints(self.mac, self.ip, self.gateway_mac, dst, ident);
+        let a = self.addr;
+        let ep = rp_endpoints(a.mac, a.ip, a.gateway_mac, dst, ident);
         if let Ok(f) = build_rp_frame(&ep, sport, dport, payload) {
             self.tx.push((at, f));
         }
@@ -163,8 +160,6 @@ pub struct Worker {
     pending: BTreeMap<u32, Vec<(Nanos, Vec<u8>)>>,
     /// (time, lease key) at which to look at a key again (deferred, held).
     wakeups: BTreeSet<(Nanos, Vec<u8>)>,
-    /// Time the worker's CPU is busy until.
-    pub busy_until: Nanos,
     /// A state transfer this worker is waiting for or receiving (rejoin).
     sync_in: Option<SyncIn>,
     /// A state transfer this worker is sending to a joiner.
@@ -194,7 +189,6 @@ impl Worker {
             log_sent_at: 0,
             pending: BTreeMap::new(),
             wakeups: BTreeSet::new(),
-            busy_until: 0,
             sync_in: None,
             sync_out: None,
             synced_session: None,
@@ -266,7 +260,7 @@ impl Worker {
         wait: Option<u32>,
     ) {
         let Ok(payload) = ack.to_vec() else { return };
-        let ep = rp_endpoints(env.mac, env.ip, env.gateway_mac, to, ident);
+        let ep = rp_endpoints(env.addr.mac, env.addr.ip, env.addr.gateway_mac, to, ident);
         let Ok(frame) = build_rp_frame(&ep, self.port, rp::SWITCH_PORT, &payload) else {
             return;
         };
@@ -333,7 +327,7 @@ impl Worker {
         };
         if before != Some((rec.owner, rec.expiry)) {
             obs.lease_changed(&LeaseEvent {
-                node: env.ip,
+                node: env.addr.ip,
                 worker: self.number,
                 key: lk,
                 owner: rec.owner,

@@ -4,8 +4,9 @@
 //! [`agent_proto`]. [`DramServer`] puts them behind one port as a sans-IO
 //! [`Device`] and a simulator [`Node`] of kind `"tea-dram"`.
 //!
-//! Frames to UDP port 4791 go to the NIC, frames to the agent's UDP port to
-//! the agent; anything else is counted and dropped. A crash loses DRAM, QPs
+//! Frames to UDP port 4791 go to the NIC (which parses and counts its own
+//! drops), frames to the agent's UDP port to the agent through an
+//! [`inca_server::PortDemux`]; anything else is counted and dropped. A crash loses DRAM, QPs
 //! and the agent's memory of replies (§5.7); the restarted agent sends HELLO
 //! again, and R_Keys from before the crash no longer match.
 
@@ -18,6 +19,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+use inca_server::PortDemux;
 use inca_sim::engine::Node;
 use inca_sim::metrics::NodeReport;
 use inca_switch::device::{Device, DeviceRng, Input, Nanos, Output};
@@ -196,6 +198,8 @@ pub struct ServerStats {
 #[derive(Debug, Clone)]
 pub struct DramServer {
     cfg: DramServerConfig,
+    /// The UDP ports served outside the NIC: the agent's.
+    demux: PortDemux<()>,
     boot: u32,
     nic: Nic,
     agent: Agent,
@@ -208,8 +212,14 @@ impl DramServer {
         cfg.validate()?;
         let nic = Self::make_nic(&cfg, 0);
         let agent = Agent::new(cfg.agent_config(), 0);
+        let mut demux = PortDemux::new(cfg.ip);
+        demux.bind(AGENT_UDP_PORT, ()).map_err(|e| ConfigError {
+            field: "agent port",
+            reason: e.to_string(),
+        })?;
         Ok(DramServer {
             cfg,
+            demux,
             boot: 0,
             nic,
             agent,
@@ -275,11 +285,9 @@ impl DramServer {
             self.nic.handle_roce(now, frame, out);
             return;
         }
-        match agent_proto::parse_udp(frame) {
-            Some(d) if d.dst_port == AGENT_UDP_PORT && d.dst_ip == self.cfg.ip => {
-                self.agent.handle_datagram(now, &d, &mut self.nic, out)
-            }
-            _ => self.stats.not_for_server += 1,
+        match self.demux.dispatch(frame) {
+            Ok(((), d)) => self.agent.handle_datagram(now, &d, &mut self.nic, out),
+            Err(_) => self.stats.not_for_server += 1,
         }
     }
 }

@@ -13,14 +13,17 @@
 //! fails a check leaves memory untouched.
 //!
 //! Timing (§8.1, model inputs in [`NicConfig`]): a request waits for the
-//! NIC's packet engine (about 34 Mpps), then takes RX, DMA (base plus bytes at
-//! the DMA rate) and TX time. Requests of one QP are answered in arrival
-//! order, and the port never sends out of time order. A READ counts in
+//! NIC's packet engine (about 34 Mpps, an [`inca_server::ServiceQueue`] whose
+//! backlog is bounded by `max_backlog_ns`), then takes RX, DMA (base plus
+//! bytes at the DMA rate) and TX time. Requests of one QP are answered in
+//! arrival order, and the port never sends out of time order (an
+//! [`inca_server::TxPort`]). A READ counts in
 //! `rd_inflight` until its last response packet starts on the wire.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
 
+use inca_server::{QueueBound, ServiceQueue, TxPort};
 use inca_switch::device::{Nanos, Output, PortId};
 use inca_wire::ethernet::{ethertype, EthernetRepr, MacAddr, HEADER_LEN as ETH_HEADER_LEN};
 use inca_wire::ipv4::{protocol, Ipv4Repr};
@@ -332,12 +335,12 @@ pub struct Nic {
     cfg: NicConfig,
     mac: MacAddr,
     ip: Ipv4Addr,
-    port: PortId,
+    port: TxPort,
     mem: Memory,
     qps: BTreeMap<u16, Qp>,
     stats: NicStats,
-    engine_free_at: Nanos,
-    port_free_at: Nanos,
+    /// The packet engine: every packet of the NIC passes it in turn.
+    engine: ServiceQueue,
 }
 
 impl Nic {
@@ -351,16 +354,16 @@ impl Nic {
         dram: u64,
         generation: u32,
     ) -> Nic {
+        let engine = ServiceQueue::new(QueueBound::Backlog(cfg.max_backlog_ns));
         Nic {
             cfg,
             mac,
             ip,
-            port,
+            port: TxPort::new(port),
             mem: Memory::new(dram, generation),
             qps: BTreeMap::new(),
             stats: NicStats::default(),
-            engine_free_at: 0,
-            port_free_at: 0,
+            engine,
         }
     }
 
@@ -471,14 +474,7 @@ impl Nic {
     /// Sends `frame` on the NIC's port no earlier than `at` and no earlier
     /// than the previous frame (the port sends in time order).
     pub fn transmit(&mut self, at: Nanos, frame: Vec<u8>, out: &mut Vec<Output>) -> Nanos {
-        let at = at.max(self.port_free_at);
-        self.port_free_at = at;
-        out.push(Output::Transmit {
-            at,
-            port: self.port,
-            frame,
-        });
-        at
+        self.port.send(at, frame, out)
     }
 
     /// The QP's response headers for `src_port`, from its cache.
@@ -517,12 +513,11 @@ impl Nic {
             return;
         }
         // The packet engine serialises all packets of the NIC.
-        let start = now.max(self.engine_free_at);
-        if start - now > self.cfg.max_backlog_ns {
+        let Ok(engine) = self.engine.admit(now, self.cfg.packet_ns()) else {
             self.drop(DropReason::RxOverflow);
             return;
-        }
-        self.engine_free_at = start + self.cfg.packet_ns();
+        };
+        let start = engine.start;
 
         let roce = &frame[loc.roce.clone()];
         let Ok(bth) = Bth::new_checked(roce) else {

@@ -179,7 +179,7 @@ impl Worker {
                 if let Some(obs) = env.observer.as_mut() {
                     if report.commit {
                         obs.committed(&CommitEvent {
-                            node: env.ip,
+                            node: env.addr.ip,
                             worker: self.number,
                             key: &e.key,
                             fence: e.fence,
@@ -192,7 +192,7 @@ impl Worker {
                     if report.grant {
                         if let (Some(kind), Some(owner)) = (grant, e.owner) {
                             obs.lease_granted(&GrantEvent {
-                                node: env.ip,
+                                node: env.addr.ip,
                                 worker: self.number,
                                 key: &e.key,
                                 owner,
@@ -399,7 +399,7 @@ impl Worker {
         let Some(succ) = env.successor else { return };
         let port = chain_port(self.port);
         for e in &self.log {
-            let ep = rp_endpoints(env.mac, env.ip, env.gateway_mac, succ, 0);
+            let ep = rp_endpoints(env.addr.mac, env.addr.ip, env.addr.gateway_mac, succ, 0);
             if let Ok(f) = build_rp_frame(&ep, port, port, &e.bytes) {
                 env.tx.push((env.now, f));
                 env.stats.chain_resends += 1;

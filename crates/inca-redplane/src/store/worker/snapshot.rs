@@ -94,7 +94,7 @@ impl Worker {
         // The ack waits for the commit; the commit id is known only when the
         // epoch is complete, so it waits beside the stage until then.
         let payload = ack.to_vec().unwrap_or_default();
-        let ep = rp_endpoints(env.mac, env.ip, env.gateway_mac, from, ident);
+        let ep = rp_endpoints(env.addr.mac, env.addr.ip, env.addr.gateway_mac, from, ident);
         if let Ok(f) = build_rp_frame(&ep, self.port, rp::SWITCH_PORT, &payload) {
             env.stats.tx_snapshot_ack += 1;
             stage_waiters(&mut self.partitions, &lk, e).push((env.done, f));
