@@ -12,7 +12,7 @@
 //!   log and lease grants, with bounded memory.
 //! - [`linearizability`] — Checker A (Wing–Gong search with memoisation)
 //!   and Checker B (the O(n log n) witness checker), generic over a
-//!   [`linearizability::SpecModel`], plus the app oracles of §6.3.
+//!   [`linearizability::Spec`] (`inca_verify`'s), plus the app oracles of §6.3.
 //! - [`invariants`] — the [`invariants::Monitor`] of the global-view runtime
 //!   invariants of §6.2 (1, 2, 3, 8, 9, 10, 11), fed with timestamped events.
 //! - [`run_check`] — the per-run check of a fault campaign: records a
