@@ -4,6 +4,8 @@
 //! - [`linearizability`] — is a recorded history of operations (inputs,
 //!   invocation and response times, outputs) linearizable against a
 //!   sequential specification? Wing–Gong search with memoisation.
+//! - [`history`] — per-key histories of calls recorded across devices,
+//!   checked key by key (what a linearizable key-value service reports).
 //! - [`model`] — explicit-state model checking: breadth-first exploration
 //!   of a model's state space within bounds, shortest counterexample traces
 //!   to a bad state.
@@ -14,10 +16,11 @@
 //!   finds.
 //!
 //! Module dependencies point one way: `campaign_results` ← `run_check`,
-//! `campaign`; `linearizability` and `model` stand alone.
+//! `campaign`; `linearizability` ← `history`; `model` stands alone.
 
 pub mod campaign;
 pub mod campaign_results;
+pub mod history;
 pub mod linearizability;
 pub mod model;
 pub mod run_check;

@@ -270,10 +270,8 @@ mod tests {
 
     #[test]
     fn reads_that_see_a_value_go_back_in_time_are_rejected() {
-        // Two writes concurrent with two sequential reads: the reads may see
-        // either order of the writes, but not 7 and then 5 once 5 was gone
-        // ... unless 5 came after 7. With the writes sequential (5 then 7)
-        // the reads 7 then 5 cannot be explained.
+        // With the writes sequential (5 then 7), reads seeing 7 and then 5
+        // cannot be explained: 5 was overwritten before 7 was read.
         let h = vec![
             write(1, 0, Some(10), 5),
             write(2, 20, Some(30), 7),
