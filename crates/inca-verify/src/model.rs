@@ -240,7 +240,8 @@ pub fn check<M: Model>(m: &M, max_states: usize) -> Report<M::State, M::Label> {
 
 /// A liveness property "□(waiting ⇒ ◇¬waiting)" under weak fairness.
 pub trait Liveness: Model {
-    /// Number of weakly fair action classes.
+    /// Number of weakly fair action classes (at most 64: the search keeps
+    /// the classes of a component in one word).
     fn fair_classes(&self) -> usize;
     /// The fair class of an action, if it is weakly fair.
     fn fair_class(&self, l: &Self::Label) -> Option<usize>;
@@ -257,6 +258,13 @@ pub trait Liveness: Model {
 /// Checks the safety properties and then, for every obligation, searches for
 /// a fair lasso that stays "waiting" forever (or a deadlock while waiting).
 pub fn check_liveness<M: Liveness>(m: &M, max_states: usize) -> Report<M::State, M::Label> {
+    // A model with more classes is a programmer error that would otherwise
+    // shift bits out of the word and judge fairness wrongly, silently.
+    assert!(
+        m.fair_classes() <= 64,
+        "a liveness model has at most 64 fair classes, this one {}",
+        m.fair_classes()
+    );
     let (g, mut report) = explore(m, max_states, true);
     if report.counterexample.is_some() || report.truncated {
         return report;
