@@ -15,17 +15,16 @@
 //! seed. Seeds run on `jobs` threads; results are in seed order whatever
 //! the threads did, so a summary depends only on the seeds.
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use inca_sim::scenario::Loaded;
+use inca_verify::campaign::run_campaign;
+use inca_verify::run_check::{device_violations, seed_result};
 
-pub use crate::campaign_results::{CampaignSummary, KindTally, SeedResult};
 use crate::error::CampaignError;
 use crate::registry::{Registry, SystemFactory};
 use crate::system::BuiltinCampaign;
+pub use inca_verify::campaign_results::{CampaignSummary, KindTally, SeedResult};
 
 /// Runs one seed of `loaded`, building through `registry`, and checks it.
 pub fn run_seed(
@@ -36,29 +35,9 @@ pub fn run_seed(
     let factory = SystemFactory::checked(registry.clone());
     let mut built = loaded.build(&factory, Some(seed), None)?;
     built.sim.run_until(built.duration, |_| {});
-    let mut violations = Vec::new();
-    for (name, _, report) in built.sim.node_reports() {
-        if let Some(&n) = report.counters.get("invariant_violations") {
-            if n > 0 {
-                violations.push(format!("{name}: {n} invariant violations"));
-                violations.extend(report.notes.iter().map(|note| format!("{name}: {note}")));
-            }
-        }
-    }
+    let mut violations = device_violations(&built.sim);
     violations.extend(factory.run_checks(&built.sim));
-    Ok(SeedResult {
-        seed,
-        faults: built.sim.fault_log.clone(),
-        kinds: built
-            .sim
-            .fault_tally
-            .iter()
-            .map(|(k, n)| (k.to_string(), *n))
-            .collect(),
-        violations,
-        notes: Vec::new(),
-        events: built.sim.stats().events,
-    })
+    Ok(seed_result(seed, &built.sim, violations))
 }
 
 /// What a campaign runs: a scenario file or a built-in campaign.
@@ -141,80 +120,20 @@ impl Campaign {
         jobs: usize,
         on_seed: &(dyn Fn(&SeedResult) + Sync),
     ) -> Result<CampaignSummary, CampaignError> {
-        let wall = std::time::Instant::now();
-        let next = AtomicU64::new(0);
-        let results: Mutex<Vec<SeedResult>> = Mutex::new(Vec::new());
-        let error: Mutex<Option<CampaignError>> = Mutex::new(None);
-        std::thread::scope(|s| {
-            for _ in 0..jobs.max(1) {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= count || error.lock().map_or(true, |e| e.is_some()) {
-                        break;
-                    }
-                    match self.run_seed(first + i) {
-                        Ok(r) => {
-                            on_seed(&r);
-                            if let Ok(mut v) = results.lock() {
-                                v.push(r);
-                            }
-                        }
-                        Err(e) => {
-                            let e = match e {
-                                CampaignError::Seed { .. } => e,
-                                other => CampaignError::Seed {
-                                    seed: first + i,
-                                    message: other.to_string(),
-                                },
-                            };
-                            if let Ok(mut slot) = error.lock() {
-                                slot.get_or_insert(e);
-                            }
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        // A poisoned lock means a seed panicked: the panic has already been
-        // propagated by the scope, so these are never poisoned here.
-        if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            return Err(e);
-        }
-        let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        results.sort_by_key(|r| r.seed);
-        Ok(summarise(
+        run_campaign(
             &self.given,
-            results,
-            wall.elapsed().as_secs_f64(),
-        ))
-    }
-}
-
-/// The summary of `results` (in seed order).
-fn summarise(scenario: &str, results: Vec<SeedResult>, wall_seconds: f64) -> CampaignSummary {
-    let mut by_kind: BTreeMap<String, KindTally> = BTreeMap::new();
-    for r in &results {
-        for (kind, n) in &r.kinds {
-            let t = by_kind.entry(kind.clone()).or_default();
-            t.faults += n;
-            t.seeds += 1;
-            t.failed += u64::from(!r.violations.is_empty());
-        }
-    }
-    let failures: Vec<SeedResult> = results
-        .iter()
-        .filter(|r| !r.violations.is_empty())
-        .cloned()
-        .collect();
-    CampaignSummary {
-        by_kind,
-        scenario: scenario.to_string(),
-        seeds: results.len() as u64,
-        failed: failures.len() as u64,
-        faults: results.iter().flat_map(|r| r.kinds.values()).sum(),
-        events: results.iter().map(|r| r.events).sum(),
-        wall_seconds,
-        failures,
+            first,
+            count,
+            jobs,
+            &|seed| self.run_seed(seed),
+            on_seed,
+        )
+        .map_err(|f| match f.error {
+            e @ CampaignError::Seed { .. } => e,
+            other => CampaignError::Seed {
+                seed: f.seed,
+                message: other.to_string(),
+            },
+        })
     }
 }

@@ -9,8 +9,9 @@
 //!   [`SystemFactory`], the scenario factory (`inca_sim::scenario::
 //!   SwitchFactory`) that builds every device through them.
 //! - [`campaign`] — the campaign runner: one scenario (or a built-in
-//!   campaign) under many seeds, every run checked; [`campaign_results`]
-//!   is what it finds.
+//!   campaign) under many seeds, every run checked, on the loop of
+//!   `inca_verify::campaign`; [`campaign_results`] (re-exported from
+//!   `inca_verify`) is what it finds.
 //! - [`bench`] — what a benchmark row is, so systems can offer theirs.
 //! - [`apps`] — the plain apps of `inca-apps` served as a system.
 //! - [`server`] — helpers for systems that build `[[server]]` devices.
@@ -22,18 +23,19 @@
 //! over them. docs/architecture.md, "How to add a system", walks through a
 //! toy example (crates/inca/tests/toy_system.rs).
 //!
-//! Module dependencies point one way: `error`, `bench`, `campaign_results`
-//! ← `system` ← `registry` ← `campaign`, `largest`, `apps`.
+//! Module dependencies point one way: `error`, `bench` ← `system` ← `registry` ← `campaign`, `largest`, `apps`.
 
 pub mod apps;
 pub mod bench;
 pub mod campaign;
-pub mod campaign_results;
 pub mod error;
 pub mod largest;
 pub mod registry;
 pub mod server;
 pub mod system;
+
+/// What a campaign found (the results schema), from `inca_verify`.
+pub use inca_verify::campaign_results;
 
 pub use error::{CampaignError, CheckError, SystemError};
 pub use registry::{Registry, SystemFactory};

@@ -19,15 +19,15 @@ use std::any::Any;
 use std::net::SocketAddrV4;
 
 use inca_apps::params::Params;
-use inca_sim::engine::{Node, Simulation};
+use inca_sim::engine::Node;
 use inca_sim::nodes::attack::CraftRequest;
 use inca_sim::scenario::ServerSetup;
 use inca_switch::placement::Placement;
 use inca_switch::Profile;
 
 use crate::bench::Bench;
-use crate::campaign_results::SeedResult;
 use crate::error::{CampaignError, CheckError, SystemError};
+use inca_verify::SeedResult;
 
 /// A switch program a system offers.
 #[derive(Debug, Clone)]
@@ -94,13 +94,9 @@ pub enum RunMode {
     Checked,
 }
 
-/// A check over a finished run that needs more than one device's view (a
-/// per-flow linearizability check over the recorded history, say). Returns
-/// one message per violation, each saying what, where and when.
-pub trait RunCheck {
-    /// Checks the run; empty means it passed.
-    fn check(&self, sim: &Simulation) -> Vec<String>;
-}
+/// A check over a finished run that needs more than one device's view;
+/// the trait lives with the campaign loop in `inca_verify`.
+pub use inca_verify::RunCheck;
 
 /// One run's builder for a system's devices, and the checks it wants run
 /// over the finished simulation.

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use inca_wire::Probe;
 
 use super::linearizability::{
-    check_a, check_b, Commit, Kind, Op, Spec, Verdict, Version, A_BUDGET,
+    check_a, check_b, Commit, DecodeState, Kind, Op, Verdict, Version, A_BUDGET,
 };
 
 /// How a packet is identified across the switch.
@@ -438,7 +438,7 @@ pub fn check_recorder<M, F>(
     a_max_ops: usize,
 ) -> Vec<FlowVerdict>
 where
-    M: Spec<Input = Vec<u8>, Output = Vec<Vec<u8>>>,
+    M: DecodeState<Input = Vec<u8>, Output = Vec<Vec<u8>>>,
     F: Fn(&[u8]) -> M,
 {
     let mut out = Vec::new();

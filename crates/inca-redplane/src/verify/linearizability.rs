@@ -5,38 +5,30 @@
 //! time (O_x before I_y ⇒ x before y), and (c) may leave out, or place
 //! anywhere after their input, inputs that produced no output.
 //!
-//! - [`check_a`] — Checker A: Wing–Gong search with memoisation on
-//!   (linearised set, spec state), as in Knossos/Porcupine. Exponential in
-//!   the worst case, so it has a node budget and answers
+//! - [`check_a`] — Checker A: the generic Wing–Gong search of
+//!   [`inca_verify::linearizability::check`] over RedPlane's [`Op`]s.
+//!   Exponential in the worst case, so it has a node budget and answers
 //!   [`Verdict::Inconclusive`] when it runs out; fine for ≤ ~200 ops.
 //! - [`check_b`] — Checker B: the O(n log n) witness checker. It builds S
 //!   from the store's committed log and the versions the outputs observed,
 //!   replays it, and checks real time with a sweep.
 //! - [`oracles`] — the app oracles (Sync-Counter counts, mapping stability).
 //!
-//! Both checkers are generic over [`Spec`]; [`AppSpec`] adapts an app's
-//! byte-level [`crate::apps::SpecModel`].
+//! Both checkers are generic over [`Spec`] (`inca_verify`'s sequential
+//! specification; Checker B also needs [`DecodeState`]); [`AppSpec`]
+//! adapts an app's byte-level [`crate::apps::SpecModel`].
 
 pub mod oracles;
 
-use std::collections::{BTreeMap, HashSet};
-use std::fmt::Debug;
-use std::hash::Hash;
+use std::collections::BTreeMap;
 
-/// A sequential reference model of one flow.
-pub trait Spec {
-    /// The flow's state.
-    type State: Clone + Eq + Hash + Debug;
-    /// One input (a packet).
-    type Input: Debug;
-    /// What one input produces (e.g. the list of output packets).
-    type Output: PartialEq + Debug;
-    /// The flow's state before any input.
-    fn init(&self) -> Self::State;
-    /// One step: the output and the next state.
-    fn step(&self, state: &Self::State, input: &Self::Input) -> (Self::Output, Self::State);
-    /// The state a committed store value encodes, if the model can tell
-    /// (used by Checker B for durable writes whose output was lost).
+use inca_verify::linearizability::Operation;
+pub use inca_verify::linearizability::{Spec, Verdict};
+
+/// A [`Spec`] that can tell the state a committed store value encodes
+/// (used by Checker B for durable writes whose output was lost).
+pub trait DecodeState: Spec {
+    /// The state `value` encodes, if the model can tell.
     fn decode(&self, _value: &[u8]) -> Option<Self::State> {
         None
     }
@@ -64,7 +56,9 @@ impl<A: crate::apps::SpecModel + ?Sized> Spec for AppSpec<'_, A> {
         let (out, next) = self.app.spec_step(state, input);
         (out, next)
     }
+}
 
+impl<A: crate::apps::SpecModel + ?Sized> DecodeState for AppSpec<'_, A> {
     fn decode(&self, value: &[u8]) -> Option<Vec<u8>> {
         Some(value.to_vec())
     }
@@ -104,6 +98,23 @@ pub struct Op<I, O> {
     pub issued: Option<Version>,
 }
 
+impl<I, O> Operation for Op<I, O> {
+    type Input = I;
+    type Output = O;
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn invoked(&self) -> u64 {
+        self.t_in
+    }
+    fn input(&self) -> &I {
+        &self.input
+    }
+    fn response(&self) -> Option<(u64, &O)> {
+        self.output.as_ref().map(|(t, o, _)| (*t, o))
+    }
+}
+
 /// One committed store update of the flow's key.
 #[derive(Clone, Debug)]
 pub struct Commit {
@@ -117,100 +128,17 @@ pub struct Commit {
     pub grant: bool,
 }
 
-/// A checker's answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// A witness order exists (for Checker B: the one it built).
-    Linearizable,
-    /// Not linearizable, with the reason and the ids of the ops involved.
-    Violation { reason: String, ops: Vec<u64> },
-    /// The checker could not decide (budget, or missing information).
-    Inconclusive(String),
-}
-
-impl Verdict {
-    /// True for [`Verdict::Linearizable`].
-    pub fn is_ok(&self) -> bool {
-        matches!(self, Verdict::Linearizable)
-    }
-
-    /// True for [`Verdict::Violation`].
-    pub fn is_violation(&self) -> bool {
-        matches!(self, Verdict::Violation { .. })
-    }
-}
-
 /// Default node budget of Checker A.
-pub const A_BUDGET: usize = 2_000_000;
+pub const A_BUDGET: usize = inca_verify::linearizability::BUDGET;
 
-/// Checker A: Wing–Gong search with memoisation on (linearised set, state).
+/// Checker A: Wing–Gong search with memoisation on (linearised set, state)
+/// ([`inca_verify::linearizability::check`]).
 ///
 /// An op can go next iff no other pending op with an output returned before
 /// it was invoked. Ops with an output must all be linearised and reproduce
 /// it; ops without one may be linearised (any output) or left out.
 pub fn check_a<M: Spec>(m: &M, ops: &[Op<M::Input, M::Output>], budget: usize) -> Verdict {
-    let n = ops.len();
-    let words = n.div_ceil(64).max(1);
-    let must: Vec<usize> = (0..n).filter(|&i| ops[i].output.is_some()).collect();
-    if must.is_empty() {
-        return Verdict::Linearizable;
-    }
-    // Candidates in input-time order, so the minimality test is a prefix scan.
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| (ops[i].t_in, i));
-    let done = |set: &[u64]| must.iter().all(|&i| set[i / 64] >> (i % 64) & 1 == 1);
-    let mut seen: HashSet<(Vec<u64>, M::State)> = HashSet::new();
-    let mut stack: Vec<(Vec<u64>, M::State)> = vec![(vec![0u64; words], m.init())];
-    let mut nodes = 0usize;
-    let mut deepest: (usize, Vec<u64>) = (0, vec![0u64; words]);
-    while let Some((set, state)) = stack.pop() {
-        if done(&set) {
-            return Verdict::Linearizable;
-        }
-        if !seen.insert((set.clone(), state.clone())) {
-            continue;
-        }
-        nodes += 1;
-        if nodes > budget {
-            return Verdict::Inconclusive(format!("Checker A ran out of its {budget}-node budget"));
-        }
-        let count: usize = set.iter().map(|w| w.count_ones() as usize).sum();
-        if count > deepest.0 {
-            deepest = (count, set.clone());
-        }
-        // The earliest output among pending ops bounds which inputs may go next.
-        let horizon = (0..n)
-            .filter(|&i| set[i / 64] >> (i % 64) & 1 == 0)
-            .filter_map(|i| ops[i].output.as_ref().map(|o| o.0))
-            .min()
-            .unwrap_or(u64::MAX);
-        for &c in order.iter().rev() {
-            if set[c / 64] >> (c % 64) & 1 == 1 || ops[c].t_in > horizon {
-                continue;
-            }
-            let (out, next) = m.step(&state, &ops[c].input);
-            if let Some((_, rec, _)) = &ops[c].output {
-                if *rec != out {
-                    continue;
-                }
-            }
-            let mut s2 = set.clone();
-            s2[c / 64] |= 1 << (c % 64);
-            stack.push((s2, next));
-        }
-    }
-    let stuck: Vec<u64> = must
-        .iter()
-        .filter(|&&i| deepest.1[i / 64] >> (i % 64) & 1 == 0)
-        .map(|&i| ops[i].id)
-        .collect();
-    Verdict::Violation {
-        reason: format!(
-            "no linearization: at best {} ops placed; these outputs could never be explained",
-            deepest.0
-        ),
-        ops: stuck,
-    }
+    inca_verify::linearizability::check(m, ops, budget)
 }
 
 /// Checker B: the witness checker of §6.3, steps 1–5.
@@ -218,11 +146,11 @@ pub fn check_a<M: Spec>(m: &M, ops: &[Op<M::Input, M::Output>], budget: usize) -
 /// `log` is the store's committed log for the key (writes and grants), in
 /// any order; it is sorted by version. Writes are matched to log entries by
 /// the version their output was tagged with; a durable write whose output
-/// was lost is replayed from the log's value (needs [`Spec::decode`], else
+/// was lost is replayed from the log's value (needs [`DecodeState::decode`], else
 /// the answer is [`Verdict::Inconclusive`]). A released write missing from
 /// the log is durable only if a later write of the same grant committed
 /// before the release (the store acks a superseded write unapplied, §5.6).
-pub fn check_b<M: Spec>(m: &M, ops: &[Op<M::Input, M::Output>], log: &[Commit]) -> Verdict {
+pub fn check_b<M: DecodeState>(m: &M, ops: &[Op<M::Input, M::Output>], log: &[Commit]) -> Verdict {
     // 1. Durable writes in version order.
     let mut writes: Vec<&Commit> = log.iter().filter(|c| !c.grant).collect();
     // A write the store acked without applying it (spec §5.6: fence < s ≤
@@ -446,6 +374,9 @@ mod tests {
                 In::Get => (*s, *s),
             }
         }
+    }
+
+    impl DecodeState for Counter {
         fn decode(&self, v: &[u8]) -> Option<u32> {
             Some(u32::from_be_bytes(v.try_into().ok()?))
         }

@@ -1,7 +1,7 @@
 //! What a campaign found, per seed and over all seeds: written by the
-//! runner ([`crate::campaign`]) and by built-in campaigns
-//! ([`crate::BuiltinCampaign`]), serialised by `inca campaign --json`
-//! (and deserialisable into the same structs, for tools reading it).
+//! loop ([`crate::campaign`]) and by systems' built-in campaigns,
+//! serialised by `inca campaign --json` (and deserialisable into the same
+//! structs, for tools reading it).
 
 use std::collections::BTreeMap;
 
