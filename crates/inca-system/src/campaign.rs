@@ -7,6 +7,8 @@
 //! - each node's report: a counter named `invariant_violations` above zero
 //!   is a failed run-time assertion (the devices check their own invariants
 //!   while they run and count what fails, with a note saying what);
+//! - the simulator's check of the device contract: an output timed before
+//!   the call that made it fails the run;
 //! - each system's run checks ([`crate::RunCheck`]), which the systems
 //!   collected while they built the devices: RedPlane's per-flow
 //!   linearizability and snapshot bounds, for example.

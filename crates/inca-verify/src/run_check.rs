@@ -2,7 +2,9 @@
 //!
 //! Two sources of violations: the devices' own run-time assertions, which
 //! they count in their reports as `invariant_violations` with a note saying
-//! what failed ([`device_violations`]), and checks that need more than one
+//! what failed, and the driver's check of the device contract (an output
+//! timed before the call that made it, [`Simulation::contract_violations`])
+//! — both in [`device_violations`] — and checks that need more than one
 //! device's view, such as a per-key linearizability check over a history
 //! recorded across several switches ([`RunCheck`]).
 
@@ -20,9 +22,17 @@ pub trait RunCheck {
 
 /// The failed run-time assertions the devices of `sim` counted: per node
 /// with a non-zero `invariant_violations` counter, one line with the count
-/// and one per note of that node.
+/// and one per note of that node; and one line if any device broke the
+/// device contract, naming the first breach.
 pub fn device_violations(sim: &Simulation) -> Vec<String> {
     let mut violations = Vec::new();
+    let breaches = sim.contract_violations();
+    if breaches > 0 {
+        violations.push(format!(
+            "contract_violation: {breaches} outputs before their call's time (first: {})",
+            sim.first_contract_violation().unwrap_or("?")
+        ));
+    }
     for (name, _, report) in sim.node_reports() {
         if let Some(&n) = report.counters.get("invariant_violations") {
             if n > 0 {
