@@ -30,9 +30,11 @@ pub const MIN_PROBE_FRAME: usize = UDP_FRAME_HEADERS + PROBE_LEN;
 /// Ethernet header).
 pub const MAX_FRAME: usize = 9214;
 
-/// Most random 5-tuples one `udp` workload may draw (each costs 6 bytes, and
-/// a Zipf CDF 8 more).
-pub const MAX_FLOWS: u64 = 1_000_000;
+/// Most random 5-tuples one `udp` workload may draw. Up to a million each
+/// costs 6 bytes (and a Zipf CDF 8 more); above, flows and their Zipf
+/// sampler take O(1) memory ([`super::dist::FlowSet`],
+/// [`super::dist::RejectionInversion`]).
+pub const MAX_FLOWS: u64 = 1_000_000_000;
 
 /// Largest `max_outstanding` a request client accepts.
 pub const MAX_OUTSTANDING: usize = 1 << 20;
@@ -464,7 +466,7 @@ pub struct UdpConfig {
     pub count: Option<u64>,
     /// Source port of the single flow. Default 10000 + workload index.
     pub src_port: Option<u16>,
-    /// Number of random 5-tuples (1..=1,000,000).
+    /// Number of random 5-tuples (1..=10^9; above 10^6 in O(1) memory).
     pub flows: Option<u64>,
     /// Inclusive source-port range of random flows. Default [1024, 65535].
     pub src_ports: Option<[u16; 2]>,

@@ -550,3 +550,35 @@ fn garbage_never_panics() {
     assert_eq!(h.stats().rx_packets, 20_000);
     assert!(h.stats().rx_malformed > 5_000);
 }
+
+#[test]
+fn flows_above_the_table_limit_are_a_permutation_in_constant_memory() {
+    use super::dist::{FlowSet, FLOW_TABLE_MAX};
+    let mut r = rng();
+    let pre = parse_prefix("10.0.0.0/8").unwrap();
+    let n = 10_000_000;
+    let f = FlowSet::draw(
+        n,
+        (1024, 65535),
+        Some(pre),
+        Ipv4Addr::new(10, 0, 0, 1),
+        &mut r,
+    );
+    assert_eq!(f.heap_bytes(), 0);
+    assert!(n > FLOW_TABLE_MAX);
+    // Distinct (a bijection of the space restricted to 0..n): check a
+    // stretch and a stride across the range, and all in range.
+    let mut seen = HashSet::new();
+    for i in (0..200_000).chain((0..n).step_by(97)) {
+        let (a, p) = f.get(i).unwrap();
+        assert_eq!(a.octets()[0], 10);
+        assert!(p >= 1024);
+        seen.insert((i, a, p));
+    }
+    let points: HashSet<_> = seen.iter().map(|&(_, a, p)| (a, p)).collect();
+    let idx: HashSet<_> = seen.iter().map(|&(i, _, _)| i).collect();
+    assert_eq!(points.len(), idx.len());
+    // Small counts keep the drawn table (scenarios' draws unchanged).
+    let t = FlowSet::draw(10, (1, 100), None, Ipv4Addr::new(10, 0, 0, 1), &mut r);
+    assert!(matches!(t, FlowSet::Table(ref v) if v.len() == 10));
+}

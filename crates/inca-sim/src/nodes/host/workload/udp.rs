@@ -15,7 +15,8 @@ use super::{probe_frame, BuildContext, HostInfo, StepContext, Workload};
 use crate::nodes::attack::{nth_source, NewFlowsConfig, TuplesConfig};
 use crate::nodes::encap::{Shape, L4};
 use crate::nodes::host::dist::{
-    draw_flows, parse_prefix, prefix_mask, resolve_schedule, Clock, Schedule, Zipf,
+    parse_prefix, prefix_mask, resolve_schedule, source_space, Clock, FlowSet, Schedule, Zipf,
+    FLOW_TABLE_MAX,
 };
 use crate::nodes::host::schema::{
     invalid, src_port_range, FlowsAt, GtpcWord, HostError, UdpConfig, DEFAULT_UDP_PORT_BASE,
@@ -80,7 +81,7 @@ struct Life {
     clock: Clock,
     /// Random 5-tuples' (source address, source port); empty for a single
     /// flow.
-    flows: Vec<(Ipv4Addr, u16)>,
+    flows: FlowSet,
     /// With session signalling: which flows (UEs) have had theirs (one entry
     /// per flow, at most `MAX_FLOWS`).
     signalled: Vec<bool>,
@@ -149,8 +150,7 @@ pub(crate) fn build_udp(
                 })?),
                 None => None,
             };
-            let space = u64::from(ports.1 - ports.0 + 1)
-                * prefix.map_or(1, |(_, len)| 1u64 << (32 - u32::from(len)));
+            let space = source_space(ports, prefix);
             if n > space {
                 return Err(invalid(
                     &ff,
@@ -217,6 +217,13 @@ pub(crate) fn build_udp(
         if set && c.gtpu_teid.is_none() {
             return Err(invalid(&format!("{field}.{f}"), "only with gtpu_teid"));
         }
+    }
+    if c.gtpc_every.is_some() && c.flows.is_some_and(|n| n > FLOW_TABLE_MAX as u64) {
+        // Signalling remembers each UE: a table per flow.
+        return Err(invalid(
+            &format!("{field}.gtpc_every"),
+            format!("only with flows <= {FLOW_TABLE_MAX}"),
+        ));
     }
     let gtpu_sgw = c.gtpu_sgw;
     let gtpc = c.gtpc_every.map(|every| Gtpc {
@@ -336,14 +343,17 @@ impl Workload for UdpWorkload {
     fn begin(&mut self, host: &HostInfo, anchor: Nanos, rng: &mut DeviceRng) {
         let p = &self.plan;
         let flows = match &p.flows {
-            FlowPlan::Single { .. } | FlowPlan::Fresh { .. } | FlowPlan::List { .. } => Vec::new(),
+            FlowPlan::Single { .. } | FlowPlan::Fresh { .. } | FlowPlan::List { .. } => {
+                FlowSet::Table(Vec::new())
+            }
             FlowPlan::Random {
                 n, ports, prefix, ..
-            } => draw_flows(*n, *ports, *prefix, host.ip, rng),
+            } => FlowSet::draw(*n, *ports, *prefix, host.ip, rng),
         };
-        let signalled = match p.gtpc {
-            Some(_) => vec![false; flows.len().max(1)],
-            None => Vec::new(),
+        let signalled = match (&p.gtpc, &p.flows) {
+            (Some(_), FlowPlan::Random { n, .. }) => vec![false; (*n).max(1)],
+            (Some(_), _) => vec![false; 1],
+            (None, _) => Vec::new(),
         };
         self.life = Some(Life {
             clock: Clock::at(p.sched.start.max(anchor)),
@@ -397,13 +407,7 @@ impl Workload for UdpWorkload {
                     Some(z) => z.sample(rng),
                     None => rng.gen_range(0..*n),
                 };
-                (
-                    f,
-                    flows
-                        .get(f)
-                        .copied()
-                        .unwrap_or((host.ip, DEFAULT_UDP_PORT_BASE)),
-                )
+                (f, flows.get(f).unwrap_or((host.ip, DEFAULT_UDP_PORT_BASE)))
             }
         };
         let probe = Probe {
