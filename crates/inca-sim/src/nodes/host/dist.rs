@@ -16,19 +16,44 @@ use super::schema::{
 };
 use crate::link::WIRE_OVERHEAD_BYTES;
 
+/// Most ranks a [`Zipf`] keeps a CDF table for (8 bytes a rank): up to
+/// here draws are by inversion of the exact table (the sampler scenarios
+/// have always used, so their draws are unchanged); above, by
+/// rejection-inversion in O(1) memory.
+pub const ZIPF_TABLE_MAX: usize = 1_000_000;
+
 /// Zipf-distributed ranks `0..n` (rank `k` has probability
-/// `(k+1)^-alpha / H(n, alpha)`), sampled in O(log n) by binary search in a
-/// CDF computed once. `alpha = 0` is uniform.
+/// `(k+1)^-alpha / H(n, alpha)`). `alpha = 0` is uniform.
+///
+/// Up to [`ZIPF_TABLE_MAX`] ranks a CDF computed once is searched in
+/// O(log n); above, [`RejectionInversion`] samples in O(1) expected time
+/// and O(1) memory, so 10^8 flows cost no table.
 #[derive(Debug, Clone)]
 pub struct Zipf {
-    cdf: Vec<f64>,
+    how: ZipfSampler,
     alpha: f64,
+}
+
+#[derive(Debug, Clone)]
+enum ZipfSampler {
+    Table(Vec<f64>),
+    Rejection(RejectionInversion),
 }
 
 impl Zipf {
     /// The distribution over `n` ranks (`n >= 1`) with skew `alpha`
     /// (finite, `>= 0`); `None` otherwise.
     pub fn new(n: usize, alpha: f64) -> Option<Zipf> {
+        if n <= ZIPF_TABLE_MAX {
+            Zipf::table(n, alpha)
+        } else {
+            Zipf::rejection(n, alpha)
+        }
+    }
+
+    /// The table sampler whatever `n` (tests compare it with
+    /// [`Zipf::rejection`]).
+    pub fn table(n: usize, alpha: f64) -> Option<Zipf> {
         if n == 0 || !alpha.is_finite() || alpha < 0.0 {
             return None;
         }
@@ -46,17 +71,31 @@ impl Zipf {
         if let Some(last) = cdf.last_mut() {
             *last = 1.0;
         }
-        Some(Zipf { cdf, alpha })
+        Some(Zipf {
+            how: ZipfSampler::Table(cdf),
+            alpha,
+        })
+    }
+
+    /// The O(1)-memory sampler whatever `n`.
+    pub fn rejection(n: usize, alpha: f64) -> Option<Zipf> {
+        Some(Zipf {
+            how: ZipfSampler::Rejection(RejectionInversion::new(n, alpha)?),
+            alpha,
+        })
     }
 
     /// Number of ranks.
     pub fn len(&self) -> usize {
-        self.cdf.len()
+        match &self.how {
+            ZipfSampler::Table(cdf) => cdf.len(),
+            ZipfSampler::Rejection(r) => r.n as usize,
+        }
     }
 
     /// Always false (a Zipf has at least one rank).
     pub fn is_empty(&self) -> bool {
-        self.cdf.is_empty()
+        self.len() == 0
     }
 
     /// The skew.
@@ -64,22 +103,151 @@ impl Zipf {
         self.alpha
     }
 
+    /// Heap bytes the sampler holds (0 for rejection-inversion).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.how {
+            ZipfSampler::Table(cdf) => cdf.capacity() * std::mem::size_of::<f64>(),
+            ZipfSampler::Rejection(_) => 0,
+        }
+    }
+
     /// Probability of rank `k` (0-based); 0 outside the range.
     pub fn probability(&self, k: usize) -> f64 {
-        match k {
-            0 => self.cdf.first().copied().unwrap_or(0.0),
-            _ if k < self.cdf.len() => self.cdf[k] - self.cdf[k - 1],
-            _ => 0.0,
+        match &self.how {
+            ZipfSampler::Table(cdf) => match k {
+                0 => cdf.first().copied().unwrap_or(0.0),
+                _ if k < cdf.len() => cdf[k] - cdf[k - 1],
+                _ => 0.0,
+            },
+            ZipfSampler::Rejection(r) if (k as u64) < r.n => {
+                ((k + 1) as f64).powf(-self.alpha) / r.norm
+            }
+            ZipfSampler::Rejection(_) => 0.0,
         }
     }
 
     /// One rank.
     pub fn sample(&self, rng: &mut impl Rng) -> usize {
-        let u: f64 = rng.gen();
-        self.cdf
-            .partition_point(|&c| c <= u)
-            .min(self.cdf.len() - 1)
+        match &self.how {
+            ZipfSampler::Table(cdf) => {
+                let u: f64 = rng.gen();
+                cdf.partition_point(|&c| c <= u).min(cdf.len() - 1)
+            }
+            ZipfSampler::Rejection(r) => r.sample(rng),
+        }
     }
+}
+
+/// Rejection-inversion sampling of Zipf ranks (W. Hörmann, G. Derflinger,
+/// "Rejection-inversion to generate variates from monotone discrete
+/// distributions", ACM TOMACS 6(3), 1996), in the formulation of Apache
+/// Commons RNG's `RejectionInversionZipfSampler`: invert the integral of
+/// the hat `h(x) = x^-s` over `[1.5, n + 0.5]`, round, accept unless the
+/// point falls in the hat's excess over the pmf. The acceptance rate is
+/// above 90 % for every `s >= 0`, and nothing depends on `n` but constants.
+#[derive(Debug, Clone, Copy)]
+pub struct RejectionInversion {
+    n: u64,
+    s: f64,
+    h_integral_x1: f64,
+    h_integral_n: f64,
+    threshold: f64,
+    /// `H(n, s)`, for [`Zipf::probability`] (not used to sample).
+    norm: f64,
+}
+
+impl RejectionInversion {
+    fn new(n: usize, s: f64) -> Option<RejectionInversion> {
+        if n == 0 || !s.is_finite() || s < 0.0 {
+            return None;
+        }
+        let n = n as u64;
+        let h_integral_x1 = h_integral(1.5, s) - 1.0;
+        let h_integral_n = h_integral(n as f64 + 0.5, s);
+        let threshold = 2.0 - h_integral_inverse(h_integral(2.5, s) - h(2.0, s), s);
+        Some(RejectionInversion {
+            n,
+            s,
+            h_integral_x1,
+            h_integral_n,
+            threshold,
+            norm: harmonic(n, s),
+        })
+    }
+
+    /// One rank, 0-based.
+    fn sample(&self, rng: &mut impl Rng) -> usize {
+        loop {
+            let v: f64 = rng.gen();
+            let u = self.h_integral_n + v * (self.h_integral_x1 - self.h_integral_n);
+            let x = h_integral_inverse(u, self.s);
+            // `x` lies in [1.5, n + 0.5] up to rounding: clamp the rank.
+            let k = ((x + 0.5) as u64).clamp(1, self.n);
+            let kf = k as f64;
+            if kf - x <= self.threshold || u >= h_integral(kf + 0.5, self.s) - h(kf, self.s) {
+                return (k - 1) as usize;
+            }
+        }
+    }
+}
+
+/// The hat `x^-s`.
+fn h(x: f64, s: f64) -> f64 {
+    (-s * x.ln()).exp()
+}
+
+/// An antiderivative of the hat, `(x^(1-s) - 1) / (1 - s)` (`ln x` at
+/// `s = 1`), written to stay accurate near `s = 1`.
+fn h_integral(x: f64, s: f64) -> f64 {
+    let log_x = x.ln();
+    expm1_over_x((1.0 - s) * log_x) * log_x
+}
+
+/// The inverse of [`h_integral`].
+fn h_integral_inverse(x: f64, s: f64) -> f64 {
+    // Rounding may push t below -1, where log1p is undefined.
+    let t = (x * (1.0 - s)).max(-1.0);
+    (log1p_over_x(t) * x).exp()
+}
+
+/// `expm1(x) / x`, 1 at 0.
+fn expm1_over_x(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.exp_m1() / x
+    } else {
+        1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x))
+    }
+}
+
+/// `ln(1 + x) / x`, 1 at 0.
+fn log1p_over_x(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.ln_1p() / x
+    } else {
+        1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x))
+    }
+}
+
+/// `H(n, s) = sum_{k=1..n} k^-s`: the first terms exactly, the tail by
+/// Euler–Maclaurin (integral, end-point halves, first derivative term),
+/// whose error is far below f64 resolution once the terms are smooth.
+fn harmonic(n: u64, s: f64) -> f64 {
+    const EXACT: u64 = 10_000;
+    let head: f64 = (1..=n.min(EXACT)).map(|k| (k as f64).powf(-s)).sum();
+    if n <= EXACT {
+        return head;
+    }
+    let (a, b) = (EXACT as f64, n as f64);
+    let f = |x: f64| x.powf(-s);
+    let df = |x: f64| -s * x.powf(-s - 1.0);
+    let integral = if (s - 1.0).abs() < 1e-12 {
+        (b / a).ln()
+    } else {
+        (b.powf(1.0 - s) - a.powf(1.0 - s)) / (1.0 - s)
+    };
+    // sum_{k=a..b} f(k) ≈ ∫ + (f(a)+f(b))/2 + (f'(b)-f'(a))/12; `head`
+    // already holds f(a).
+    head + integral + (f(b) - f(a)) / 2.0 + (df(b) - df(a)) / 12.0
 }
 
 /// A resolved packet-size distribution (frame bytes without FCS).
@@ -363,6 +531,114 @@ impl Clock {
     }
 }
 
+/// Most random flows kept as a table of drawn 5-tuples; above, flows are
+/// a keyed permutation of the source space ([`FlowSet::Permuted`]).
+pub const FLOW_TABLE_MAX: usize = 1_000_000;
+
+/// The random flows of a generator: flow `i`'s (source address, source
+/// port).
+#[derive(Debug, Clone)]
+pub(crate) enum FlowSet {
+    /// Drawn one by one (the scenarios' flows up to [`FLOW_TABLE_MAX`],
+    /// unchanged).
+    Table(Vec<(Ipv4Addr, u16)>),
+    /// Flow `i` is point `(a * i + b) mod space` of the source space, with
+    /// `a` coprime to `space`: distinct for distinct `i`, in O(1) memory.
+    Permuted {
+        a: u64,
+        b: u64,
+        space: u64,
+        ports: (u16, u16),
+        prefix: Option<(u32, u8)>,
+        ip: Ipv4Addr,
+    },
+}
+
+impl FlowSet {
+    /// `n` distinct random flows (`n` at most the space, as validated).
+    pub(crate) fn draw(
+        n: usize,
+        ports: (u16, u16),
+        prefix: Option<(u32, u8)>,
+        ip: Ipv4Addr,
+        rng: &mut DeviceRng,
+    ) -> FlowSet {
+        if n <= FLOW_TABLE_MAX {
+            return FlowSet::Table(draw_flows(n, ports, prefix, ip, rng));
+        }
+        let space = source_space(ports, prefix);
+        let a = loop {
+            let a = rng.gen_range(1..space.max(2));
+            if gcd(a, space) == 1 {
+                break a;
+            }
+        };
+        FlowSet::Permuted {
+            a,
+            b: rng.gen_range(0..space),
+            space,
+            ports,
+            prefix,
+            ip,
+        }
+    }
+
+    /// Flow `i`.
+    pub(crate) fn get(&self, i: usize) -> Option<(Ipv4Addr, u16)> {
+        match self {
+            FlowSet::Table(t) => t.get(i).copied(),
+            FlowSet::Permuted {
+                a,
+                b,
+                space,
+                ports,
+                prefix,
+                ip,
+            } => {
+                let k = (u128::from(*a) * i as u128 + u128::from(*b)) % u128::from(*space);
+                Some(space_point(k as u64, *ports, *prefix, *ip))
+            }
+        }
+    }
+
+    /// Heap bytes held (0 when permuted).
+    #[cfg(test)]
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            FlowSet::Table(t) => t.capacity() * std::mem::size_of::<(Ipv4Addr, u16)>(),
+            FlowSet::Permuted { .. } => 0,
+        }
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Number of (source address, source port) points.
+pub(crate) fn source_space(ports: (u16, u16), prefix: Option<(u32, u8)>) -> u64 {
+    u64::from(ports.1 - ports.0 + 1) * prefix.map_or(1, |(_, len)| 1u64 << (32 - u32::from(len)))
+}
+
+/// Point `k` of the source space: ports vary fastest.
+fn space_point(
+    k: u64,
+    ports: (u16, u16),
+    prefix: Option<(u32, u8)>,
+    ip: Ipv4Addr,
+) -> (Ipv4Addr, u16) {
+    let nports = u64::from(ports.1 - ports.0 + 1);
+    let port = ports.0 + (k % nports) as u16;
+    let addr = match prefix {
+        Some((net, len)) => Ipv4Addr::from(net | ((k / nports) as u32 & !prefix_mask(len))),
+        None => ip,
+    };
+    (addr, port)
+}
+
 /// Draws `n` distinct random (source address, source port) pairs.
 pub(crate) fn draw_flows(
     n: usize,
@@ -373,22 +649,13 @@ pub(crate) fn draw_flows(
 ) -> Vec<(Ipv4Addr, u16)> {
     let mut seen = HashSet::with_capacity(n);
     let mut flows = Vec::with_capacity(n);
-    let space = u64::from(ports.1 - ports.0 + 1)
-        * prefix.map_or(1, |(_, len)| 1u64 << (32 - u32::from(len)));
+    let space = source_space(ports, prefix);
     // Rejection sampling terminates quickly unless n is close to the space
     // (validated <= space); the cap is a guard, and the (rare) remainder is
     // filled by walking the space in order.
     let cap = (n as u64).saturating_mul(64).saturating_add(1 << 16);
     let mut tries = 0u64;
-    let pick = |k: u64| -> (Ipv4Addr, u16) {
-        let nports = u64::from(ports.1 - ports.0 + 1);
-        let port = ports.0 + (k % nports) as u16;
-        let addr = match prefix {
-            Some((net, len)) => Ipv4Addr::from(net | ((k / nports) as u32 & !prefix_mask(len))),
-            None => ip,
-        };
-        (addr, port)
-    };
+    let pick = |k: u64| space_point(k, ports, prefix, ip);
     while flows.len() < n && tries < cap {
         tries += 1;
         let k = rng.gen_range(0..space);

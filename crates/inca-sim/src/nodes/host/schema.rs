@@ -30,9 +30,11 @@ pub const MIN_PROBE_FRAME: usize = UDP_FRAME_HEADERS + PROBE_LEN;
 /// Ethernet header).
 pub const MAX_FRAME: usize = 9214;
 
-/// Most random 5-tuples one `udp` workload may draw (each costs 6 bytes, and
-/// a Zipf CDF 8 more).
-pub const MAX_FLOWS: u64 = 1_000_000;
+/// Most random 5-tuples one `udp` workload may draw. Up to a million each
+/// costs 6 bytes (and a Zipf CDF 8 more); above, flows and their Zipf
+/// sampler take O(1) memory ([`super::dist::FlowSet`],
+/// [`super::dist::RejectionInversion`]).
+pub const MAX_FLOWS: u64 = 1_000_000_000;
 
 /// Largest `max_outstanding` a request client accepts.
 pub const MAX_OUTSTANDING: usize = 1 << 20;
@@ -404,6 +406,8 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
 /// src_prefix = "10.0.0.0/24"       # random source addresses; default the host's
 /// zipf = 0.99                      # flow popularity skew; default uniform
 /// vlan = 7                         # 802.1Q tag with this VID; default untagged
+/// tenant = { count = 16, base = 100 }  # or: VID = 100 + hash(5-tuple) mod 16, per flow
+/// rotate_every = "10ms"            # with zipf: the popular flows change every 10 ms
 /// tcp_flags = 2                    # send TCP segments with these flags (here SYN)
 /// flows_at = "dst"                 # random flows vary the destination, not the source
 /// vxlan_vni = 1                    # wrap every frame in VXLAN with this VNI
@@ -413,6 +417,14 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
 /// gtpc_body = ["ue", "teid", "teid", "enb"]   # its body's four words; default the inca-apps epc layout
 /// gtpc_attach = false              # no session message before each UE's first packet
 /// ```
+///
+/// `tenant` tags each flow with its tenant's VLAN: `base` (default 1) +
+/// a hash of the generated 5-tuple mod `count`, so a flow keeps its tenant
+/// for its life and tenants split the flows near evenly [our choice: a
+/// hash, not a table, so it costs nothing at 10^8 flows]. `rotate_every`
+/// shifts popularity: in period `e` (from `start`) Zipf rank `r` is flow
+/// `(r + o_e) mod flows`, `o_e` a hash of `e` — the top-k flows change at
+/// each period boundary and are stable within one.
 ///
 /// `tcp_flags`, `flows_at` and `vxlan_vni` shape frames for NFs that need
 /// them ([`crate::nodes::encap`]): a firewall learning connections from inside SYNs,
@@ -464,7 +476,7 @@ pub struct UdpConfig {
     pub count: Option<u64>,
     /// Source port of the single flow. Default 10000 + workload index.
     pub src_port: Option<u16>,
-    /// Number of random 5-tuples (1..=1,000,000).
+    /// Number of random 5-tuples (1..=10^9; above 10^6 in O(1) memory).
     pub flows: Option<u64>,
     /// Inclusive source-port range of random flows. Default [1024, 65535].
     pub src_ports: Option<[u16; 2]>,
@@ -476,6 +488,10 @@ pub struct UdpConfig {
     /// [our choice: the tag's 4 bytes count in `size`, so frames keep the
     /// size asked for]. Absent: untagged.
     pub vlan: Option<u16>,
+    /// Per-flow tenant VLAN (not with `vlan`).
+    pub tenant: Option<TenantConfig>,
+    /// With `zipf`: re-rank popularity every this long (time).
+    pub rotate_every: Option<Quantity>,
     /// Send TCP segments with these flags instead of UDP datagrams.
     pub tcp_flags: Option<u8>,
     /// Which end of the flow the random flows vary. Default the source.
@@ -593,6 +609,17 @@ pub const GTPC_PORT: u16 = 2123;
 
 /// Length of a signalling body.
 pub const GTPC_BODY_LEN: usize = 16;
+
+/// `tenant = { count = T, base = B }` of a `udp` workload: VLAN id
+/// `B + hash(5-tuple) mod T`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// Number of tenants (1..=4094).
+    pub count: u16,
+    /// First tenant's VLAN id. Default 1.
+    pub base: Option<u16>,
+}
 
 /// Which end of a generated flow `flows = N` varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

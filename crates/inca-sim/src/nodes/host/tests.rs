@@ -6,7 +6,7 @@ use super::workload::{Answer, Outstanding};
 use super::*;
 use inca_wire::{EthernetFrame, Ipv4Packet};
 use rand::SeedableRng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 const MAC_A: MacAddr = [2, 0, 0, 0, 0, 1];
 const MAC_B: MacAddr = [2, 0, 0, 0, 0, 2];
@@ -234,7 +234,7 @@ fn udp_vlan_tags_every_frame_and_keeps_its_size() {
 fn sent_frames(h: &mut Host) -> Vec<Vec<u8>> {
     let (mut r, mut out, mut frames) = (rng(), Vec::new(), Vec::new());
     h.start(0, &mut r, &mut out);
-    for _ in 0..10_000 {
+    for _ in 0..100_000 {
         let timers: Vec<_> = out
             .drain(..)
             .filter_map(|o| match o {
@@ -549,4 +549,140 @@ fn garbage_never_panics() {
     }
     assert_eq!(h.stats().rx_packets, 20_000);
     assert!(h.stats().rx_malformed > 5_000);
+}
+
+#[test]
+fn flows_above_the_table_limit_are_a_permutation_in_constant_memory() {
+    use super::dist::{FlowSet, FLOW_TABLE_MAX};
+    let mut r = rng();
+    let pre = parse_prefix("10.0.0.0/8").unwrap();
+    let n = 10_000_000;
+    let f = FlowSet::draw(
+        n,
+        (1024, 65535),
+        Some(pre),
+        Ipv4Addr::new(10, 0, 0, 1),
+        &mut r,
+    );
+    assert_eq!(f.heap_bytes(), 0);
+    assert!(n > FLOW_TABLE_MAX);
+    // Distinct (a bijection of the space restricted to 0..n): check a
+    // stretch and a stride across the range, and all in range.
+    let mut seen = HashSet::new();
+    for i in (0..200_000).chain((0..n).step_by(97)) {
+        let (a, p) = f.get(i).unwrap();
+        assert_eq!(a.octets()[0], 10);
+        assert!(p >= 1024);
+        seen.insert((i, a, p));
+    }
+    let points: HashSet<_> = seen.iter().map(|&(_, a, p)| (a, p)).collect();
+    let idx: HashSet<_> = seen.iter().map(|&(i, _, _)| i).collect();
+    assert_eq!(points.len(), idx.len());
+    // Small counts keep the drawn table (scenarios' draws unchanged).
+    let t = FlowSet::draw(10, (1, 100), None, Ipv4Addr::new(10, 0, 0, 1), &mut r);
+    assert!(matches!(t, FlowSet::Table(ref v) if v.len() == 10));
+}
+
+/// (source, source port, VLAN id, probe tx_time) of each sent frame.
+fn flows_of(frames: &[Vec<u8>]) -> Vec<(Ipv4Addr, u16, Option<u16>, Nanos)> {
+    frames
+        .iter()
+        .map(|f| {
+            let eth = EthernetFrame::new_checked(&f[..]).unwrap();
+            let vid = eth.vlan().map(|t| t.vid);
+            let ip = Ipv4Packet::new_checked(&f[if vid.is_some() { 18 } else { 14 }..]).unwrap();
+            let udp = inca_wire::UdpDatagram::new_checked(ip.payload()).unwrap();
+            let probe = Probe::parse(udp.payload()).unwrap();
+            (ip.src_addr(), udp.src_port(), vid, probe.tx_time)
+        })
+        .collect()
+}
+
+#[test]
+fn tenant_vlan_is_stable_per_flow_and_splits_flows_evenly() {
+    println!("seed 7 (the unit tests' device RNG)");
+    let text = "ip = \"10.0.0.1\"\n[[workload]]\nkind = \"udp\"\ndst = \"10.0.1.1:9\"\npps = 1000000\ncount = 40000\nsize = 100\nflows = 4000\nsrc_prefix = \"10.8.0.0/16\"\ntenant = { count = 8, base = 100 }";
+    let frames = sent_frames(&mut host(text).unwrap());
+    assert_eq!(frames.len(), 40_000);
+    let mut tenant = BTreeMap::new();
+    for (src, sport, vid, _) in flows_of(&frames) {
+        let vid = vid.expect("every frame tagged");
+        assert!((100..108).contains(&vid));
+        // Stable: a flow always has the same tenant.
+        assert_eq!(*tenant.entry((src, sport)).or_insert(vid), vid);
+    }
+    // Near uniform over the distinct flows seen: chi-square, 7 degrees of
+    // freedom (99.9 % quantile 24.3).
+    let mut per = [0u32; 8];
+    for vid in tenant.values() {
+        per[usize::from(vid - 100)] += 1;
+    }
+    let e = tenant.len() as f64 / 8.0;
+    let chi2: f64 = per.iter().map(|&c| (f64::from(c) - e).powi(2) / e).sum();
+    println!("flows {} per tenant {per:?} chi2 {chi2:.1}", tenant.len());
+    assert!(tenant.len() > 3900);
+    assert!(chi2 < 24.3, "chi2 {chi2}");
+    for bad in ["vlan = 7", "tenant = { count = 0 }"] {
+        let t = text.replace("tenant = { count = 8, base = 100 }", bad);
+        let t = if bad.starts_with("vlan") {
+            format!("{t}\ntenant = {{ count = 2 }}")
+        } else {
+            t
+        };
+        assert!(
+            host(&t).unwrap_err().to_string().contains("tenant"),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn popularity_rotates_at_period_boundaries_and_is_stable_within() {
+    println!("seed 7 (the unit tests' device RNG)");
+    // 4 periods of 2.5 ms at 1 Mpps: 2500 packets each, Zipf 1.2 over 1000
+    // flows (rank 1 ~19 %, rank 2 ~8 %, rank 3 ~5 %).
+    let text = "ip = \"10.0.0.1\"\n[[workload]]\nkind = \"udp\"\ndst = \"10.0.1.1:9\"\npps = 1000000\nstop = \"10ms\"\nsize = 100\nflows = 1000\nzipf = 1.2\nrotate_every = \"2500us\"";
+    let frames = sent_frames(&mut host(text).unwrap());
+    assert_eq!(frames.len(), 10_000);
+    let sent = flows_of(&frames);
+    // The two heaviest flows of packets in [from, to).
+    let top2 = |from: Nanos, to: Nanos| {
+        let mut c = BTreeMap::new();
+        for &(src, sport, _, t) in &sent {
+            if (from..to).contains(&t) {
+                *c.entry((src, sport)).or_insert(0u32) += 1;
+            }
+        }
+        let mut v: Vec<_> = c.into_iter().collect();
+        v.sort_by_key(|&(f, n)| (std::cmp::Reverse(n), f));
+        v.iter().take(2).map(|&(f, _)| f).collect::<BTreeSet<_>>()
+    };
+    let period = 2_500_000;
+    let mut prev = None;
+    for e in 0..4u64 {
+        let (a, b) = (e * period, (e + 1) * period);
+        let (first, second) = (top2(a, a + period / 2), top2(a + period / 2, b));
+        println!("period {e}: {first:?} / {second:?}");
+        assert_eq!(first, second, "stable within period {e}");
+        if let Some(p) = prev.replace(first.clone()) {
+            assert!(p != first, "rotated at the start of period {e}");
+        }
+    }
+    let bad = text.replace("zipf = 1.2\n", "");
+    assert!(host(&bad).unwrap_err().to_string().contains("rotate_every"));
+}
+
+#[test]
+fn a_udp_workload_over_ten_million_flows_runs_with_tenants_and_rotation() {
+    let text = "ip = \"10.0.0.1\"\n[[workload]]\nkind = \"udp\"\ndst = \"10.0.1.1:9\"\npps = 1000000\ncount = 5000\nsize = 100\nflows = 10000000\nsrc_prefix = \"10.0.0.0/8\"\nzipf = 0.99\nrotate_every = \"1ms\"\ntenant = { count = 4 }";
+    let sent = flows_of(&sent_frames(&mut host(text).unwrap()));
+    assert_eq!(sent.len(), 5000);
+    assert!(sent
+        .iter()
+        .all(|&(src, _, vid, _)| src.octets()[0] == 10 && (1..=4).contains(&vid.unwrap())));
+    // Skewed: far fewer distinct flows than packets.
+    let distinct: HashSet<_> = sent.iter().map(|&(s, p, _, _)| (s, p)).collect();
+    assert!(distinct.len() < 4000, "{}", distinct.len());
+    let gtpc = text.replace("tenant = { count = 4 }", "gtpu_teid = 1\ngtpc_every = 5");
+    assert!(host(&gtpc).unwrap_err().to_string().contains("gtpc_every"));
 }

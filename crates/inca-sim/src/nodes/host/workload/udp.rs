@@ -15,11 +15,12 @@ use super::{probe_frame, BuildContext, HostInfo, StepContext, Workload};
 use crate::nodes::attack::{nth_source, NewFlowsConfig, TuplesConfig};
 use crate::nodes::encap::{Shape, L4};
 use crate::nodes::host::dist::{
-    draw_flows, parse_prefix, prefix_mask, resolve_schedule, Clock, Schedule, Zipf,
+    parse_prefix, prefix_mask, resolve_schedule, source_space, Clock, FlowSet, Schedule, Zipf,
+    FLOW_TABLE_MAX,
 };
 use crate::nodes::host::schema::{
-    invalid, src_port_range, FlowsAt, GtpcWord, HostError, UdpConfig, DEFAULT_UDP_PORT_BASE,
-    GTPC_BODY_LEN, GTPC_PORT, MAX_FLOWS, UDP_FRAME_HEADERS,
+    invalid, parse_time_field, src_port_range, FlowsAt, GtpcWord, HostError, UdpConfig,
+    DEFAULT_UDP_PORT_BASE, GTPC_BODY_LEN, GTPC_PORT, MAX_FLOWS, UDP_FRAME_HEADERS,
 };
 
 #[derive(Debug, Clone)]
@@ -57,6 +58,10 @@ struct UdpPlan {
     sched: Schedule,
     flows: FlowPlan,
     vlan: Option<u16>,
+    /// Per-flow tenant VLANs: (base, count).
+    tenant: Option<(u16, u16)>,
+    /// Popularity rotation period.
+    rotate_every: Option<Nanos>,
     /// GTP-U's outer destination (with `shape.gtpu`).
     gtpu_sgw: Option<Ipv4Addr>,
     /// Session signalling.
@@ -80,7 +85,7 @@ struct Life {
     clock: Clock,
     /// Random 5-tuples' (source address, source port); empty for a single
     /// flow.
-    flows: Vec<(Ipv4Addr, u16)>,
+    flows: FlowSet,
     /// With session signalling: which flows (UEs) have had theirs (one entry
     /// per flow, at most `MAX_FLOWS`).
     signalled: Vec<bool>,
@@ -149,8 +154,7 @@ pub(crate) fn build_udp(
                 })?),
                 None => None,
             };
-            let space = u64::from(ports.1 - ports.0 + 1)
-                * prefix.map_or(1, |(_, len)| 1u64 << (32 - u32::from(len)));
+            let space = source_space(ports, prefix);
             if n > space {
                 return Err(invalid(
                     &ff,
@@ -182,6 +186,36 @@ pub(crate) fn build_udp(
             ))
         }
         v => v,
+    };
+    let tenant = match c.tenant {
+        None => None,
+        Some(_) if vlan.is_some() => {
+            return Err(invalid(&format!("{field}.tenant"), "not with vlan"))
+        }
+        Some(t) => {
+            let base = t.base.unwrap_or(1);
+            let last = u32::from(base) + u32::from(t.count);
+            if t.count == 0 || base == 0 || last > 4095 {
+                return Err(invalid(
+                    &format!("{field}.tenant"),
+                    format!("VLANs {base}..{last} are outside 1..=4094 (or count is 0)"),
+                ));
+            }
+            Some((base, t.count))
+        }
+    };
+    let rotate_every = match &c.rotate_every {
+        None => None,
+        Some(_) if c.zipf.is_none() => {
+            return Err(invalid(&format!("{field}.rotate_every"), "only with zipf"))
+        }
+        Some(q) => {
+            let f = format!("{field}.rotate_every");
+            match parse_time_field(q, &f)? {
+                0 => return Err(invalid(&f, "must be > 0")),
+                t => Some(t),
+            }
+        }
     };
     let dst_flows = match c.flows_at.unwrap_or_default() {
         FlowsAt::Src => None,
@@ -218,6 +252,13 @@ pub(crate) fn build_udp(
             return Err(invalid(&format!("{field}.{f}"), "only with gtpu_teid"));
         }
     }
+    if c.gtpc_every.is_some() && c.flows.is_some_and(|n| n > FLOW_TABLE_MAX as u64) {
+        // Signalling remembers each UE: a table per flow.
+        return Err(invalid(
+            &format!("{field}.gtpc_every"),
+            format!("only with flows <= {FLOW_TABLE_MAX}"),
+        ));
+    }
     let gtpu_sgw = c.gtpu_sgw;
     let gtpc = c.gtpc_every.map(|every| Gtpc {
         every,
@@ -243,6 +284,8 @@ pub(crate) fn build_udp(
         sched,
         flows,
         vlan,
+        tenant,
+        rotate_every,
         gtpu_sgw,
         gtpc,
     }))
@@ -283,6 +326,8 @@ pub(crate) fn build_new_flows(
         sched,
         flows: FlowPlan::Fresh { prefix, ports },
         vlan: None,
+        tenant: None,
+        rotate_every: None,
         gtpu_sgw: None,
         gtpc: None,
     }))
@@ -327,6 +372,8 @@ pub(crate) fn build_tuples(
             sources: Arc::new(c.sources.iter().map(|s| (*s.ip(), s.port())).collect()),
         },
         vlan: None,
+        tenant: None,
+        rotate_every: None,
         gtpu_sgw: None,
         gtpc: None,
     }))
@@ -336,14 +383,17 @@ impl Workload for UdpWorkload {
     fn begin(&mut self, host: &HostInfo, anchor: Nanos, rng: &mut DeviceRng) {
         let p = &self.plan;
         let flows = match &p.flows {
-            FlowPlan::Single { .. } | FlowPlan::Fresh { .. } | FlowPlan::List { .. } => Vec::new(),
+            FlowPlan::Single { .. } | FlowPlan::Fresh { .. } | FlowPlan::List { .. } => {
+                FlowSet::Table(Vec::new())
+            }
             FlowPlan::Random {
                 n, ports, prefix, ..
-            } => draw_flows(*n, *ports, *prefix, host.ip, rng),
+            } => FlowSet::draw(*n, *ports, *prefix, host.ip, rng),
         };
-        let signalled = match p.gtpc {
-            Some(_) => vec![false; flows.len().max(1)],
-            None => Vec::new(),
+        let signalled = match (&p.gtpc, &p.flows) {
+            (Some(_), FlowPlan::Random { n, .. }) => vec![false; (*n).max(1)],
+            (Some(_), _) => vec![false; 1],
+            (None, _) => Vec::new(),
         };
         self.life = Some(Life {
             clock: Clock::at(p.sched.start.max(anchor)),
@@ -372,7 +422,8 @@ impl Workload for UdpWorkload {
         let mut size = p.sched.size.sample(rng);
         if !p.shape.is_plain() {
             // Pace by the frame actually sent.
-            size = size.max(p.shape.headers() + PROBE_LEN + p.vlan.map_or(0, |_| VLAN_TAG_LEN));
+            let tagged = p.vlan.is_some() || p.tenant.is_some();
+            size = size.max(p.shape.headers() + PROBE_LEN + if tagged { VLAN_TAG_LEN } else { 0 });
         }
         let seq = clock.sent;
         clock.advance(size);
@@ -394,16 +445,16 @@ impl Workload for UdpWorkload {
             }
             FlowPlan::Random { n, zipf, .. } => {
                 let f = match zipf {
-                    Some(z) => z.sample(rng),
+                    Some(z) => {
+                        let rank = z.sample(rng);
+                        match p.rotate_every {
+                            Some(t) => rotated(rank, *n, now.saturating_sub(p.sched.start) / t),
+                            None => rank,
+                        }
+                    }
                     None => rng.gen_range(0..*n),
                 };
-                (
-                    f,
-                    flows
-                        .get(f)
-                        .copied()
-                        .unwrap_or((host.ip, DEFAULT_UDP_PORT_BASE)),
-                )
+                (f, flows.get(f).unwrap_or((host.ip, DEFAULT_UDP_PORT_BASE)))
             }
         };
         let probe = Probe {
@@ -416,7 +467,11 @@ impl Workload for UdpWorkload {
             Some(port) => (host.ip, port, src, sport),
             None => (src, sport, *p.dst.ip(), p.dst.port()),
         };
-        let size = match p.vlan {
+        let vlan = match p.tenant {
+            Some((base, count)) => Some(base + tenant_of(src, sport, dst, dport, count)),
+            None => p.vlan,
+        };
+        let size = match vlan {
             Some(vid) => {
                 ep.vlan = Some(VlanTag {
                     pcp: 0,
@@ -491,4 +546,28 @@ fn ue_index(flows: &FlowPlan, ue: Ipv4Addr) -> u32 {
         } => u32::from(ue) & !prefix_mask(*len),
         _ => 0,
     }
+}
+
+/// SplitMix64's finaliser: a fixed, well-mixed hash (the same in every run
+/// and every build, unlike std's hasher).
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The tenant (0..count) of a flow: a hash of its 5-tuple.
+pub(crate) fn tenant_of(src: Ipv4Addr, sport: u16, dst: Ipv4Addr, dport: u16, count: u16) -> u16 {
+    let a = u64::from(u32::from(src)) << 32 | u64::from(u32::from(dst));
+    let b = u64::from(sport) << 16 | u64::from(dport);
+    (mix64(mix64(a) ^ b) % u64::from(count.max(1))) as u16
+}
+
+/// The flow Zipf rank `rank` stands for in rotation period `epoch`.
+pub(crate) fn rotated(rank: usize, n: usize, epoch: u64) -> usize {
+    if epoch == 0 {
+        return rank;
+    }
+    let n = n.max(1) as u64;
+    ((rank as u64 % n + mix64(epoch) % n) % n) as usize
 }
