@@ -285,6 +285,33 @@ pub fn with_legend<DB: DrawingBackend>(
 /// Light grid lines.
 pub const GRID: RGBColor = RGBColor(235, 235, 235);
 
+/// The axes of a linear x/y chart: with `text`, a labelled mesh (light
+/// grid, `tick` labels, axis descriptions); without, a [`frame`].
+pub fn linear_axes<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    text: bool,
+    xdesc: &str,
+    ydesc: &str,
+) -> Result<()> {
+    if !text {
+        return frame(root, chart.plotting_area());
+    }
+    chart
+        .configure_mesh()
+        .x_desc(xdesc)
+        .y_desc(ydesc)
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
+        .label_style(font(14.0))
+        .axis_desc_style(font(16.0))
+        .light_line_style(GRID)
+        .max_light_lines(4)
+        .draw()
+        .map_err(pe)?;
+    Ok(())
+}
+
 /// Without text there are no axes (plotters draws tick labels with them):
 /// a frame round the plotting area instead.
 pub fn frame<DB: DrawingBackend, CT: CoordTranslate>(

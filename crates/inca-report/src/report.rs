@@ -524,22 +524,8 @@ fn draw_throughput_panel<DB: DrawingBackend>(
         b.x_label_area_size(8).y_label_area_size(8);
     }
     let mut chart = b.build_cartesian_2d(0.0..xmax, 0.0..ytop).map_err(pe)?;
-    if text {
-        chart
-            .configure_mesh()
-            .x_desc(format!("time ({uname})"))
-            .y_desc("throughput (Gbit/s)")
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .label_style(font(14.0))
-            .axis_desc_style(font(16.0))
-            .light_line_style(GRID)
-            .max_light_lines(4)
-            .draw()
-            .map_err(pe)?;
-    } else {
-        frame(root, chart.plotting_area())?;
-    }
+    let xdesc = format!("time ({uname})");
+    linear_axes(root, &mut chart, text, &xdesc, "throughput (Gbit/s)")?;
     for (i, p) in pts.into_iter().enumerate() {
         let p = distinct_pixels(p, |q| chart.backend_coord(q));
         chart

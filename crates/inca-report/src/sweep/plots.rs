@@ -29,8 +29,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::plot::{
     bar_axes, clip, color, distinct_pixels, draw_cdf, draw_group_labels, draw_legend, font, frame,
-    init_fonts, pe, tick, time_unit, with_legend, BarAxes, Format, GRID, H, MAX_CURVES, MAX_POINTS,
-    W,
+    init_fonts, linear_axes, pe, tick, time_unit, with_legend, BarAxes, Format, GRID, H,
+    MAX_CURVES, MAX_POINTS, W,
 };
 use crate::render;
 use crate::results::{Cdf, LinkReport, Run, Series};
@@ -1305,22 +1305,8 @@ fn draw_timeseries<DB: DrawingBackend>(
         b.x_label_area_size(8).y_label_area_size(8);
     }
     let mut chart = b.build_cartesian_2d(0.0..xmax, ymin..ytop).map_err(pe)?;
-    if text {
-        chart
-            .configure_mesh()
-            .x_desc(format!("time ({uname})"))
-            .y_desc(ylabel)
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .label_style(font(14.0))
-            .axis_desc_style(font(16.0))
-            .light_line_style(GRID)
-            .max_light_lines(4)
-            .draw()
-            .map_err(pe)?;
-    } else {
-        frame(root, chart.plotting_area())?;
-    }
+    let xdesc = format!("time ({uname})");
+    linear_axes(root, &mut chart, text, &xdesc, ylabel)?;
     for (i, l) in lines.iter().enumerate() {
         let pts: Vec<(f64, f64)> = l.points.iter().map(|&(t, v)| (t / unit, v)).collect();
         let pts = distinct_pixels(pts, |q| chart.backend_coord(q));
