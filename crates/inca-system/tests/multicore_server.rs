@@ -212,3 +212,52 @@ src_port = 7777
     // the mice (100 kpps per core).
     assert!(skewed > 4.0, "one elephant: max/min {skewed:.2}");
 }
+
+#[test]
+fn the_example_scenario_runs_and_reports_per_core_counters() {
+    println!("seed {SEED}");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments/examples/sw-nat-server.toml");
+    let loaded = Loaded::from_file(&path, &[]).unwrap();
+    let factory = SystemFactory::new(Registry::new(vec![Arc::new(AppsSystem)]).unwrap());
+    let mut sim = loaded.build(&factory, Some(SEED), None).unwrap().sim;
+    sim.run_until(1_000_000, |_| {});
+    let reports = sim.node_reports();
+    let (_, kind, nat) = reports.iter().find(|r| r.0 == "nat").unwrap();
+    assert_eq!(*kind, "server");
+    for core in 0..4 {
+        assert!(nat.counters[&format!("core{core}_packets")] > 0);
+        assert!(nat.counters[&format!("core{core}_busy_ns")] > 0);
+    }
+    assert!(nat.counters["nf_translated_out"] > 0);
+    assert!(nat.counters["pcie_up_bytes"] > 0);
+    assert!(sink(&sim).stats().rx_packets > 0);
+}
+
+#[test]
+fn bad_server_params_are_refused_naming_the_field() {
+    let factory = SystemFactory::new(Registry::new(vec![Arc::new(AppsSystem)]).unwrap());
+    let build = |params: &str| {
+        let text = format!(
+            "name = \"x\"\nduration = \"1ms\"\n[[server]]\nname = \"nat\"\nkind = \"sw_nat\"\nip = \"10.0.2.1\"\nparams = {params}\n[[host]]\nname = \"a\"\nip = \"10.0.0.1\"\n[[host]]\nname = \"b\"\nip = \"10.0.1.1\"\n[[link]]\na = \"a:0\"\nb = \"nat:0\"\n[[link]]\na = \"nat:1\"\nb = \"b:0\"\n"
+        );
+        let loaded = Loaded::from_str(&text, "test", &[]).unwrap();
+        loaded
+            .build(&factory, None, None)
+            .err()
+            .map(|e| e.to_string())
+    };
+    assert_eq!(build("{ cores = 2 }"), None);
+    let e = build("{ cores = 0 }").unwrap();
+    assert!(e.contains("cores"), "{e}");
+    let e = build("{ nic = { rx_ring = 0 } }").unwrap();
+    assert!(e.contains("nic.rx_ring"), "{e}");
+    let e = build("{ nic = { pcie = { lanes = 3 } } }").unwrap();
+    assert!(e.contains("nic.pcie.lanes"), "{e}");
+    let e = build("{ nic = { bogus = 1 } }").unwrap();
+    assert!(e.contains("bogus"), "{e}");
+    let e = build("{ rss = { reta_size = 100 } }").unwrap();
+    assert!(e.contains("reta_size"), "{e}");
+    let e = build("{ nat = { outside_port = 2 } }").unwrap();
+    assert!(e.contains("port 2"), "{e}");
+}
