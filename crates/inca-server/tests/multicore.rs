@@ -207,3 +207,33 @@ fn pcie_bounds_small_frame_throughput_below_line_rate() {
         "every frame is sent or counted"
     );
 }
+
+#[test]
+fn a_restart_loses_frames_in_flight_and_keeps_counters() {
+    println!("seed {SEED}");
+    let mut h = server(ServerConfig {
+        cores: 2,
+        ..ServerConfig::default()
+    });
+    for i in 0..50 {
+        h.send(1_000 + i * 10, 0, frame(i as u16, 64));
+    }
+    // Mid-flight: some frames are in the NIC, some in the cores' queues.
+    h.restart(1_500);
+    let before = h.transmitted.len();
+    for i in 0..10 {
+        h.send(100_000 + i * 1_000, 0, frame(500 + i as u16, 64));
+    }
+    h.advance_to(1_000_000);
+    let c = h.device.counters();
+    assert_eq!(c["rx_frames"], 60);
+    assert_eq!(
+        h.transmitted.len() - before,
+        10,
+        "the restarted server forwards again"
+    );
+    assert!(before < 50, "frames in flight at the crash are lost");
+    assert_eq!(c["nf_flows"], 10, "the NF lost its state");
+    let times: Vec<u64> = h.transmitted.iter().map(|t| t.at).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+}
