@@ -15,6 +15,10 @@
 //!   non-decreasing time, as the device contract requires, although the
 //!   handlers that produced them finish out of order.
 //!
+//! On top of them, a whole device: [`multicore::MultiCoreServer`], a
+//! multi-core server with a NIC ([`nic`]) on PCIe ([`pcie`]), RSS over its
+//! cores ([`rss`]), running a software NF ([`nf`]) to completion per core.
+//!
 //! Each piece is a plain value the device owns and drives from its
 //! [`Device`](inca_switch::device::Device) methods; nothing here sets timers
 //! or reads clocks. A multi-core server is a `Vec<ServiceQueue>` with a
@@ -23,10 +27,20 @@
 
 pub mod addr;
 pub mod demux;
+pub mod multicore;
+pub mod nf;
+pub mod nic;
+pub mod pcie;
+pub mod rss;
 pub mod service;
 pub mod transmit;
 
 pub use addr::ServerAddr;
 pub use demux::{DemuxError, DemuxStats, PortDemux, Undeliverable, MAX_BOUND_PORTS};
+pub use multicore::{CoreCosts, CoreStats, MultiCoreServer, NicStats, PortMacs, ServerConfig};
+pub use nf::{NfOutput, SoftwareNf};
+pub use nic::NicConfig;
+pub use pcie::{Pcie, PcieConfig};
+pub use rss::{Rss, RssConfig};
 pub use service::{Admitted, QueueBound, QueueFull, ServiceQueue, ServiceStats};
 pub use transmit::{TxPort, TxQueue, TxQueueStats};

@@ -1,5 +1,6 @@
 //! The plain apps of `inca-apps` (NAT, firewall, sketches, ...) served as a
-//! system: each app alone on a switch, no servers, no run checks.
+//! system: each app alone on a switch, no run checks; and the software NAT
+//! baseline as a `[[server]]` kind (`sw_nat`, [`crate::software_nat`]).
 
 use std::any::Any;
 
@@ -9,8 +10,10 @@ use inca_sim::engine::Node;
 use inca_switch::placement::Placement;
 use inca_switch::{Profile, Program, Switch};
 
+use inca_sim::scenario::ServerSetup;
+
 use crate::error::{CheckError, SystemError};
-use crate::system::{ProgramInfo, RunMode, System, SystemRun};
+use crate::system::{ProgramInfo, RunMode, ServerKindInfo, System, SystemRun};
 
 /// The `inca-apps` catalog as a system.
 #[derive(Debug, Clone, Copy, Default)]
@@ -51,6 +54,13 @@ impl System for AppsSystem {
     fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
         Box::new(AppsRun)
     }
+
+    fn server_kinds(&self) -> Vec<ServerKindInfo> {
+        vec![ServerKindInfo {
+            kind: "sw_nat",
+            about: "software NAT on a multi-core server with a NIC (RSS, per-core costs, PCIe DMA): the papers' server baseline",
+        }]
+    }
 }
 
 /// A run of the plain apps: nothing to remember between devices.
@@ -79,6 +89,20 @@ impl SystemRun for AppsRun {
             CatalogError::Load(e) => SystemError::Load(e),
             e => SystemError::Refused(e.to_string()),
         })?
+    }
+
+    fn build_server(
+        &mut self,
+        kind: &str,
+        setup: &ServerSetup,
+    ) -> Result<Box<dyn Node>, SystemError> {
+        if kind != "sw_nat" {
+            return Err(SystemError::UnknownServerKind {
+                kind: kind.to_string(),
+                known: "sw_nat".into(),
+            });
+        }
+        Ok(Box::new(crate::software_nat::build(setup)?))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -14,7 +14,10 @@
 //!   `inca_verify`) is what it finds.
 //! - [`bench`] — what a benchmark row is, so systems can offer theirs.
 //! - [`apps`] — the plain apps of `inca-apps` served as a system.
-//! - [`server`] — helpers for systems that build `[[server]]` devices.
+//! - [`server`] — helpers for systems that build `[[server]]` devices, and
+//!   the multi-core server as a simulator node.
+//! - [`software_nat`] — the software NAT baseline on a multi-core server
+//!   (`[[server]] kind = "sw_nat"`, served by [`apps`]).
 //! - [`largest`] — the largest size of a program that fits a profile.
 //! - [`error`] — the typed errors at these seams.
 //!
@@ -23,7 +26,7 @@
 //! over them. docs/architecture.md, "How to add a system", walks through a
 //! toy example (crates/inca/tests/toy_system.rs).
 //!
-//! Module dependencies point one way: `error`, `bench` ← `system` ← `registry` ← `campaign`, `largest`, `apps`.
+//! Module dependencies point one way: `error`, `bench` ← `system` ← `registry` ← `campaign`, `largest`, `apps`; `server` ← `software_nat` ← `apps`.
 
 pub mod apps;
 pub mod bench;
@@ -32,6 +35,7 @@ pub mod error;
 pub mod largest;
 pub mod registry;
 pub mod server;
+pub mod software_nat;
 pub mod system;
 
 /// What a campaign found (the results schema), from `inca_verify`.

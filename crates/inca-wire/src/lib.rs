@@ -18,6 +18,7 @@
 //! - [`probe`] — the traffic generators' probe header (flow, sequence, send time).
 //! - [`pcap`] — pcap writer, pcap/pcapng reader.
 //! - [`pktgen`] — the Tofino packet generator's port-down header.
+//! - [`toeplitz`] — the RSS Toeplitz hash and its IPv4 inputs.
 //!
 //! Byte-by-byte layouts are in `docs/wire.md`.
 
@@ -36,6 +37,7 @@ pub mod probe;
 pub mod redplane;
 pub mod roce;
 pub mod tcp;
+pub mod toeplitz;
 pub mod udp;
 pub mod udp_frame;
 

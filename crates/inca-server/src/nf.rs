@@ -1,0 +1,36 @@
+//! The software network function a multi-core server runs: frames in,
+//! frames out, on one core at a time.
+//!
+//! A DPDK-style NF runs to completion: a core takes a frame from its receive
+//! queue, runs the NF on it, and hands what the NF sends to the NIC before
+//! taking the next. The server tells the NF which core runs it, so an NF
+//! keeps per-core state (a core's own allocation range, its own counters)
+//! without locks, and shares what it must (a flow table reached by any core
+//! that sees the flow's reply).
+
+use inca_switch::device::PortId;
+
+/// A frame an NF sends: the port and the frame. The server sets its
+/// Ethernet addresses (source: the port's MAC, destination: the neighbour's)
+/// [our choice: the driver layer's job, so NFs stay L3].
+pub type NfOutput = (PortId, Vec<u8>);
+
+/// A software NF hosted on a multi-core server. See the module
+/// documentation.
+pub trait SoftwareNf {
+    /// Its name, for reports.
+    fn name(&self) -> &str;
+
+    /// Processes `frame`, received on `port`, on core `core`, pushing the
+    /// frames to send onto `out` (none: the frame is dropped). A malformed
+    /// frame is the NF's to count and drop, never a panic.
+    fn process(&mut self, core: usize, port: PortId, frame: Vec<u8>, out: &mut Vec<NfOutput>);
+
+    /// Its counters, for the node report (names without a prefix; the
+    /// server adds `nf_`).
+    fn counters(&self) -> Vec<(String, u64)>;
+
+    /// The server crashed: the NF loses its volatile state (counters
+    /// survive, they belong to the experiment).
+    fn reset(&mut self);
+}

@@ -1,0 +1,239 @@
+//! The multi-core server device on its own (a harness drives it): latency
+//! as the sum of its parts, RSS affinity and spread, bounded rings, and the
+//! PCIe bound on throughput.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+
+use inca_server::{
+    CoreCosts, MultiCoreServer, NfOutput, NicConfig, PcieConfig, PortMacs, ServerConfig, SoftwareNf,
+};
+use inca_switch::device::PortId;
+use inca_switch::harness::Harness;
+use inca_wire::{build_udp_frame, Endpoints};
+
+const SEED: u64 = 15;
+
+/// Forwards port 0 to port 1 and remembers which cores saw each source
+/// port.
+#[derive(Debug, Default)]
+struct Forward {
+    cores_of: BTreeMap<u16, BTreeSet<usize>>,
+}
+
+impl SoftwareNf for Forward {
+    fn name(&self) -> &str {
+        "forward"
+    }
+    fn process(&mut self, core: usize, _port: PortId, frame: Vec<u8>, out: &mut Vec<NfOutput>) {
+        let sport = u16::from_be_bytes([frame[34], frame[35]]);
+        self.cores_of.entry(sport).or_default().insert(core);
+        out.push((1, frame));
+    }
+    fn counters(&self) -> Vec<(String, u64)> {
+        vec![("flows".into(), self.cores_of.len() as u64)]
+    }
+    fn reset(&mut self) {
+        self.cores_of.clear();
+    }
+}
+
+fn frame(sport: u16, len: usize) -> Vec<u8> {
+    let ep = Endpoints::new(
+        [2, 0, 0, 0, 0, 1],
+        Ipv4Addr::new(10, 0, 0, 1),
+        [2, 0, 0, 0, 0, 2],
+        Ipv4Addr::new(10, 0, 1, 1),
+    );
+    let payload = vec![0u8; len - 42];
+    build_udp_frame(&ep, sport, 9, &payload, false).unwrap()
+}
+
+fn server(config: ServerConfig) -> Harness<MultiCoreServer<Forward>> {
+    let port = |i: u8| PortMacs {
+        mac: [2, 0, 0, 0, 9, i],
+        neighbour: [2, 0, 0, 0, 8, i],
+    };
+    let s = MultiCoreServer::new(config, vec![port(0), port(1)], Forward::default()).unwrap();
+    Harness::new(s, SEED)
+}
+
+#[test]
+fn low_load_latency_is_the_sum_of_dma_cpu_and_doorbell() {
+    println!("seed {SEED}");
+    let config = ServerConfig {
+        cores: 2,
+        costs: CoreCosts {
+            fixed_ns: 700,
+            per_byte_ps: 500,
+        },
+        ..ServerConfig::default()
+    };
+    let mut h = server(config.clone());
+    // A first frame pays the batched transfers (descriptor prefetch, tail
+    // update, doorbell bytes); the second, long after, pays only its own.
+    h.send(1_000, 0, frame(7, 100));
+    h.send(100_000, 0, frame(7, 100));
+    h.advance_to(200_000);
+    assert_eq!(h.transmitted.len(), 2);
+    let t = &h.transmitted[1];
+    assert_eq!(t.port, 1);
+    assert_eq!(&t.frame[0..12], &[2, 0, 0, 0, 8, 1, 2, 0, 0, 0, 9, 1]);
+    // The parts, from the defaults' inputs (PCIe 2.0 x8: 4 bytes per ns,
+    // 24 B per TLP, MPS 256, MRRS 512; reads 500 ns, writes 250 ns):
+    let ser = |bytes: u64| bytes / 4;
+    let rx_dma = ser(100 + 24) + ser(16 + 24) + 250; // payload, descriptor
+    let cpu = 700 + 100 * 500 / 1000;
+    let doorbell = 250;
+    let tx_desc = ser(24) + 500 + ser(16 + 24);
+    let tx_payload = ser(24) + 500 + ser(100 + 24);
+    let expected = rx_dma + cpu + doorbell + tx_desc + tx_payload;
+    assert_eq!(
+        t.at - 100_000,
+        expected,
+        "one frame's time through the server"
+    );
+}
+
+#[test]
+fn rss_keeps_a_flow_on_one_core_and_spreads_flows() {
+    println!("seed {SEED}");
+    let mut h = server(ServerConfig {
+        cores: 4,
+        ..ServerConfig::default()
+    });
+    let mut t = 0;
+    for round in 0..20 {
+        for sport in 1000..1200u16 {
+            t += 1_000;
+            let _ = round;
+            h.send(t, 0, frame(sport, 64));
+        }
+    }
+    h.advance_to(t + 1_000_000);
+    let nf = h.device.nf();
+    assert!(
+        nf.cores_of.values().all(|c| c.len() == 1),
+        "a flow stayed on one core"
+    );
+    let per_core = h.device.core_stats();
+    let total: u64 = per_core.iter().map(|c| c.packets).sum();
+    assert_eq!(total, 4_000);
+    for (i, c) in per_core.iter().enumerate() {
+        // 200 flows over 4 cores: each gets a fair share, give or take.
+        assert!(c.packets >= 500 && c.packets <= 1_500, "core {i}: {c:?}");
+    }
+}
+
+#[test]
+fn a_full_receive_ring_drops_and_counts() {
+    println!("seed {SEED}");
+    let mut h = server(ServerConfig {
+        cores: 1,
+        costs: CoreCosts {
+            fixed_ns: 1_000_000,
+            per_byte_ps: 0,
+        },
+        nic: NicConfig {
+            rx_ring: 4,
+            ..NicConfig::default()
+        },
+        ..ServerConfig::default()
+    });
+    for i in 0..20 {
+        h.send(1_000, 0, frame(100 + i, 64));
+    }
+    h.advance_to(10_000_000);
+    let c = h.device.core_stats()[0];
+    assert_eq!((c.packets, c.rx_ring_drops), (4, 16));
+    assert_eq!(h.transmitted.len(), 4);
+    let counters = h.device.counters();
+    assert_eq!(counters["rx_ring_drops"], 16);
+    assert_eq!(counters["nf_flows"], 4);
+}
+
+#[test]
+fn pcie_bounds_small_frame_throughput_below_line_rate() {
+    println!("seed {SEED}");
+    // 100 GbE on PCIe 2.0 x8: 64-byte frames need more PCIe bytes per
+    // frame than the link carries at line rate, so PCIe is the bound.
+    let nic = NicConfig {
+        line_rate_gbps: 100.0,
+        pcie: PcieConfig::default(),
+        ..NicConfig::default()
+    };
+    let mut h = server(ServerConfig {
+        cores: 8,
+        costs: CoreCosts {
+            fixed_ns: 0,
+            per_byte_ps: 0,
+        },
+        nic: nic.clone(),
+        ..ServerConfig::default()
+    });
+    // Offered: one 64 B frame every 7 ns (143 Mpps, about line rate) for
+    // 200 us; the server runs until it has sent everything it admitted.
+    let end = 200_000u64;
+    let (mut t, mut sport) = (0u64, 0u16);
+    while t < end {
+        sport = sport.wrapping_add(1);
+        h.send(t, 0, frame(sport, 64));
+        t += 7;
+    }
+    h.advance_to(end + 10_000_000);
+    let tx = h.device.nic_stats().tx_frames;
+    assert_eq!(tx, h.transmitted.len() as u64);
+    let last = h.transmitted.last().unwrap().at;
+    // PCIe bytes per frame device -> host, from the model's inputs:
+    // payload write + descriptor write-back, a prefetch request per 8
+    // frames, the two transmit read requests, a write-back per 32.
+    let up = (64 + 24) as f64 + 40.0 + 24.0 / 8.0 + 24.0 + 24.0 + 40.0 / 32.0;
+    let bound_pps = 32e9 / 8.0 / up;
+    let measured_pps = tx as f64 / last as f64 * 1e9;
+    println!("measured {measured_pps:.0} pps, PCIe bound {bound_pps:.0} pps");
+    assert!(
+        (measured_pps - bound_pps).abs() / bound_pps < 0.03,
+        "throughput {measured_pps:.0} pps is PCIe's bound {bound_pps:.0}"
+    );
+    assert!(measured_pps < 0.2 * 100e9 / ((64 + 24) * 8) as f64);
+    let c = h.device.counters();
+    assert!(
+        c["rx_buffer_drops"] + c["rx_ring_drops"] > 0,
+        "the excess was dropped"
+    );
+    assert_eq!(
+        c["rx_frames"],
+        tx + c["rx_buffer_drops"] + c["rx_ring_drops"],
+        "every frame is sent or counted"
+    );
+}
+
+#[test]
+fn a_restart_loses_frames_in_flight_and_keeps_counters() {
+    println!("seed {SEED}");
+    let mut h = server(ServerConfig {
+        cores: 2,
+        ..ServerConfig::default()
+    });
+    for i in 0..50 {
+        h.send(1_000 + i * 10, 0, frame(i as u16, 64));
+    }
+    // Mid-flight: some frames are in the NIC, some in the cores' queues.
+    h.restart(1_500);
+    let before = h.transmitted.len();
+    for i in 0..10 {
+        h.send(100_000 + i * 1_000, 0, frame(500 + i as u16, 64));
+    }
+    h.advance_to(1_000_000);
+    let c = h.device.counters();
+    assert_eq!(c["rx_frames"], 60);
+    assert_eq!(
+        h.transmitted.len() - before,
+        10,
+        "the restarted server forwards again"
+    );
+    assert!(before < 50, "frames in flight at the crash are lost");
+    assert_eq!(c["nf_flows"], 10, "the NF lost its state");
+    let times: Vec<u64> = h.transmitted.iter().map(|t| t.at).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+}
