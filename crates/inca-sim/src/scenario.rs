@@ -20,6 +20,12 @@
 //! profile_set = { "control_plane.table_write" = "20us" }
 //! announce = ["198.51.100.0/24"]    # prefixes routers reach through it
 //!
+//! [[smartnic]]                      # a P4 smart NIC: the switch model on
+//! name = "nic1"                     # the `smartnic` profile (2 ports,
+//! program = "nat"                   # run to completion, tables spill to
+//! params = { flows = 1000000 }      # DRAM), reported as kind "smartnic"
+//! dram = "2GiB"                     # optional: its DRAM (profile's default)
+//!
 //! [[router]]                        # a fixed-function ECMP router
 //! name = "tor1"
 //! detect_delay = "50ms"
@@ -98,9 +104,13 @@ pub struct Scenario {
     /// Defaults for links.
     #[serde(default)]
     pub defaults: Defaults,
-    /// Programmable switches.
+    /// Programmable switches (after loading, the smart NICs too, behind
+    /// the switches: see [`SmartNicSpec`]).
     #[serde(default)]
     pub switch: Vec<SwitchSpec>,
+    /// Smart NICs (moved into `switch` when the file is loaded).
+    #[serde(default)]
+    pub smartnic: Vec<SmartNicSpec>,
     /// Routers.
     #[serde(default)]
     pub router: Vec<RouterSpec>,
@@ -158,6 +168,51 @@ pub struct SwitchSpec {
     /// Prefixes reachable through this switch.
     #[serde(default)]
     pub announce: Vec<Spanned<String>>,
+}
+
+/// A smart NIC: a programmable device on the `smartnic` profile, with its
+/// own ports (port 0 towards the switch, port 1 towards its server, by
+/// convention), program, parameters and DRAM. It runs on the same switch
+/// model as a `[[switch]]` (the profile makes it run to completion and
+/// places tables that outgrow its SRAM in DRAM), so on loading it becomes
+/// one, after the scenario's switches; its report says kind `smartnic`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmartNicSpec {
+    /// Unique name.
+    pub name: Spanned<String>,
+    /// The program.
+    pub program: Spanned<String>,
+    /// Program parameters.
+    #[serde(default)]
+    pub params: BTreeMap<String, toml::Value>,
+    /// Its DRAM (`"4GiB"`), the profile's when absent.
+    #[serde(default)]
+    pub dram: Option<Spanned<toml::Value>>,
+    /// Profile model inputs to override.
+    #[serde(default)]
+    pub profile_set: BTreeMap<String, toml::Value>,
+    /// Prefixes reachable through this NIC.
+    #[serde(default)]
+    pub announce: Vec<Spanned<String>>,
+}
+
+impl SmartNicSpec {
+    /// The programmable device it is.
+    fn into_switch(self) -> SwitchSpec {
+        let mut profile_set = self.profile_set;
+        if let Some(d) = self.dram {
+            profile_set.insert("dram_bytes".into(), d.into_inner());
+        }
+        SwitchSpec {
+            profile: Spanned::new(self.name.span(), "smartnic".into()),
+            name: self.name,
+            program: self.program,
+            params: self.params,
+            profile_set,
+            announce: self.announce,
+        }
+    }
 }
 
 fn default_profile() -> Spanned<String> {
@@ -408,8 +463,17 @@ impl Loaded {
         overrides: &[String],
     ) -> Result<Loaded, ScenarioError> {
         let text = apply_overrides(text, overrides)?;
-        let scenario: Scenario =
+        let mut scenario: Scenario =
             toml::from_str(&text).map_err(|e| ScenarioError(format!("{origin}: {e}")))?;
+        for nic in std::mem::take(&mut scenario.smartnic) {
+            if let (Some(d), true) = (&nic.dram, nic.profile_set.contains_key("dram_bytes")) {
+                let (line, col) = line_col(&text, d.span().start);
+                return Err(ScenarioError(format!(
+                    "{origin}:{line}:{col}: dram: give dram or profile_set.dram_bytes, not both"
+                )));
+            }
+            scenario.switch.push(nic.into_switch());
+        }
         let loaded = Loaded {
             scenario,
             text,
@@ -590,7 +654,7 @@ pub fn apply_overrides(text: &str, overrides: &[String]) -> Result<String, Scena
         } else {
             find_named(&mut doc, first).ok_or_else(|| {
                 ScenarioError(format!(
-                    "--set {key}: no top-level key and no switch, router, host or link named {first:?}"
+                    "--set {key}: no top-level key and no switch, smart NIC, router, host or link named {first:?}"
                 ))
             })?
         };
@@ -606,7 +670,7 @@ fn find_named<'a>(
     name: &str,
 ) -> Option<&'a mut dyn toml_edit::TableLike> {
     // Find it first, then borrow it mutably once.
-    let (kind, index) = ["switch", "router", "host", "server", "link"]
+    let (kind, index) = ["switch", "smartnic", "router", "host", "server", "link"]
         .into_iter()
         .find_map(|kind| {
             let arr = doc.get(kind)?.as_array_of_tables()?;
@@ -861,7 +925,10 @@ impl Loaded {
                     self.err_at(
                         e.span(),
                         field,
-                        format!("no switch, router, host or server named {:?}", n.trim()),
+                        format!(
+                            "no switch, smart NIC, router, host or server named {:?}",
+                            n.trim()
+                        ),
                     )
                 })?;
                 let port: PortId = p.trim().parse().map_err(|_| {
