@@ -46,6 +46,12 @@ pub fn run(
             built.sim.first_contract_violation().unwrap_or("?")
         ));
     }
+    if stats.telemetry_stamps + stats.telemetry_overflows > 0 {
+        highlights.push(format!(
+            "telemetry: {} stamps appended to probes, {} not (stack full)",
+            stats.telemetry_stamps, stats.telemetry_overflows
+        ));
+    }
     for (t, what) in &built.sim.fault_log {
         highlights.push(format!("{:>10}  fault: {what}", format_time(*t)));
     }

@@ -19,6 +19,9 @@
 //! params = { flows = 65536, outside_port = 0 }
 //! profile_set = { "control_plane.table_write" = "20us" }
 //! announce = ["198.51.100.0/24"]    # prefixes routers reach through it
+//! telemetry = true                  # stamp probes passing it (also on
+//!                                   # smartnic and router; `telemetry_depth`
+//!                                   # at the top bounds the stack, 16)
 //!
 //! [[smartnic]]                      # a P4 smart NIC: the switch model on
 //! name = "nic1"                     # the `smartnic` profile (2 ports,
@@ -77,6 +80,7 @@ use crate::nodes::router::{Router, RouterConfig};
 use crate::quantity::{de_opt_rate, de_opt_size, de_opt_time, de_time};
 pub use crate::random_faults::RandomFaults;
 use crate::random_faults::{ImpairBounds, Kind, Plan};
+pub use crate::smartnic::SmartNicSpec;
 
 /// A scenario problem: what is wrong, where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -129,6 +133,10 @@ pub struct Scenario {
     /// Randomised faults.
     #[serde(default)]
     pub random_faults: Option<RandomFaults>,
+    /// Telemetry records a probe carries at most (default
+    /// [`crate::engine::DEFAULT_TELEMETRY_DEPTH`]).
+    #[serde(default)]
+    pub telemetry_depth: Option<u8>,
 }
 
 fn default_seed() -> u64 {
@@ -168,49 +176,26 @@ pub struct SwitchSpec {
     /// Prefixes reachable through this switch.
     #[serde(default)]
     pub announce: Vec<Spanned<String>>,
+    /// Stamps the probe frames that pass it (per-hop telemetry).
+    #[serde(default)]
+    pub telemetry: bool,
 }
 
-/// A smart NIC: a programmable device on the `smartnic` profile, with its
-/// own ports (port 0 towards the switch, port 1 towards its server, by
-/// convention), program, parameters and DRAM. It runs on the same switch
-/// model as a `[[switch]]` (the profile makes it run to completion and
-/// places tables that outgrow its SRAM in DRAM), so on loading it becomes
-/// one, after the scenario's switches; its report says kind `smartnic`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SmartNicSpec {
-    /// Unique name.
-    pub name: Spanned<String>,
-    /// The program.
-    pub program: Spanned<String>,
-    /// Program parameters.
-    #[serde(default)]
-    pub params: BTreeMap<String, toml::Value>,
-    /// Its DRAM (`"4GiB"`), the profile's when absent.
-    #[serde(default)]
-    pub dram: Option<Spanned<toml::Value>>,
-    /// Profile model inputs to override.
-    #[serde(default)]
-    pub profile_set: BTreeMap<String, toml::Value>,
-    /// Prefixes reachable through this NIC.
-    #[serde(default)]
-    pub announce: Vec<Spanned<String>>,
-}
-
-impl SmartNicSpec {
-    /// The programmable device it is.
-    fn into_switch(self) -> SwitchSpec {
-        let mut profile_set = self.profile_set;
-        if let Some(d) = self.dram {
+impl From<SmartNicSpec> for SwitchSpec {
+    /// The programmable device a smart NIC is.
+    fn from(nic: SmartNicSpec) -> SwitchSpec {
+        let mut profile_set = nic.profile_set;
+        if let Some(d) = nic.dram {
             profile_set.insert("dram_bytes".into(), d.into_inner());
         }
         SwitchSpec {
-            profile: Spanned::new(self.name.span(), "smartnic".into()),
-            name: self.name,
-            program: self.program,
-            params: self.params,
+            profile: Spanned::new(nic.name.span(), "smartnic".into()),
+            name: nic.name,
+            program: nic.program,
+            params: nic.params,
             profile_set,
-            announce: self.announce,
+            announce: nic.announce,
+            telemetry: nic.telemetry,
         }
     }
 }
@@ -248,6 +233,9 @@ pub struct RouterSpec {
     /// Failure-detection delay.
     #[serde(default, deserialize_with = "de_opt_time")]
     pub detect_delay: Option<Nanos>,
+    /// Stamps the probe frames that pass it (per-hop telemetry).
+    #[serde(default)]
+    pub telemetry: bool,
 }
 
 /// Link properties (each optional: unset ones come from the defaults, then
@@ -472,7 +460,7 @@ impl Loaded {
                     "{origin}:{line}:{col}: dram: give dram or profile_set.dram_bytes, not both"
                 )));
             }
-            scenario.switch.push(nic.into_switch());
+            scenario.switch.push(nic.into());
         }
         let loaded = Loaded {
             scenario,
@@ -901,6 +889,7 @@ impl Loaded {
         order.extend(sc.host.iter().map(|h| host_name(h).to_string()));
         order.extend(sc.server.iter().map(|s| s.name.get_ref().clone()));
         let id_of = |n: &str| order.iter().position(|x| x == n).map(|i| NodeId(i as u32));
+        let node_names: std::sync::Arc<[String]> = order.clone().into();
 
         // Links, resolved (before nodes, to know neighbours).
         struct End {
@@ -1118,7 +1107,7 @@ impl Loaded {
                 factory.craft_sources(&req)
             })
             .map_err(|e| self.err_at(name.span(), "host", e))?;
-            let host = Host::with_registry(
+            let mut host = Host::with_registry(
                 config,
                 port_mac(id, 0),
                 gateway_mac,
@@ -1126,6 +1115,7 @@ impl Loaded {
                 &FactoryWorkloads(factory),
             )
             .map_err(|e| self.err_at(name.span(), "host", e))?;
+            host.set_node_names(node_names.clone());
             let got = sim.add_node(name.get_ref(), Box::new(host));
             debug_assert_eq!(got, id);
             names.insert(name.get_ref().clone(), id);
@@ -1164,6 +1154,16 @@ impl Loaded {
             debug_assert_eq!(got, id);
             names.insert(s.name.get_ref().clone(), id);
             is_host.push(true);
+        }
+
+        // Telemetry points.
+        if let Some(d) = sc.telemetry_depth {
+            sim.set_telemetry_depth(d);
+        }
+        let marked = sc.switch.iter().filter(|s| s.telemetry).map(|s| &s.name);
+        for name in marked.chain(sc.router.iter().filter(|r| r.telemetry).map(|r| &r.name)) {
+            sim.set_telemetry(names[name.get_ref()], true)
+                .map_err(|e| self.err_at(name.span(), "telemetry", e))?;
         }
 
         // Links. Their captures are opened last, once nothing else can fail,

@@ -1,7 +1,8 @@
 //! Smart NICs as scenario devices: `experiments/smartnic-offload.toml` (a
 //! tofino switch steering flows to two smart NICs) runs, both NICs process
 //! packets with their tables in DRAM, and their counters reach the run
-//! report and the printed summary; `[[smartnic]]` mistakes name the field.
+//! report and the printed summary, with per-hop latency through them;
+//! `[[smartnic]]` mistakes name the field.
 
 use std::path::{Path, PathBuf};
 
@@ -96,6 +97,23 @@ fn the_switch_and_two_smartnics_scenario_reports_both_nics() {
         counter(&node("c1"), "rx_probes") > 0,
         "nothing crossed the firewall"
     );
+    // The switch and the NICs stamp probes: s1's latency splits into hops
+    // through the switch and the NAT NIC, one sample per probe each.
+    let s1 = node("s1");
+    for hop in [
+        "hop:src>edge.in",
+        "hop:edge.in>edge.out",
+        "hop:edge.out>nic1.in",
+        "hop:nic1.in>nic1.out",
+        "hop:nic1.out>dst",
+    ] {
+        assert_eq!(
+            s1["histograms"][hop]["count"].as_u64(),
+            Some(counter(&s1, "rx_probes")),
+            "{hop}: {}",
+            s1["histograms"]
+        );
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
 
