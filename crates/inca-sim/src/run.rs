@@ -85,6 +85,21 @@ pub fn run(
     })
 }
 
+/// The device's own drop counters (a program's counters may also end in
+/// `_drops` and count the same packets again).
+const DEVICE_DROPS: &[&str] = &[
+    "tm_drops",
+    "parse_drops",
+    "program_drops",
+    "violation_drops",
+    "bad_port_drops",
+    "feature_drops",
+    "input_drops",
+    "pass_limit_drops",
+    "no_group_drops",
+    "punt_drops",
+];
+
 /// One line about a programmable device (kind `switch` or `smartnic`) from
 /// its report: packets in and out per port, drops, table occupancy, DRAM
 /// use and control-channel work. `None` for other kinds.
@@ -107,7 +122,7 @@ pub fn device_line(name: &str, kind: &str, r: &crate::metrics::NodeReport) -> Op
             .and_then(|t| t.strip_suffix(".entries"))
         {
             tables.push(format!("{t} {v}/{}", c(&format!("table.{t}.capacity"))));
-        } else if k.ends_with("_drops") && !k.starts_with("port") {
+        } else if DEVICE_DROPS.contains(&k.as_str()) {
             drops += v;
         }
     }
