@@ -16,6 +16,14 @@
 //! revive a crashed node's links, and a restart does not lift a link flap.
 //! Its impairments are its configured values with the impairment windows
 //! open on it laid over them, in the order they opened.
+//!
+//! Nodes marked as telemetry points ([`Simulation::set_telemetry`]) stamp
+//! the probe frames that pass them: the engine appends (node, ingress, time)
+//! to a frame's telemetry stack ([`inca_wire::telemetry`]) when it delivers
+//! the frame to the node, and (node, egress, time) when the node transmits
+//! it, so a device's residence and each link's time (queueing and
+//! serialisation included) can be told apart at the receiver. The engine
+//! does it, not the devices, so every node kind can be a telemetry point.
 
 use std::any::Any;
 use std::path::Path;
@@ -23,6 +31,7 @@ use std::path::Path;
 use inca_switch::device::{
     device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId,
 };
+use inca_wire::telemetry::{push_stamp, Pushed, Stamp, StampPoint};
 use inca_wire::PcapWriter;
 
 use crate::lanes::LaneAgenda;
@@ -171,7 +180,15 @@ pub struct EngineStats {
     /// it. Each is carried out at `now` (time cannot go back) and counted;
     /// a campaign fails a run that has any.
     pub contract_violations: u64,
+    /// Telemetry stamps appended to probe frames.
+    pub telemetry_stamps: u64,
+    /// Telemetry stamps not appended because the frame's stack was full.
+    pub telemetry_overflows: u64,
 }
+
+/// Telemetry records a probe carries at most unless the scenario says
+/// otherwise: eight devices' ingress and egress [our choice].
+pub const DEFAULT_TELEMETRY_DEPTH: u8 = 16;
 
 /// Which agenda lane an event goes to: one per node's timers, one per link
 /// direction for deliveries and one for delayed transmissions (each mostly
@@ -215,6 +232,8 @@ struct NodeSlot {
     next_generation: u64,
     state: NodeState,
     backlog: Vec<Input>,
+    /// Stamps the probe frames it receives and sends.
+    telemetry: bool,
 }
 
 struct LinkSlot {
@@ -279,6 +298,8 @@ pub struct Simulation {
     next_window: u64,
     /// The first contract violation, in words (the rest are counted).
     first_violation: Option<String>,
+    /// Telemetry records a probe frame may carry.
+    telemetry_depth: u8,
 }
 
 impl Simulation {
@@ -300,6 +321,7 @@ impl Simulation {
             fault_tally: std::collections::BTreeMap::new(),
             next_window: 0,
             first_violation: None,
+            telemetry_depth: DEFAULT_TELEMETRY_DEPTH,
         }
     }
 
@@ -355,8 +377,46 @@ impl Simulation {
             next_generation: 0,
             state: NodeState::Up,
             backlog: Vec::new(),
+            telemetry: false,
         });
         id
+    }
+
+    /// Makes `node` a telemetry point (or not): see the module
+    /// documentation.
+    pub fn set_telemetry(&mut self, node: NodeId, on: bool) -> Result<(), TopologyError> {
+        let slot = self
+            .nodes
+            .get_mut(node.0 as usize)
+            .ok_or(TopologyError::NoNode(node.0))?;
+        slot.telemetry = on;
+        Ok(())
+    }
+
+    /// Sets how many telemetry records a probe frame may carry (default
+    /// [`DEFAULT_TELEMETRY_DEPTH`]); past it stamps are counted in the
+    /// frame's stack and in [`EngineStats::telemetry_overflows`].
+    pub fn set_telemetry_depth(&mut self, depth: u8) {
+        self.telemetry_depth = depth;
+    }
+
+    /// Appends `node`'s stamp to `frame` if the node is a telemetry point
+    /// and the frame a probe.
+    fn stamp(&mut self, node: NodeId, point: StampPoint, at: Nanos, frame: &mut Vec<u8>) {
+        if !self.nodes.get(node.0 as usize).is_some_and(|n| n.telemetry) {
+            return;
+        }
+        let stamp = Stamp {
+            device: node.0,
+            point,
+            time: at,
+        };
+        match push_stamp(frame, stamp, self.telemetry_depth) {
+            Ok(Pushed::Appended(_)) => self.stats.telemetry_stamps += 1,
+            Ok(Pushed::Overflow) => self.stats.telemetry_overflows += 1,
+            // Not a probe (or not one a stamp fits): it passes untouched.
+            Err(_) => {}
+        }
     }
 
     /// Connects port `a.1` of node `a.0` to port `b.1` of node `b.0`;
@@ -533,7 +593,11 @@ impl Simulation {
 
     fn dispatch(&mut self, event: Event) {
         match event {
-            Event::Deliver { link, dir, frame } => {
+            Event::Deliver {
+                link,
+                dir,
+                mut frame,
+            } => {
                 let now = self.now;
                 let Some(l) = self.links.get_mut(link.0 as usize) else {
                     return;
@@ -546,6 +610,7 @@ impl Simulation {
                 }
                 let (node, port) = l.ends[1 - dir];
                 self.stats.frames_delivered += 1;
+                self.stamp(node, StampPoint::Ingress, now, &mut frame);
                 self.input(node, Input::Frame { port, frame });
             }
             Event::Transmit { link, dir, frame } => self.offer(link, dir, frame),
@@ -600,7 +665,11 @@ impl Simulation {
     fn apply(&mut self, node: NodeId, out: &mut Vec<Output>) {
         for o in out.drain(..) {
             match o {
-                Output::Transmit { at, port, frame } => {
+                Output::Transmit {
+                    at,
+                    port,
+                    mut frame,
+                } => {
                     let end = self.nodes[node.0 as usize]
                         .ports
                         .get(usize::from(port))
@@ -613,6 +682,7 @@ impl Simulation {
                         self.stats.unconnected_drops += 1;
                         continue;
                     };
+                    self.stamp(node, StampPoint::Egress, at.max(self.now), &mut frame);
                     if at <= self.now {
                         self.offer(link, dir, frame);
                     } else {

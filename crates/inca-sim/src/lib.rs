@@ -29,6 +29,7 @@ pub mod quantity;
 pub mod random_faults;
 pub mod run;
 pub mod scenario;
+pub mod smartnic;
 pub mod tcp;
 
 pub use engine::{Fault, LinkId, Node, NodeId, Simulation};

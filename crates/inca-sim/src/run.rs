@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use inca_switch::device::Nanos;
-use inca_switch::units::format_time;
+use inca_switch::units::{format_bytes, format_time};
 
 use crate::metrics::{write_results, LinkReport, NodeReport, RunSummary};
 use crate::scenario::{Built, ScenarioError};
@@ -46,6 +46,12 @@ pub fn run(
             built.sim.first_contract_violation().unwrap_or("?")
         ));
     }
+    if stats.telemetry_stamps + stats.telemetry_overflows > 0 {
+        highlights.push(format!(
+            "telemetry: {} stamps appended to probes, {} not (stack full)",
+            stats.telemetry_stamps, stats.telemetry_overflows
+        ));
+    }
     for (t, what) in &built.sim.fault_log {
         highlights.push(format!("{:>10}  fault: {what}", format_time(*t)));
     }
@@ -77,4 +83,76 @@ pub fn run(
         nodes,
         links,
     })
+}
+
+/// The device's own drop counters (a program's counters may also end in
+/// `_drops` and count the same packets again).
+const DEVICE_DROPS: &[&str] = &[
+    "tm_drops",
+    "parse_drops",
+    "program_drops",
+    "violation_drops",
+    "bad_port_drops",
+    "feature_drops",
+    "input_drops",
+    "pass_limit_drops",
+    "no_group_drops",
+    "punt_drops",
+];
+
+/// One line about a programmable device (kind `switch` or `smartnic`) from
+/// its report: packets in and out per port, drops, table occupancy, DRAM
+/// use and control-channel work. `None` for other kinds.
+pub fn device_line(name: &str, kind: &str, r: &crate::metrics::NodeReport) -> Option<String> {
+    if kind != "switch" && kind != "smartnic" {
+        return None;
+    }
+    let c = |k: &str| r.counters.get(k).copied().unwrap_or(0);
+    let mut ports = Vec::new();
+    let mut tables = Vec::new();
+    let mut drops = 0;
+    for (k, &v) in &r.counters {
+        if let Some(p) = k
+            .strip_suffix(".rx_packets")
+            .filter(|p| p.starts_with("port"))
+        {
+            ports.push(format!("{p} {v}/{}", c(&format!("{p}.tx_packets"))));
+        } else if let Some(t) = k
+            .strip_prefix("table.")
+            .and_then(|t| t.strip_suffix(".entries"))
+        {
+            tables.push(format!("{t} {v}/{}", c(&format!("table.{t}.capacity"))));
+        } else if DEVICE_DROPS.contains(&k.as_str()) {
+            drops += v;
+        }
+    }
+    let program = r
+        .notes
+        .iter()
+        .find_map(|n| n.strip_prefix("program "))
+        .and_then(|n| n.split_whitespace().next())
+        .unwrap_or("?");
+    let mut line = format!(
+        "{name} ({kind}, {program}): {} in, {} out (port rx/tx: {}), {drops} dropped",
+        c("rx_packets"),
+        c("tx_packets"),
+        ports.join(", ")
+    );
+    if !tables.is_empty() {
+        line += &format!("; tables {}", tables.join(", "));
+    }
+    if c("dram_used_bytes") > 0 {
+        line += &format!(
+            " ({} of {} DRAM)",
+            format_bytes(c("dram_used_bytes")),
+            format_bytes(c("dram_bytes"))
+        );
+    }
+    line += &format!(
+        "; control plane {} ops in {} RPCs, {} punts",
+        c("cp_ops"),
+        c("cp_rpcs"),
+        c("punts")
+    );
+    Some(line)
 }

@@ -19,6 +19,15 @@
 //! params = { flows = 65536, outside_port = 0 }
 //! profile_set = { "control_plane.table_write" = "20us" }
 //! announce = ["198.51.100.0/24"]    # prefixes routers reach through it
+//! telemetry = true                  # stamp probes passing it (also on
+//!                                   # smartnic and router; `telemetry_depth`
+//!                                   # at the top bounds the stack, 16)
+//!
+//! [[smartnic]]                      # a P4 smart NIC: the switch model on
+//! name = "nic1"                     # the `smartnic` profile (2 ports,
+//! program = "nat"                   # run to completion, tables spill to
+//! params = { flows = 1000000 }      # DRAM), reported as kind "smartnic"
+//! dram = "2GiB"                     # optional: its DRAM (profile's default)
 //!
 //! [[router]]                        # a fixed-function ECMP router
 //! name = "tor1"
@@ -71,6 +80,7 @@ use crate::nodes::router::{Router, RouterConfig};
 use crate::quantity::{de_opt_rate, de_opt_size, de_opt_time, de_time};
 pub use crate::random_faults::RandomFaults;
 use crate::random_faults::{ImpairBounds, Kind, Plan};
+pub use crate::smartnic::SmartNicSpec;
 
 /// A scenario problem: what is wrong, where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -98,9 +108,13 @@ pub struct Scenario {
     /// Defaults for links.
     #[serde(default)]
     pub defaults: Defaults,
-    /// Programmable switches.
+    /// Programmable switches (after loading, the smart NICs too, behind
+    /// the switches: see [`SmartNicSpec`]).
     #[serde(default)]
     pub switch: Vec<SwitchSpec>,
+    /// Smart NICs (moved into `switch` when the file is loaded).
+    #[serde(default)]
+    pub smartnic: Vec<SmartNicSpec>,
     /// Routers.
     #[serde(default)]
     pub router: Vec<RouterSpec>,
@@ -119,6 +133,10 @@ pub struct Scenario {
     /// Randomised faults.
     #[serde(default)]
     pub random_faults: Option<RandomFaults>,
+    /// Telemetry records a probe carries at most (default
+    /// [`crate::engine::DEFAULT_TELEMETRY_DEPTH`]).
+    #[serde(default)]
+    pub telemetry_depth: Option<u8>,
 }
 
 fn default_seed() -> u64 {
@@ -158,6 +176,28 @@ pub struct SwitchSpec {
     /// Prefixes reachable through this switch.
     #[serde(default)]
     pub announce: Vec<Spanned<String>>,
+    /// Stamps the probe frames that pass it (per-hop telemetry).
+    #[serde(default)]
+    pub telemetry: bool,
+}
+
+impl From<SmartNicSpec> for SwitchSpec {
+    /// The programmable device a smart NIC is.
+    fn from(nic: SmartNicSpec) -> SwitchSpec {
+        let mut profile_set = nic.profile_set;
+        if let Some(d) = nic.dram {
+            profile_set.insert("dram_bytes".into(), d.into_inner());
+        }
+        SwitchSpec {
+            profile: Spanned::new(nic.name.span(), "smartnic".into()),
+            name: nic.name,
+            program: nic.program,
+            params: nic.params,
+            profile_set,
+            announce: nic.announce,
+            telemetry: nic.telemetry,
+        }
+    }
 }
 
 fn default_profile() -> Spanned<String> {
@@ -193,6 +233,9 @@ pub struct RouterSpec {
     /// Failure-detection delay.
     #[serde(default, deserialize_with = "de_opt_time")]
     pub detect_delay: Option<Nanos>,
+    /// Stamps the probe frames that pass it (per-hop telemetry).
+    #[serde(default)]
+    pub telemetry: bool,
 }
 
 /// Link properties (each optional: unset ones come from the defaults, then
@@ -408,8 +451,17 @@ impl Loaded {
         overrides: &[String],
     ) -> Result<Loaded, ScenarioError> {
         let text = apply_overrides(text, overrides)?;
-        let scenario: Scenario =
+        let mut scenario: Scenario =
             toml::from_str(&text).map_err(|e| ScenarioError(format!("{origin}: {e}")))?;
+        for nic in std::mem::take(&mut scenario.smartnic) {
+            if let (Some(d), true) = (&nic.dram, nic.profile_set.contains_key("dram_bytes")) {
+                let (line, col) = line_col(&text, d.span().start);
+                return Err(ScenarioError(format!(
+                    "{origin}:{line}:{col}: dram: give dram or profile_set.dram_bytes, not both"
+                )));
+            }
+            scenario.switch.push(nic.into());
+        }
         let loaded = Loaded {
             scenario,
             text,
@@ -590,7 +642,7 @@ pub fn apply_overrides(text: &str, overrides: &[String]) -> Result<String, Scena
         } else {
             find_named(&mut doc, first).ok_or_else(|| {
                 ScenarioError(format!(
-                    "--set {key}: no top-level key and no switch, router, host or link named {first:?}"
+                    "--set {key}: no top-level key and no switch, smart NIC, router, host or link named {first:?}"
                 ))
             })?
         };
@@ -606,7 +658,7 @@ fn find_named<'a>(
     name: &str,
 ) -> Option<&'a mut dyn toml_edit::TableLike> {
     // Find it first, then borrow it mutably once.
-    let (kind, index) = ["switch", "router", "host", "server", "link"]
+    let (kind, index) = ["switch", "smartnic", "router", "host", "server", "link"]
         .into_iter()
         .find_map(|kind| {
             let arr = doc.get(kind)?.as_array_of_tables()?;
@@ -837,6 +889,7 @@ impl Loaded {
         order.extend(sc.host.iter().map(|h| host_name(h).to_string()));
         order.extend(sc.server.iter().map(|s| s.name.get_ref().clone()));
         let id_of = |n: &str| order.iter().position(|x| x == n).map(|i| NodeId(i as u32));
+        let node_names: std::sync::Arc<[String]> = order.clone().into();
 
         // Links, resolved (before nodes, to know neighbours).
         struct End {
@@ -861,7 +914,10 @@ impl Loaded {
                     self.err_at(
                         e.span(),
                         field,
-                        format!("no switch, router, host or server named {:?}", n.trim()),
+                        format!(
+                            "no switch, smart NIC, router, host or server named {:?}",
+                            n.trim()
+                        ),
                     )
                 })?;
                 let port: PortId = p.trim().parse().map_err(|_| {
@@ -1051,7 +1107,7 @@ impl Loaded {
                 factory.craft_sources(&req)
             })
             .map_err(|e| self.err_at(name.span(), "host", e))?;
-            let host = Host::with_registry(
+            let mut host = Host::with_registry(
                 config,
                 port_mac(id, 0),
                 gateway_mac,
@@ -1059,6 +1115,7 @@ impl Loaded {
                 &FactoryWorkloads(factory),
             )
             .map_err(|e| self.err_at(name.span(), "host", e))?;
+            host.set_node_names(node_names.clone());
             let got = sim.add_node(name.get_ref(), Box::new(host));
             debug_assert_eq!(got, id);
             names.insert(name.get_ref().clone(), id);
@@ -1097,6 +1154,16 @@ impl Loaded {
             debug_assert_eq!(got, id);
             names.insert(s.name.get_ref().clone(), id);
             is_host.push(true);
+        }
+
+        // Telemetry points.
+        if let Some(d) = sc.telemetry_depth {
+            sim.set_telemetry_depth(d);
+        }
+        let marked = sc.switch.iter().filter(|s| s.telemetry).map(|s| &s.name);
+        for name in marked.chain(sc.router.iter().filter(|r| r.telemetry).map(|r| &r.name)) {
+            sim.set_telemetry(names[name.get_ref()], true)
+                .map_err(|e| self.err_at(name.span(), "telemetry", e))?;
         }
 
         // Links. Their captures are opened last, once nothing else can fail,

@@ -855,6 +855,19 @@ impl Objects {
             .map_or("?", |s| s.decl.name.as_str())
     }
 
+    /// Every table's occupancy, in declaration order: its name, the
+    /// entries installed now and the entries declared (its capacity).
+    pub fn table_occupancy(&self) -> impl Iterator<Item = (&str, usize, u64)> + '_ {
+        self.slots
+            .iter()
+            .filter_map(|s| match (&s.storage, &s.decl.kind) {
+                (Storage::Table(t), ObjectKind::Table { entries, .. }) => {
+                    Some((s.decl.name.as_str(), t.len(), *entries))
+                }
+                _ => None,
+            })
+    }
+
     /// Number of entries installed in the table `id` (0 for other objects).
     pub fn table_len(&self, id: ObjectId) -> usize {
         match self.slots.get(id.index()).map(|s| &s.storage) {

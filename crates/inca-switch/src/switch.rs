@@ -132,6 +132,11 @@ pub struct SwitchStats {
     pub cp_op_failures: u64,
     /// Control-plane events handled by the CPU.
     pub cpu_events: u64,
+    /// Control-channel RPCs sent (a batch of writes is one RPC).
+    pub cp_rpcs: u64,
+    /// Control-plane operations refused because the channel's queue was
+    /// full.
+    pub cp_ops_refused: u64,
 }
 
 impl SwitchStats {
@@ -301,6 +306,8 @@ impl<P: Program> Switch<P> {
             out.tx_bytes = tm.tx_bytes;
             out.tm_drops = tm.tm_drops;
         }
+        s.cp_rpcs = self.cp.rpcs;
+        s.cp_ops_refused = self.cp.ops_dropped;
         s
     }
 

@@ -37,6 +37,7 @@ pub mod probe;
 pub mod redplane;
 pub mod roce;
 pub mod tcp;
+pub mod telemetry;
 pub mod toeplitz;
 pub mod udp;
 pub mod udp_frame;
@@ -58,5 +59,6 @@ pub use roce::{
     ROCEV2_UDP_PORT,
 };
 pub use tcp::{TcpFlags, TcpRepr, TcpSegment};
+pub use telemetry::{push_stamp, Pushed, Stamp, StampPoint, TelemetryStack};
 pub use udp::{UdpDatagram, UdpRepr};
 pub use udp_frame::{parse_udp_frame, UdpFrame};

@@ -58,6 +58,17 @@ pub fn run(
     for line in &s.highlights {
         println!("  {line}");
     }
+    let devices: Vec<String> = result
+        .nodes
+        .iter()
+        .filter_map(|(name, kind, r)| inca_sim::run::device_line(name, kind, r))
+        .collect();
+    if !devices.is_empty() {
+        println!("programmable devices (packets in/out per port, table entries/capacity):");
+        for d in devices {
+            println!("  {d}");
+        }
+    }
     let mut dropped = Vec::new();
     for l in &result.links {
         let st = &l.stats;

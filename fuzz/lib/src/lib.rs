@@ -37,6 +37,7 @@ pub const TARGETS: &[&str] = &[
     "pcap",
     "pcapng",
     "tea_agent_proto",
+    "telemetry",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
@@ -45,7 +46,7 @@ pub const TARGETS: &[&str] = &[
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 10;
+pub const PARSER_TARGETS: usize = 11;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -61,6 +62,7 @@ pub fn run(name: &str, data: &[u8]) {
         "pcap" => parsers::pcap(data),
         "pcapng" => parsers::pcapng(data),
         "tea_agent_proto" => parsers::tea_agent_proto(data),
+        "telemetry" => parsers::telemetry(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),

@@ -384,3 +384,41 @@ pub fn tea_agent_proto(data: &[u8]) {
     }
     let _ = inca_tea::server::agent_proto::parse_udp(data);
 }
+
+/// The per-hop telemetry stack: the view over the bytes, then the first
+/// byte as a depth limit and the rest as a frame to push a stamp onto.
+pub fn telemetry(data: &[u8]) {
+    use inca_wire::telemetry::{
+        push_stamp, stack_of, Pushed, Stamp, StampPoint, TelemetryStack, STAMP_LEN,
+    };
+    if let Ok(s) = TelemetryStack::new_checked(data) {
+        assert!(s.total_len() <= data.len());
+        assert_eq!(s.stamps().count(), usize::from(s.count()));
+        let _ = s.overflow();
+    }
+    let Some((&depth, frame)) = data.split_first() else {
+        return;
+    };
+    let stamp = Stamp {
+        device: 7,
+        point: StampPoint::Egress,
+        time: 123,
+    };
+    let mut f = frame.to_vec();
+    match push_stamp(&mut f, stamp, depth) {
+        Err(_) => assert_eq!(f, frame, "a refused frame is unchanged"),
+        Ok(pushed) => {
+            let u = parse_udp_frame(&f).expect("a stamped frame still parses");
+            assert!(Probe::parse(u.payload).is_some(), "the probe survives");
+            let s = stack_of(u.payload).expect("a stamped probe has a stack");
+            match pushed {
+                Pushed::Appended(n) => {
+                    assert!(n >= STAMP_LEN);
+                    assert_eq!(f.len(), frame.len() + n);
+                    assert_eq!(s.stamp(usize::from(s.count()) - 1), Some(stamp));
+                }
+                Pushed::Overflow => assert!(s.overflow() > 0),
+            }
+        }
+    }
+}

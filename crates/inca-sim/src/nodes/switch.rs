@@ -1,5 +1,11 @@
 //! A programmable switch (or smart NIC, or server data path) as a simulator
 //! node: the `inca_switch::Switch` device with its counters reported.
+//!
+//! The report has the totals, each port's (`port<N>.rx_packets`,
+//! `.tx_packets`, `.tm_drops`), every table's occupancy
+//! (`table.<name>.entries` of `.capacity`), the DRAM its placement uses,
+//! and the control channel's operations and RPCs. A device on the
+//! `smartnic` profile reports as kind `smartnic`.
 
 use std::any::Any;
 
@@ -11,7 +17,11 @@ use crate::metrics::{NodeReport, Series};
 
 impl<P: Program> Node for Switch<P> {
     fn kind(&self) -> &'static str {
-        "switch"
+        if self.profile().name == "smartnic" {
+            "smartnic"
+        } else {
+            "switch"
+        }
     }
 
     fn report(&self, _now: Nanos) -> NodeReport {
@@ -38,6 +48,27 @@ impl<P: Program> Node for Switch<P> {
         c("cpu_queue_drops", s.cpu_queue_drops);
         c("punt_drops", s.punt_drops);
         c("violations", self.violations().len() as u64);
+        c("input_drops", s.input_drops);
+        c("pass_limit_drops", s.pass_limit_drops);
+        c("no_group_drops", s.no_group_drops);
+        c("mirrored", s.mirrored);
+        c("cp_rpcs", s.cp_rpcs);
+        c("cp_ops_refused", s.cp_ops_refused);
+        for (i, p) in s.ports.iter().enumerate() {
+            // Ports that saw nothing would only bury the ones that did.
+            if p.rx_packets + p.tx_packets + p.tm_drops > 0 {
+                c(&format!("port{i}.rx_packets"), p.rx_packets);
+                c(&format!("port{i}.tx_packets"), p.tx_packets);
+                c(&format!("port{i}.tm_drops"), p.tm_drops);
+            }
+        }
+        for (name, entries, capacity) in self.objects().table_occupancy() {
+            c(&format!("table.{name}.entries"), entries as u64);
+            c(&format!("table.{name}.capacity"), capacity);
+        }
+        let placement = self.placement();
+        c("dram_used_bytes", placement.dram_used);
+        c("dram_bytes", placement.dram_bytes);
         // The program's own measurements; a name the switch already uses
         // keeps the switch's value.
         let extra = self.program().report();

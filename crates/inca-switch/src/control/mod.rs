@@ -559,6 +559,8 @@ pub(crate) struct ControlPlaneAgent {
     pub cpu_free: Nanos,
     /// Operations refused because the queue was full.
     pub ops_dropped: u64,
+    /// RPCs sent over the channel (a batch of writes is one).
+    pub rpcs: u64,
 }
 
 impl std::fmt::Debug for IssuedOp {
@@ -624,15 +626,21 @@ impl ControlPlaneAgent {
         let done = (start + latency).max(self.last_done);
         self.last_done = done;
         self.rpcs_done.push_back(done);
+        self.rpcs += 1;
         for op in ops {
             results.push((op.request, Some(done)));
             self.in_flight.push_back((done, op));
         }
     }
 
-    /// Forgets everything (crash).
+    /// Forgets everything (crash); the counters survive, as the switch's
+    /// own do.
     pub fn reset(&mut self) {
-        *self = ControlPlaneAgent::default();
+        *self = ControlPlaneAgent {
+            ops_dropped: self.ops_dropped,
+            rpcs: self.rpcs,
+            ..ControlPlaneAgent::default()
+        };
     }
 }
 

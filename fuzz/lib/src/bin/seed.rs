@@ -423,6 +423,9 @@ fn main() {
     // Parsers: each frame at the layer the target reads.
     for f in &frames {
         out.put("ethernet", f);
+        let mut t = vec![8u8];
+        t.extend_from_slice(f);
+        out.put("telemetry", &t);
         out.put("icrc", f);
         out.put("redplane", f);
         let Ok(eth) = EthernetFrame::new_checked(&f[..]) else {

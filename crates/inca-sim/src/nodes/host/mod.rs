@@ -28,7 +28,8 @@
 //! And, whatever its workloads, it measures what it receives: counters, a
 //! one-way latency histogram from the [`Probe`] header ([`inca_wire::probe`]) every generated UDP
 //! payload starts with, received-bytes and received-frames series, and each TCP flow's goodput
-//! and outcome.
+//! and outcome; with per-hop histograms when probes carry a telemetry stack
+//! (see [`hops`](self::hops)).
 //!
 //! # Timing
 //! Generated packets are sent at exact times computed from the packet's index
@@ -66,6 +67,7 @@
 //! the experiment, not to the machine, and are kept.
 
 pub mod dist;
+mod hops;
 pub mod schema;
 #[cfg(test)]
 mod tests;
@@ -315,6 +317,8 @@ struct Metrics {
     archived_flows: Vec<(u64, String, FlowStats)>,
     archived_dropped: u64,
     tcp_malformed_before: u64,
+    /// Per-hop latency from probes' telemetry stacks.
+    hops: hops::Hops,
 }
 
 // ---------------------------------------------------------------------------
@@ -366,6 +370,7 @@ impl Host {
             archived_flows: Vec::new(),
             archived_dropped: 0,
             tcp_malformed_before: 0,
+            hops: hops::Hops::default(),
         };
         Ok(Host {
             plan,
@@ -373,6 +378,19 @@ impl Host {
             state: State::new(0),
             metrics,
         })
+    }
+
+    /// Names of the simulation's nodes by index, so per-hop latency
+    /// histograms name the devices that stamped probes (see
+    /// [`hops`](self::hops)); without them devices are `n<index>`.
+    pub fn set_node_names(&mut self, names: std::sync::Arc<[String]>) {
+        self.metrics.hops.set_names(names);
+    }
+
+    /// Per-hop one-way latency histograms from the telemetry stacks of
+    /// received probes, by hop name (`hop:src>sw1.in`, ...).
+    pub fn hop_latencies(&self) -> impl Iterator<Item = (String, &LatencyHistogram)> + '_ {
+        self.metrics.hops.named()
     }
 
     /// The host's address.
@@ -648,6 +666,9 @@ impl Host {
             }
         }
         record_latency(metrics, now, &probe);
+        if let Some(stack) = inca_wire::telemetry::stack_of(payload) {
+            metrics.hops.record(probe.tx_time, now, &stack);
+        }
         for (w, named) in workloads.iter_mut().enumerate() {
             if let Some(frame) = named.workload.reply_udp(&plan.info, now, &arrival) {
                 count_tx(metrics, w, &frame);
@@ -966,6 +987,7 @@ impl Node for Host {
         }
         r.histograms
             .insert("latency".into(), self.metrics.latency.clone());
+        self.metrics.hops.report(&mut r);
         if requests > 0 {
             r.histograms.insert("rtt".into(), self.metrics.rtt.clone());
         }
