@@ -18,6 +18,7 @@
 //! - [`probe`] — the traffic generators' probe header (flow, sequence, send time).
 //! - [`pcap`] — pcap writer, pcap/pcapng reader.
 //! - [`pktgen`] — the Tofino packet generator's port-down header.
+//! - [`telemetry`] — the per-hop telemetry stack appended after a probe.
 //! - [`toeplitz`] — the RSS Toeplitz hash and its IPv4 inputs.
 //!
 //! Byte-by-byte layouts are in `docs/wire.md`.
