@@ -6,7 +6,9 @@
 //!   for every app of §7.
 //! - [`worker`] — one shard (a worker port): records, the §5.6 rules, the
 //!   replication log, commit, snapshot staging.
-//! - [`membership`] — chain membership from heartbeats; head/tail roles.
+//! - [`membership`] — chain membership from heartbeats (`inca_chain`'s,
+//!   re-exported); the chain protocol itself is `inca_chain`'s too, driven
+//!   by the workers.
 //! - [`observer`] — the hook reporting commits and grants to a verifier.
 //! - [`stats`] — counters.
 //!
@@ -67,7 +69,6 @@
 
 pub mod apps;
 pub mod config;
-pub mod membership;
 pub mod observer;
 pub mod stats;
 pub mod worker;
@@ -76,6 +77,7 @@ use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
+use inca_chain::Role;
 use inca_server::{PortDemux, QueueBound, ServerAddr, ServiceQueue, TxQueue, Undeliverable};
 use inca_sim::engine::Node;
 use inca_sim::metrics::NodeReport;
@@ -86,7 +88,8 @@ use inca_wire::redplane::{
 
 pub use apps::{AppConfig, InitResult, ShardCtx, SnapshotLayout, StoreApp};
 pub use config::{StoreConfig, WorkerConfig};
-pub use membership::Membership;
+pub use inca_chain::membership;
+pub use inca_chain::Membership;
 pub use observer::{CommitEvent, GrantEvent, GrantKind, StoreObserver};
 pub use stats::Stats;
 pub use worker::{Env, Record, Worker};
@@ -113,19 +116,6 @@ enum Route {
     Chain(usize),
     /// Heartbeats and JOINs (UDP 9000).
     Control,
-}
-
-/// This node's place in its chain, recomputed on every view change.
-#[derive(Debug, Clone, Default)]
-struct Role {
-    in_chain: bool,
-    is_head: bool,
-    is_tail: bool,
-    head: Option<Ipv4Addr>,
-    tail: Option<Ipv4Addr>,
-    successor: Option<Ipv4Addr>,
-    predecessor: Option<Ipv4Addr>,
-    predecessors: Vec<Ipv4Addr>,
 }
 
 /// A state-store server. See the module documentation.
@@ -258,27 +248,8 @@ impl StoreServer {
 
     fn compute_role(&self) -> Role {
         match &self.membership {
-            None => Role {
-                in_chain: true,
-                is_head: true,
-                is_tail: true,
-                head: Some(self.cfg.ip),
-                tail: Some(self.cfg.ip),
-                ..Role::default()
-            },
-            Some(m) => {
-                let (head, tail) = (m.head(), m.tail());
-                Role {
-                    in_chain: m.in_chain(),
-                    is_head: m.in_chain() && head == Some(self.cfg.ip),
-                    is_tail: m.in_chain() && tail == Some(self.cfg.ip),
-                    head,
-                    tail,
-                    successor: m.successor(),
-                    predecessor: m.predecessor(),
-                    predecessors: m.predecessors(),
-                }
-            }
+            None => Role::alone(self.cfg.ip),
+            Some(m) => Role::of(m),
         }
     }
 

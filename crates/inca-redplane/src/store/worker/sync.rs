@@ -56,8 +56,6 @@ pub(super) struct SyncIn {
     pub(super) next: u32,
     records: Vec<(Vec<u8>, Record)>,
     snaps: Vec<(u8, u16, Vec<u8>, Vec<u8>)>,
-    /// Updates newer than the copy, by id, kept until it is installed.
-    pub(super) early: BTreeMap<u32, Vec<u8>>,
 }
 
 impl Worker {
@@ -76,6 +74,9 @@ impl Worker {
     pub fn await_sync(&mut self) {
         self.reset();
         self.sync_in = Some(SyncIn::default());
+        // Updates newer than the copy are kept by the chain until it is
+        // installed.
+        self.chain.await_state();
     }
 
     /// Stops sending a transfer (its receiver left the chain).
@@ -134,7 +135,7 @@ impl Worker {
     /// Starts copying this worker's state, as of its last applied update,
     /// to `to` (the joiner just admitted behind this node).
     pub fn start_sync_out(&mut self, env: &mut Env<'_>, to: Ipv4Addr) {
-        let session = self.applied_id;
+        let session = self.chain.applied();
         // Items packed greedily into bodies of at most CHUNK_BUDGET bytes
         // (one item per body if it is larger); at least one, maybe empty.
         let mut bodies: Vec<(u16, Vec<u8>)> = vec![(0, Vec::new())];
@@ -263,7 +264,6 @@ impl Worker {
             }
             *st = SyncIn {
                 session: Some(session),
-                early: std::mem::take(&mut st.early),
                 ..SyncIn::default()
             };
         }
@@ -292,17 +292,6 @@ impl Worker {
             return true;
         }
         false
-    }
-
-    /// Keeps a chain update that arrived during the transfer (bounded; the
-    /// head's resends bring back whatever is dropped).
-    pub(super) fn stash_during_sync(&mut self, env: &mut Env<'_>, id: u32, payload: &[u8]) {
-        let Some(st) = &mut self.sync_in else { return };
-        if st.early.len() < MAX_EARLY || st.early.contains_key(&id) {
-            st.early.entry(id).or_insert_with(|| payload.to_vec());
-        } else {
-            env.stats.chain_gaps += 1;
-        }
     }
 
     fn install(&mut self, env: &mut Env<'_>, session: u32, is_tail: bool) {
@@ -336,29 +325,12 @@ impl Worker {
                 self.stage_applied(&lk, idx, epoch, &value);
             }
         }
-        self.applied_id = session;
-        self.committed_id = session;
-        self.log.clear();
-        self.pending.clear();
-        self.early.clear();
         self.synced_session = Some(session);
         env.stats.syncs_completed += 1;
-        // Updates that came in meanwhile, in id order.
-        for (id, payload) in st.early {
-            if id > self.applied_id {
-                self.early.insert(id, payload);
-            }
-        }
-        while let Some(next) = self.early.remove(&(self.applied_id + 1)) {
-            if let Some((nid, e)) = replication::parse_chain(&next, self.k, self.v) {
-                self.apply_chain(env, nid, e, &next, is_tail);
-            }
-        }
-        let applied = self.applied_id;
-        self.early.retain(|&k, _| k > applied);
-        if is_tail {
-            self.ack_up(env);
-        }
+        // The chain continues from the session: the updates kept meanwhile
+        // are applied in id order, and the tail acknowledges.
+        let mut x = ChainEnv::new(env, self.port);
+        ChainNode::install(self, &mut x, session, is_tail);
     }
 }
 
