@@ -78,7 +78,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use inca_chain::Role;
-use inca_server::{PortDemux, QueueBound, ServerAddr, ServiceQueue, TxQueue, Undeliverable};
+use inca_server::{
+    DemuxError, PortDemux, QueueBound, ServerAddr, ServiceQueue, TxQueue, Undeliverable,
+};
 use inca_sim::engine::Node;
 use inca_sim::metrics::NodeReport;
 use inca_switch::device::{Device, DeviceRng, Input, Nanos, Output};
@@ -87,12 +89,31 @@ use inca_wire::redplane::{
 };
 
 pub use apps::{AppConfig, InitResult, ShardCtx, SnapshotLayout, StoreApp};
-pub use config::{StoreConfig, WorkerConfig};
+pub use config::{StoreConfig, StoreConfigError, WorkerConfig};
 pub use inca_chain::membership;
 pub use inca_chain::Membership;
 pub use observer::{CommitEvent, GrantEvent, GrantKind, StoreObserver};
 pub use stats::Stats;
 pub use worker::{Env, Record, Worker};
+
+/// Why a store server cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The configuration is refused (the message names the field).
+    #[error(transparent)]
+    Config(#[from] StoreConfigError),
+    /// The heartbeat port cannot be bound.
+    #[error("{0}")]
+    ControlPort(DemuxError),
+    /// A worker's request or chain port cannot be bound.
+    #[error("workers: {source}")]
+    WorkerPort {
+        /// The worker.
+        worker: u16,
+        /// Why.
+        source: DemuxError,
+    },
+}
 
 /// JOIN: a member out of its chain asks the tail to admit it (UDP 9000 →
 /// 9000): type 1 | the sender's view version 4.
@@ -147,18 +168,21 @@ pub struct StoreServer {
 
 impl StoreServer {
     /// A server from a validated configuration.
-    pub fn new(cfg: StoreConfig) -> Result<Self, String> {
+    pub fn new(cfg: StoreConfig) -> Result<Self, StoreError> {
         cfg.validate()?;
         let workers: Vec<Worker> = cfg.workers.iter().cloned().map(Worker::new).collect();
         let mut demux = PortDemux::new(cfg.ip);
         demux
             .bind(rp::NODE_CONTROL_PORT, Route::Control)
-            .map_err(|e| e.to_string())?;
+            .map_err(StoreError::ControlPort)?;
         for (i, w) in workers.iter().enumerate() {
             demux
                 .bind(w.port, Route::Request(i))
                 .and_then(|()| demux.bind(chain_port(w.port), Route::Chain(i)))
-                .map_err(|e| format!("workers: {e}"))?;
+                .map_err(|source| StoreError::WorkerPort {
+                    worker: w.number,
+                    source,
+                })?;
         }
         let queue = QueueBound::Requests(cfg.worker_queue);
         let queues = vec![ServiceQueue::new(queue); workers.len()];
