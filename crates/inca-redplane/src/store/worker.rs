@@ -27,9 +27,10 @@ mod replication;
 mod snapshot;
 mod sync;
 
+use inca_chain::transfer::Transfer;
 use replication::{ChainEnv, LogEntry, LogKind};
 use snapshot::Partition;
-use sync::{SyncIn, SyncOut};
+use sync::SyncIn;
 pub use sync::{SYNC_ACK_TYPE, SYNC_TYPE, SYNC_WINDOW};
 
 /// Deferred LEASE_NEW requests per key (§3.4).
@@ -155,7 +156,7 @@ pub struct Worker {
     /// A state transfer this worker is waiting for or receiving (rejoin).
     sync_in: Option<SyncIn>,
     /// A state transfer this worker is sending to a joiner.
-    sync_out: Option<SyncOut>,
+    sync_out: Option<Transfer>,
     /// The session of the last transfer installed here.
     synced_session: Option<u32>,
 }
