@@ -222,7 +222,8 @@ impl SystemRun for RedPlaneRun {
         let config: crate::store::config::StoreConfig = toml::Value::Table(table)
             .try_into()
             .map_err(|e| SystemError::Refused(format!("params: {e}")))?;
-        let server = crate::store::StoreServer::new(config).map_err(SystemError::Refused)?;
+        let server =
+            crate::store::StoreServer::new(config).map_err(|e| SystemError::Device(Box::new(e)))?;
         Ok(match self.checker_for_device() {
             Some(c) => Box::new(server.with_observer(c.store_observer())),
             None => Box::new(server),

@@ -9,7 +9,8 @@ use std::net::Ipv4Addr;
 use std::rc::Rc;
 
 use inca_redplane::store::{
-    AppConfig, CommitEvent, GrantEvent, StoreConfig, StoreObserver, StoreServer, WorkerConfig,
+    AppConfig, CommitEvent, GrantEvent, StoreConfig, StoreConfigError, StoreError, StoreObserver,
+    StoreServer, WorkerConfig,
 };
 use inca_sim::engine::{Fault, Node, NodeId, Simulation};
 use inca_sim::link::ChannelConfig;
@@ -1428,7 +1429,18 @@ fn config_deserialises_from_snake_case_toml_like_json() {
     assert_eq!(s.worker(3).unwrap().widths(), (3, 16));
     let bad: StoreConfig =
         serde_json::from_str(r#"{"ip":"10.9.0.1","workers":[{"worker":0,"app":"kv"}]}"#).unwrap();
-    assert!(StoreServer::new(bad).is_err());
+    let e = StoreServer::new(bad).err().unwrap();
+    assert_eq!(
+        e,
+        StoreError::Config(StoreConfigError::WorkerNumber { worker: 0 })
+    );
+    assert_eq!(e.to_string(), "workers: worker 0 is not in 1..=63");
+    let outsider: StoreConfig =
+        serde_json::from_str(r#"{"ip":"10.9.0.9","workers":[],"chain":["10.9.0.1"]}"#).unwrap();
+    assert_eq!(
+        StoreServer::new(outsider).err().unwrap().to_string(),
+        "chain: does not contain this server's ip 10.9.0.9"
+    );
     assert!(
         serde_json::from_str::<StoreConfig>(r#"{"ip":"10.9.0.1","workers":[],"bogus":1}"#).is_err()
     );

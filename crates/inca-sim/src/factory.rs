@@ -23,12 +23,15 @@ pub trait SwitchFactory {
         program: &str,
         params: &[(String, String)],
         profile: Profile,
-    ) -> Result<Box<dyn Node>, String>;
+    ) -> Result<Box<dyn Node>, FactoryError>;
 
     /// A `[[server]]` node of `kind` (a state-store server, a DRAM server).
-    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, String> {
+    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, FactoryError> {
         let _ = setup;
-        Err(format!("unknown server kind {kind:?}"))
+        Err(FactoryError::UnknownServerKind {
+            kind: kind.to_string(),
+            known: String::new(),
+        })
     }
 
     /// Sources for a `tuples` workload's `craft` (adversarial keys aimed at
@@ -37,11 +40,10 @@ pub trait SwitchFactory {
     fn craft_sources(
         &self,
         request: &crate::nodes::attack::CraftRequest,
-    ) -> Result<Vec<std::net::SocketAddrV4>, String> {
-        Err(format!(
-            "no system here crafts keys for program {:?}",
-            request.program
-        ))
+    ) -> Result<Vec<std::net::SocketAddrV4>, FactoryError> {
+        Err(FactoryError::NoCraftedKeys {
+            program: request.program.clone(),
+        })
     }
 
     /// A host workload of a `kind` the simulator does not build in
@@ -58,6 +60,47 @@ pub trait SwitchFactory {
     ) -> Option<Result<Box<dyn Workload>, HostError>> {
         let _ = (kind, table, cx);
         None
+    }
+}
+
+/// Why a factory could not build what a scenario asks for. The scenario
+/// reports it at the field that asked (`switch`, `server`, `host`).
+#[derive(Debug, thiserror::Error)]
+pub enum FactoryError {
+    /// No server of this kind here.
+    #[error("unknown server kind {kind:?}{}", if known.is_empty() { String::new() } else { format!("; the kinds are: {known}") })]
+    UnknownServerKind {
+        /// The kind asked for.
+        kind: String,
+        /// The kinds this factory builds (empty if it builds none).
+        known: String,
+    },
+    /// Crafted keys asked of a program nobody crafts keys for.
+    #[error("program {program:?} has no crafted keys (no registered system crafts keys for it)")]
+    NoCraftedKeys {
+        /// The target program.
+        program: String,
+    },
+    /// The systems' own typed error (`inca_system::SystemError`: an
+    /// unknown program, a bad parameter, a program that does not fit, a
+    /// device that refused its configuration), kept whole for callers that
+    /// downcast.
+    #[error(transparent)]
+    System(Box<dyn std::error::Error + Send + Sync>),
+    /// A factory's plain message (test factories).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for FactoryError {
+    fn from(message: String) -> Self {
+        FactoryError::Other(message)
+    }
+}
+
+impl From<&str> for FactoryError {
+    fn from(message: &str) -> Self {
+        FactoryError::Other(message.to_string())
     }
 }
 

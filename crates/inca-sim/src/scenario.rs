@@ -73,7 +73,7 @@ use toml::Spanned;
 
 use crate::engine::{Fault, LinkId, NodeId, Simulation};
 use crate::factory::FactoryWorkloads;
-pub use crate::factory::{ServerSetup, SwitchFactory};
+pub use crate::factory::{FactoryError, ServerSetup, SwitchFactory};
 use crate::link::{ChannelConfig, LossModel};
 use crate::nodes::host::{Host, HostConfig};
 use crate::nodes::router::{Router, RouterConfig};
@@ -1104,7 +1104,7 @@ impl Loaded {
                     .iter()
                     .map(|(k, v)| (k.clone(), value_text(v)))
                     .collect();
-                factory.craft_sources(&req)
+                factory.craft_sources(&req).map_err(|e| e.to_string())
             })
             .map_err(|e| self.err_at(name.span(), "host", e))?;
             let mut host = Host::with_registry(

@@ -5,7 +5,7 @@
 use inca_sim::engine::Node;
 use inca_sim::nodes::host::Host;
 use inca_sim::nodes::router::Router;
-use inca_sim::scenario::{Built, Loaded, SwitchFactory};
+use inca_sim::scenario::{Built, FactoryError, Loaded, SwitchFactory};
 use inca_switch::Profile;
 
 struct NoSwitches;
@@ -15,10 +15,8 @@ impl SwitchFactory for NoSwitches {
         program: &str,
         _: &[(String, String)],
         _: Profile,
-    ) -> Result<Box<dyn Node>, String> {
-        Err(format!(
-            "no programmable switches in this test (asked for {program})"
-        ))
+    ) -> Result<Box<dyn Node>, FactoryError> {
+        Err(format!("no programmable switches in this test (asked for {program})").into())
     }
 }
 
@@ -251,16 +249,21 @@ fn a_capture_holds_the_link_frames() {
 /// workload, to test how scenarios place, address and route servers.
 struct EchoServers;
 impl SwitchFactory for EchoServers {
-    fn build(&self, p: &str, _: &[(String, String)], _: Profile) -> Result<Box<dyn Node>, String> {
-        Err(format!("no switches here (asked for {p})"))
+    fn build(
+        &self,
+        p: &str,
+        _: &[(String, String)],
+        _: Profile,
+    ) -> Result<Box<dyn Node>, FactoryError> {
+        Err(format!("no switches here (asked for {p})").into())
     }
     fn build_server(
         &self,
         kind: &str,
         setup: &inca_sim::scenario::ServerSetup,
-    ) -> Result<Box<dyn Node>, String> {
+    ) -> Result<Box<dyn Node>, FactoryError> {
         if kind != "echo_host" {
-            return Err(format!("unknown server kind {kind:?}"));
+            return Err(format!("unknown server kind {kind:?}").into());
         }
         let port: u16 = setup
             .params

@@ -7,7 +7,7 @@
 use inca_sim::engine::{Fault, Node};
 use inca_sim::link::{Impairment, LossModel};
 use inca_sim::nodes::host::Host;
-use inca_sim::scenario::{Built, Loaded, SwitchFactory};
+use inca_sim::scenario::{Built, FactoryError, Loaded, SwitchFactory};
 use inca_switch::Profile;
 
 struct NoSwitches;
@@ -17,8 +17,8 @@ impl SwitchFactory for NoSwitches {
         program: &str,
         _: &[(String, String)],
         _: Profile,
-    ) -> Result<Box<dyn Node>, String> {
-        Err(format!("no switches here (asked for {program})"))
+    ) -> Result<Box<dyn Node>, FactoryError> {
+        Err(format!("no switches here (asked for {program})").into())
     }
 }
 

@@ -8,7 +8,7 @@ use std::net::SocketAddrV4;
 use inca_sim::engine::Node;
 use inca_sim::nodes::host::workload::{probe_frame, BuildContext, StepContext, Workload};
 use inca_sim::nodes::host::{Host, HostError};
-use inca_sim::scenario::{Loaded, SwitchFactory};
+use inca_sim::scenario::{FactoryError, Loaded, SwitchFactory};
 use inca_switch::device::{DeviceRng, Nanos, MICROS};
 use inca_switch::Profile;
 use inca_wire::Probe;
@@ -78,8 +78,8 @@ impl SwitchFactory for Beacons {
         program: &str,
         _: &[(String, String)],
         _: Profile,
-    ) -> Result<Box<dyn Node>, String> {
-        Err(format!("no switches here (asked for {program})"))
+    ) -> Result<Box<dyn Node>, FactoryError> {
+        Err(format!("no switches here (asked for {program})").into())
     }
 
     fn workload(
@@ -154,7 +154,7 @@ fn an_unregistered_kind_fails_naming_it_and_a_bad_table_names_the_field() {
             _: &str,
             _: &[(String, String)],
             _: Profile,
-        ) -> Result<Box<dyn Node>, String> {
+        ) -> Result<Box<dyn Node>, FactoryError> {
             Err("none".into())
         }
     }

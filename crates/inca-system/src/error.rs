@@ -34,6 +34,10 @@ pub enum SystemError {
     /// The system refused to build it, saying why.
     #[error("{0}")]
     Refused(String),
+    /// The device refused its configuration; its own typed error is kept
+    /// (a `StoreError` of RedPlane's store, say), so callers can downcast.
+    #[error(transparent)]
+    Device(Box<dyn std::error::Error + Send + Sync>),
     /// Crafted keys were asked of a program whose system has none.
     #[error("program {program:?} has no crafted keys (no registered system crafts keys for it)")]
     NoCraftedKeys {
@@ -89,4 +93,47 @@ pub enum CampaignError {
         /// Why.
         message: String,
     },
+}
+
+impl From<SystemError> for inca_sim::factory::FactoryError {
+    fn from(e: SystemError) -> Self {
+        match e {
+            SystemError::UnknownServerKind { kind, known } => {
+                inca_sim::factory::FactoryError::UnknownServerKind { kind, known }
+            }
+            SystemError::NoCraftedKeys { program } => {
+                inca_sim::factory::FactoryError::NoCraftedKeys { program }
+            }
+            other => inca_sim::factory::FactoryError::System(Box::new(other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inca_sim::factory::FactoryError;
+
+    #[test]
+    fn system_errors_reach_the_scenario_typed_and_with_their_messages() {
+        let kind = SystemError::UnknownServerKind {
+            kind: "dram".into(),
+            known: "redplane_store, tea_dram".into(),
+        };
+        let text = kind.to_string();
+        let f = FactoryError::from(kind);
+        assert!(matches!(&f, FactoryError::UnknownServerKind { kind, .. } if kind == "dram"));
+        assert_eq!(f.to_string(), text);
+        let refused = SystemError::Device(Box::new(std::fmt::Error));
+        let text = refused.to_string();
+        let f = FactoryError::from(refused);
+        let FactoryError::System(inner) = &f else {
+            panic!("{f:?}")
+        };
+        assert!(matches!(
+            inner.downcast_ref::<SystemError>(),
+            Some(SystemError::Device(_))
+        ));
+        assert_eq!(f.to_string(), text);
+    }
 }

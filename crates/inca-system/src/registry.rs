@@ -20,7 +20,7 @@ use std::sync::Arc;
 use inca_apps::params::Params;
 use inca_sim::engine::{Node, Simulation};
 use inca_sim::nodes::attack::CraftRequest;
-use inca_sim::scenario::{ServerSetup, SwitchFactory};
+use inca_sim::scenario::{FactoryError, ServerSetup, SwitchFactory};
 use inca_switch::placement::Placement;
 use inca_switch::Profile;
 
@@ -265,16 +265,14 @@ impl SwitchFactory for SystemFactory {
         program: &str,
         params: &[(String, String)],
         profile: Profile,
-    ) -> Result<Box<dyn Node>, String> {
+    ) -> Result<Box<dyn Node>, FactoryError> {
         let pairs: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let params = Params::parse(pairs.iter().map(String::as_str)).map_err(|e| e.to_string())?;
-        self.build_switch(program, &params, profile)
-            .map_err(|e| e.to_string())
+        let params = Params::parse(pairs.iter().map(String::as_str)).map_err(SystemError::Param)?;
+        Ok(self.build_switch(program, &params, profile)?)
     }
 
-    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, String> {
-        self.build_server_node(kind, setup)
-            .map_err(|e| e.to_string())
+    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, FactoryError> {
+        Ok(self.build_server_node(kind, setup)?)
     }
 
     fn workload(
@@ -291,13 +289,12 @@ impl SwitchFactory for SystemFactory {
         Some((registration.build)(table, cx))
     }
 
-    fn craft_sources(&self, request: &CraftRequest) -> Result<Vec<SocketAddrV4>, String> {
-        match self.registry.system_of(&request.program) {
+    fn craft_sources(&self, request: &CraftRequest) -> Result<Vec<SocketAddrV4>, FactoryError> {
+        Ok(match self.registry.system_of(&request.program) {
             Some(s) => s.craft_sources(request),
             None => Err(SystemError::NoCraftedKeys {
                 program: request.program.clone(),
             }),
-        }
-        .map_err(|e| e.to_string())
+        }?)
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use inca_apps::params::Params;
 use inca_sim::engine::Node;
 use inca_sim::nodes::attack::CraftRequest;
-use inca_sim::scenario::{Loaded, ServerSetup, SwitchFactory};
+use inca_sim::scenario::{FactoryError, Loaded, ServerSetup, SwitchFactory};
 use inca_switch::Profile;
 
 /// Builds the TEA programs and DRAM servers, as the `inca` factory does.
@@ -21,13 +21,13 @@ impl SwitchFactory for TeaOnly {
         program: &str,
         params: &[(String, String)],
         profile: Profile,
-    ) -> Result<Box<dyn Node>, String> {
+    ) -> Result<Box<dyn Node>, FactoryError> {
         let pairs: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let params = Params::parse(pairs.iter().map(String::as_str)).map_err(|e| e.to_string())?;
-        inca_tea::catalog::build(program, &params, &profile)
+        Ok(inca_tea::catalog::build(program, &params, &profile)?)
     }
 
-    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, String> {
+    fn build_server(&self, kind: &str, setup: &ServerSetup) -> Result<Box<dyn Node>, FactoryError> {
         assert_eq!(kind, "tea_dram");
         let mac = |m: [u8; 6]| toml::Value::Array(m.iter().map(|&b| i64::from(b).into()).collect());
         let mut t = setup.params.clone();
@@ -41,11 +41,14 @@ impl SwitchFactory for TeaOnly {
             .map_err(|e| format!("{e}"))?;
         inca_tea::server::DramServer::new(config)
             .map(|s| Box::new(s) as Box<dyn Node>)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string().into())
     }
 
-    fn craft_sources(&self, request: &CraftRequest) -> Result<Vec<std::net::SocketAddrV4>, String> {
-        inca_tea::attack::craft_sources(request)
+    fn craft_sources(
+        &self,
+        request: &CraftRequest,
+    ) -> Result<Vec<std::net::SocketAddrV4>, FactoryError> {
+        Ok(inca_tea::attack::craft_sources(request)?)
     }
 }
 

@@ -179,7 +179,7 @@ pub fn crash_restore_run(seed: u64, max_loss: f64) -> Result<CampaignRun, String
     store_cfg.lease_period = LEASE;
     store_cfg.gateway_mac = router_mac;
     let store_mac = store_cfg.mac;
-    let store = StoreServer::new(store_cfg)?;
+    let store = StoreServer::new(store_cfg).map_err(|e| e.to_string())?;
     let mut router = Router::new(
         RouterConfig::default(),
         vec![router_mac; 3],

@@ -10,6 +10,58 @@ use serde::{Deserialize, Serialize};
 
 use super::apps::{AppConfig, ShardCtx};
 
+/// Members a chain may have (the heartbeat's removed bitmap is 32 bits).
+pub const MAX_CHAIN: usize = 32;
+
+/// A store configuration serde accepted but the store cannot run; the
+/// message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreConfigError {
+    /// A worker number outside 1..=63.
+    #[error("workers: worker {worker} is not in 1..=63")]
+    WorkerNumber {
+        /// The number given.
+        worker: u16,
+    },
+    /// Two workers with the same number.
+    #[error("workers: worker {worker} appears twice")]
+    WorkerTwice {
+        /// The number given twice.
+        worker: u16,
+    },
+    /// A shard index not below the shard count.
+    #[error("workers: worker {worker} has shard {shard} of {shards}")]
+    Shard {
+        /// The worker.
+        worker: u16,
+        /// Its shard index.
+        shard: u32,
+        /// Its shard count.
+        shards: u32,
+    },
+    /// A chain that does not list this server.
+    #[error("chain: does not contain this server's ip {ip}")]
+    NotInChain {
+        /// This server's address.
+        ip: Ipv4Addr,
+    },
+    /// More than [`MAX_CHAIN`] members.
+    #[error("chain: at most 32 members")]
+    ChainTooLong {
+        /// How many were given.
+        members: usize,
+    },
+    /// A fence gap of 0, or too large for 16-bit serial numbers.
+    #[error("fence_gap: {fence_gap} must be in 1..{}", (1u32 << 15) - 1024)]
+    FenceGap {
+        /// The gap given.
+        fence_gap: u16,
+    },
+    /// No queue and no service time: no request could ever be admitted.
+    #[error("worker_queue: must be at least 1")]
+    WorkerQueue,
+}
+
 /// One worker: a UDP port 8000 + `worker` serving one app's shard.
 /// (`deny_unknown_fields` cannot be combined with the flattened app; the
 /// app's own fields are still checked.)
@@ -164,41 +216,39 @@ impl StoreConfig {
     }
 
     /// Checks what serde cannot: worker numbers, the chain, the fence gap.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), StoreConfigError> {
         let mut seen = std::collections::BTreeSet::new();
         for w in &self.workers {
             if !(1..=63).contains(&w.worker) {
-                return Err(format!("workers: worker {} is not in 1..=63", w.worker));
+                return Err(StoreConfigError::WorkerNumber { worker: w.worker });
             }
             if !seen.insert(w.worker) {
-                return Err(format!("workers: worker {} appears twice", w.worker));
+                return Err(StoreConfigError::WorkerTwice { worker: w.worker });
             }
             if w.shard >= w.shards.max(1) {
-                return Err(format!(
-                    "workers: worker {} has shard {} of {}",
-                    w.worker, w.shard, w.shards
-                ));
+                return Err(StoreConfigError::Shard {
+                    worker: w.worker,
+                    shard: w.shard,
+                    shards: w.shards,
+                });
             }
         }
         if !self.chain.is_empty() && !self.chain.contains(&self.ip) {
-            return Err(format!(
-                "chain: does not contain this server's ip {}",
-                self.ip
-            ));
+            return Err(StoreConfigError::NotInChain { ip: self.ip });
         }
-        if self.chain.len() > 32 {
-            return Err("chain: at most 32 members".into());
+        if self.chain.len() > MAX_CHAIN {
+            return Err(StoreConfigError::ChainTooLong {
+                members: self.chain.len(),
+            });
         }
         // §5.6: MAX_INFLIGHT (1024) + FENCE_GAP must stay below 2^15.
         if u32::from(self.fence_gap) + 1024 >= 1 << 15 || self.fence_gap == 0 {
-            return Err(format!(
-                "fence_gap: {} must be in 1..{}",
-                self.fence_gap,
-                (1 << 15) - 1024
-            ));
+            return Err(StoreConfigError::FenceGap {
+                fence_gap: self.fence_gap,
+            });
         }
         if self.service_time == 0 && self.worker_queue == 0 {
-            return Err("worker_queue: must be at least 1".into());
+            return Err(StoreConfigError::WorkerQueue);
         }
         Ok(())
     }

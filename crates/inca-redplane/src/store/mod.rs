@@ -6,7 +6,9 @@
 //!   for every app of §7.
 //! - [`worker`] — one shard (a worker port): records, the §5.6 rules, the
 //!   replication log, commit, snapshot staging.
-//! - [`membership`] — chain membership from heartbeats; head/tail roles.
+//! - [`membership`] — chain membership from heartbeats (`inca_chain`'s,
+//!   re-exported); the chain protocol itself is `inca_chain`'s too, driven
+//!   by the workers.
 //! - [`observer`] — the hook reporting commits and grants to a verifier.
 //! - [`stats`] — counters.
 //!
@@ -67,7 +69,6 @@
 
 pub mod apps;
 pub mod config;
-pub mod membership;
 pub mod observer;
 pub mod stats;
 pub mod worker;
@@ -76,7 +77,10 @@ use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
-use inca_server::{PortDemux, QueueBound, ServerAddr, ServiceQueue, TxQueue, Undeliverable};
+use inca_chain::Role;
+use inca_server::{
+    DemuxError, PortDemux, QueueBound, ServerAddr, ServiceQueue, TxQueue, Undeliverable,
+};
 use inca_sim::engine::Node;
 use inca_sim::metrics::NodeReport;
 use inca_switch::device::{Device, DeviceRng, Input, Nanos, Output};
@@ -85,11 +89,31 @@ use inca_wire::redplane::{
 };
 
 pub use apps::{AppConfig, InitResult, ShardCtx, SnapshotLayout, StoreApp};
-pub use config::{StoreConfig, WorkerConfig};
-pub use membership::Membership;
+pub use config::{StoreConfig, StoreConfigError, WorkerConfig};
+pub use inca_chain::membership;
+pub use inca_chain::Membership;
 pub use observer::{CommitEvent, GrantEvent, GrantKind, StoreObserver};
 pub use stats::Stats;
 pub use worker::{Env, Record, Worker};
+
+/// Why a store server cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The configuration is refused (the message names the field).
+    #[error(transparent)]
+    Config(#[from] StoreConfigError),
+    /// The heartbeat port cannot be bound.
+    #[error("{0}")]
+    ControlPort(DemuxError),
+    /// A worker's request or chain port cannot be bound.
+    #[error("workers: {source}")]
+    WorkerPort {
+        /// The worker.
+        worker: u16,
+        /// Why.
+        source: DemuxError,
+    },
+}
 
 /// JOIN: a member out of its chain asks the tail to admit it (UDP 9000 →
 /// 9000): type 1 | the sender's view version 4.
@@ -113,19 +137,6 @@ enum Route {
     Chain(usize),
     /// Heartbeats and JOINs (UDP 9000).
     Control,
-}
-
-/// This node's place in its chain, recomputed on every view change.
-#[derive(Debug, Clone, Default)]
-struct Role {
-    in_chain: bool,
-    is_head: bool,
-    is_tail: bool,
-    head: Option<Ipv4Addr>,
-    tail: Option<Ipv4Addr>,
-    successor: Option<Ipv4Addr>,
-    predecessor: Option<Ipv4Addr>,
-    predecessors: Vec<Ipv4Addr>,
 }
 
 /// A state-store server. See the module documentation.
@@ -157,18 +168,21 @@ pub struct StoreServer {
 
 impl StoreServer {
     /// A server from a validated configuration.
-    pub fn new(cfg: StoreConfig) -> Result<Self, String> {
+    pub fn new(cfg: StoreConfig) -> Result<Self, StoreError> {
         cfg.validate()?;
         let workers: Vec<Worker> = cfg.workers.iter().cloned().map(Worker::new).collect();
         let mut demux = PortDemux::new(cfg.ip);
         demux
             .bind(rp::NODE_CONTROL_PORT, Route::Control)
-            .map_err(|e| e.to_string())?;
+            .map_err(StoreError::ControlPort)?;
         for (i, w) in workers.iter().enumerate() {
             demux
                 .bind(w.port, Route::Request(i))
                 .and_then(|()| demux.bind(chain_port(w.port), Route::Chain(i)))
-                .map_err(|e| format!("workers: {e}"))?;
+                .map_err(|source| StoreError::WorkerPort {
+                    worker: w.number,
+                    source,
+                })?;
         }
         let queue = QueueBound::Requests(cfg.worker_queue);
         let queues = vec![ServiceQueue::new(queue); workers.len()];
@@ -258,27 +272,8 @@ impl StoreServer {
 
     fn compute_role(&self) -> Role {
         match &self.membership {
-            None => Role {
-                in_chain: true,
-                is_head: true,
-                is_tail: true,
-                head: Some(self.cfg.ip),
-                tail: Some(self.cfg.ip),
-                ..Role::default()
-            },
-            Some(m) => {
-                let (head, tail) = (m.head(), m.tail());
-                Role {
-                    in_chain: m.in_chain(),
-                    is_head: m.in_chain() && head == Some(self.cfg.ip),
-                    is_tail: m.in_chain() && tail == Some(self.cfg.ip),
-                    head,
-                    tail,
-                    successor: m.successor(),
-                    predecessor: m.predecessor(),
-                    predecessors: m.predecessors(),
-                }
-            }
+            None => Role::alone(self.cfg.ip),
+            Some(m) => Role::of(m),
         }
     }
 

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
+use inca_chain::{ChainEvent, ChainIo, ChainNode, Commit, Replica, Traffic};
 use inca_server::ServerAddr;
 use inca_switch::device::{Nanos, MILLIS};
 use inca_wire::redplane::{
@@ -26,9 +27,10 @@ mod replication;
 mod snapshot;
 mod sync;
 
-use replication::{LogEntry, LogKind};
+use inca_chain::transfer::Transfer;
+use replication::{ChainEnv, LogEntry, LogKind};
 use snapshot::Partition;
-use sync::{SyncIn, SyncOut};
+use sync::SyncIn;
 pub use sync::{SYNC_ACK_TYPE, SYNC_TYPE, SYNC_WINDOW};
 
 /// Deferred LEASE_NEW requests per key (§3.4).
@@ -146,24 +148,15 @@ pub struct Worker {
     /// Records by key.
     records: HashMap<Vec<u8>, Record>,
     partitions: BTreeMap<Vec<u8>, Partition>,
-    /// Last update id this node applied (head: assigned).
-    applied_id: u32,
-    /// Last update id known committed.
-    committed_id: u32,
-    /// Applied but not known committed (head and middles), in id order.
-    log: VecDeque<LogEntry>,
-    /// Chain updates that arrived ahead of a gap, by id (replicas).
-    early: BTreeMap<u32, Vec<u8>>,
-    /// When the head last (re)sent its log.
-    log_sent_at: Nanos,
-    /// Replies waiting for an update id to commit: (ready time, frame).
-    pending: BTreeMap<u32, Vec<(Nanos, Vec<u8>)>>,
+    /// The chain protocol's state: update ids, the log, updates ahead of
+    /// a gap, replies waiting for a commit (ready time, frame).
+    chain: Replica<LogEntry, (Nanos, Vec<u8>)>,
     /// (time, lease key) at which to look at a key again (deferred, held).
     wakeups: BTreeSet<(Nanos, Vec<u8>)>,
     /// A state transfer this worker is waiting for or receiving (rejoin).
     sync_in: Option<SyncIn>,
     /// A state transfer this worker is sending to a joiner.
-    sync_out: Option<SyncOut>,
+    sync_out: Option<Transfer>,
     /// The session of the last transfer installed here.
     synced_session: Option<u32>,
 }
@@ -182,12 +175,7 @@ impl Worker {
             v,
             records: HashMap::new(),
             partitions: BTreeMap::new(),
-            applied_id: 0,
-            committed_id: 0,
-            log: VecDeque::new(),
-            early: BTreeMap::new(),
-            log_sent_at: 0,
-            pending: BTreeMap::new(),
+            chain: Replica::new(MAX_EARLY),
             wakeups: BTreeSet::new(),
             sync_in: None,
             sync_out: None,
@@ -228,7 +216,7 @@ impl Worker {
 
     /// (applied, committed) update ids.
     pub fn update_ids(&self) -> (u32, u32) {
-        (self.applied_id, self.committed_id)
+        (self.chain.applied(), self.chain.committed())
     }
 
     /// Every (key, fence, last_seq, value) in key order, for comparing replicas.
@@ -246,7 +234,7 @@ impl Worker {
     /// a state-transfer resend.
     pub fn next_deadline(&self, chain_rto: Nanos, is_head: bool) -> Option<Nanos> {
         let w = self.wakeups.first().map(|(t, _)| *t);
-        let c = (is_head && !self.log.is_empty()).then(|| self.log_sent_at + chain_rto);
+        let c = self.chain.resend_at(chain_rto).filter(|_| is_head);
         let s = self.sync_deadline(chain_rto);
         [w, c, s].into_iter().flatten().min()
     }
@@ -273,19 +261,15 @@ impl Worker {
             AckType::Snapshot => env.stats.tx_snapshot_ack += 1,
             AckType::SnapshotRestore => env.stats.tx_snapshot_restore += 1,
         }
-        match wait {
-            Some(id) if id > self.committed_id => {
-                self.pending.entry(id).or_default().push((env.done, frame));
-            }
-            _ => env.tx.push((env.done, frame)),
+        if let Some(now) = self.chain.hold(wait, (env.done, frame)) {
+            env.tx.push(now);
         }
     }
 
     fn wait_for(&self, key: &[u8]) -> Option<u32> {
         self.records
             .get(key)
-            .map(|r| r.last_update)
-            .filter(|&id| id > self.committed_id)
+            .and_then(|r| self.chain.uncommitted(r.last_update))
     }
 
     /// Handles one request from switch `from` (already admitted).
@@ -693,7 +677,7 @@ impl Worker {
         for lk in later {
             self.wakeups.insert((now + chain_rto.max(1), lk));
         }
-        if is_head && !self.log.is_empty() && now >= self.log_sent_at + chain_rto {
+        if is_head && self.chain.resend_at(chain_rto).is_some_and(|t| now >= t) {
             self.resend_log(env);
         }
         self.sync_out_wake(env, chain_rto);

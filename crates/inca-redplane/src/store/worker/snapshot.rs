@@ -127,9 +127,7 @@ impl Worker {
                 st.commit_id = Some(last);
             }
             for (t, f) in waiters {
-                if last > self.committed_id {
-                    self.pending.entry(last).or_default().push((t, f));
-                } else {
+                if let Some((t, f)) = self.chain.hold(Some(last), (t, f)) {
                     env.tx.push((t.max(env.done), f));
                 }
             }
@@ -147,34 +145,26 @@ impl Worker {
         value: &[u8],
         commit: bool,
     ) -> u32 {
-        self.applied_id += 1;
-        let id = self.applied_id;
+        let id = self.chain.next_id();
         self.stage_applied(lk, idx, epoch, value);
-        let bytes = ChainSnapRepr {
-            epoch,
-            key: ek,
-            value,
-            commit,
-            update_id: id,
-        }
-        .to_vec();
         let entry = LogEntry {
-            id,
             key: ek.to_vec(),
             seq: epoch,
             fence: 0,
             owner: None,
             value: value.to_vec(),
             kind: LogKind::Snap { epoch, commit },
-            bytes,
         };
-        if !env.replicated {
-            self.commit_entry(env, &entry, replication::Report::BOTH);
-            self.committed_id = id;
-            self.release(env);
-            return id;
-        }
-        self.push_log(env, entry);
+        self.order(env, id, entry, |_| {
+            ChainSnapRepr {
+                epoch,
+                key: ek,
+                value,
+                commit,
+                update_id: id,
+            }
+            .to_vec()
+        });
         id
     }
 

@@ -13,6 +13,9 @@
 //! the joiner's behalf before that, so a transfer that fails (the joiner or
 //! its source dies) loses no committed write.
 //!
+//! The transfer's windowing and ordering are `inca_chain::transfer`'s
+//! ([`Transfer`], [`Intake`]); the chunk format and the items are RedPlane's.
+//!
 //! Messages (UDP chain port 9000+w → 9000+w, big-endian):
 //! - SYNC (0x14): type 1 | session 4 | chunk 4 | flags 1 (bit 0 last) |
 //!   count 2 | count items. Item tag 0, a record: key K | value V |
@@ -20,6 +23,8 @@
 //!   Tag 1 (committed) / 2 (staged), a snapshot entry: epoch 2 | entry key K |
 //!   value V.
 //! - SYNC_ACK (0x15): type 1 | session 4 | next chunk 4.
+
+use inca_chain::transfer::{Acked, Intake, Offer, Transfer};
 
 use super::*;
 
@@ -38,26 +43,13 @@ const TAG_RECORD: u8 = 0;
 const TAG_COMMITTED: u8 = 1;
 const TAG_STAGED: u8 = 2;
 
-/// A transfer in progress at the member that admitted a joiner.
-#[derive(Debug, Clone)]
-pub(super) struct SyncOut {
-    pub(super) to: Ipv4Addr,
-    pub(super) session: u32,
-    pub(super) chunks: Vec<Vec<u8>>,
-    pub(super) acked: u32,
-    pub(super) sent: u32,
-    pub(super) last_progress: Nanos,
-}
-
-/// A transfer being received by a joiner.
+/// A transfer being received by a joiner: where it stands (`inca_chain`'s
+/// [`Intake`]) and the items so far.
 #[derive(Debug, Clone, Default)]
 pub(super) struct SyncIn {
-    pub(super) session: Option<u32>,
-    pub(super) next: u32,
+    intake: Intake,
     records: Vec<(Vec<u8>, Record)>,
     snaps: Vec<(u8, u16, Vec<u8>, Vec<u8>)>,
-    /// Updates newer than the copy, by id, kept until it is installed.
-    pub(super) early: BTreeMap<u32, Vec<u8>>,
 }
 
 impl Worker {
@@ -76,6 +68,9 @@ impl Worker {
     pub fn await_sync(&mut self) {
         self.reset();
         self.sync_in = Some(SyncIn::default());
+        // Updates newer than the copy are kept by the chain until it is
+        // installed.
+        self.chain.await_state();
     }
 
     /// Stops sending a transfer (its receiver left the chain).
@@ -134,7 +129,7 @@ impl Worker {
     /// Starts copying this worker's state, as of its last applied update,
     /// to `to` (the joiner just admitted behind this node).
     pub fn start_sync_out(&mut self, env: &mut Env<'_>, to: Ipv4Addr) {
-        let session = self.applied_id;
+        let session = self.chain.applied();
         // Items packed greedily into bodies of at most CHUNK_BUDGET bytes
         // (one item per body if it is larger); at least one, maybe empty.
         let mut bodies: Vec<(u16, Vec<u8>)> = vec![(0, Vec::new())];
@@ -165,42 +160,31 @@ impl Worker {
                 c
             })
             .collect();
-        self.sync_out = Some(SyncOut {
-            to,
-            session,
-            chunks,
-            acked: 0,
-            sent: 0,
-            last_progress: env.now,
-        });
+        self.sync_out = Some(Transfer::new(to, session, chunks, env.now, SYNC_WINDOW));
         self.send_sync_window(env);
     }
 
     fn send_sync_window(&mut self, env: &mut Env<'_>) {
         let port = chain_port(self.port);
         let Some(s) = &mut self.sync_out else { return };
-        let end = (s.acked + SYNC_WINDOW).min(s.chunks.len() as u32);
-        while s.sent < end {
-            let c = &s.chunks[s.sent as usize];
-            env.frame(env.done, s.to, 0, port, port, c);
+        let to = s.to();
+        for c in s.due() {
+            env.frame(env.done, to, 0, port, port, c);
             env.stats.sync_chunks_sent += 1;
-            s.sent += 1;
         }
     }
 
     /// The sender's timer: go back to the last acknowledged chunk.
     pub(super) fn sync_out_wake(&mut self, env: &mut Env<'_>, rto: Nanos) {
         let Some(s) = &mut self.sync_out else { return };
-        if env.now >= s.last_progress + rto && s.acked < s.chunks.len() as u32 {
-            env.stats.sync_chunks_resent += u64::from(s.sent - s.acked);
-            s.sent = s.acked;
-            s.last_progress = env.now;
+        if let Some(back) = s.wake(env.now, rto) {
+            env.stats.sync_chunks_resent += u64::from(back);
             self.send_sync_window(env);
         }
     }
 
     pub(super) fn sync_deadline(&self, rto: Nanos) -> Option<Nanos> {
-        self.sync_out.as_ref().map(|s| s.last_progress + rto)
+        self.sync_out.as_ref().map(|s| s.deadline(rto))
     }
 
     /// SYNC_ACK from the joiner.
@@ -210,18 +194,14 @@ impl Worker {
             return;
         };
         let Some(s) = &mut self.sync_out else { return };
-        if s.to != from || s.session != session || next <= s.acked {
-            return;
+        match s.on_ack(from, session, next, env.now) {
+            Acked::Ignored => {}
+            Acked::Done => {
+                env.stats.syncs_sent += 1;
+                self.sync_out = None;
+            }
+            Acked::More => self.send_sync_window(env),
         }
-        s.acked = next.min(s.chunks.len() as u32);
-        s.sent = s.sent.max(s.acked);
-        s.last_progress = env.now;
-        if s.acked as usize == s.chunks.len() {
-            env.stats.syncs_sent += 1;
-            self.sync_out = None;
-            return;
-        }
-        self.send_sync_window(env);
     }
 
     fn send_sync_ack(&self, env: &mut Env<'_>, to: Ipv4Addr, session: u32, next: u32) {
@@ -257,20 +237,19 @@ impl Worker {
             }
             return false;
         };
-        if st.session != Some(session) {
-            if chunk != 0 {
+        match st.intake.offer(session, chunk) {
+            Offer::Drop => return false,
+            Offer::Resend { next } => {
+                self.send_sync_ack(env, from, session, next);
                 return false;
             }
-            *st = SyncIn {
-                session: Some(session),
-                early: std::mem::take(&mut st.early),
-                ..SyncIn::default()
-            };
-        }
-        if chunk != st.next {
-            let next = st.next;
-            self.send_sync_ack(env, from, session, next);
-            return false;
+            Offer::Take { restart } => {
+                if restart {
+                    // A new copy: the items of an earlier one are void.
+                    st.records.clear();
+                    st.snaps.clear();
+                }
+            }
         }
         let Some((records, snaps)) =
             parse_items(&payload[SYNC_HEADER..], count, self.k, self.v, env.now)
@@ -283,26 +262,14 @@ impl Worker {
         };
         st.records.extend(records);
         st.snaps.extend(snaps);
-        st.next += 1;
+        let next = st.intake.took();
         env.stats.sync_chunks_received += 1;
-        let next = st.next;
         self.send_sync_ack(env, from, session, next);
         if last {
             self.install(env, session, is_tail);
             return true;
         }
         false
-    }
-
-    /// Keeps a chain update that arrived during the transfer (bounded; the
-    /// head's resends bring back whatever is dropped).
-    pub(super) fn stash_during_sync(&mut self, env: &mut Env<'_>, id: u32, payload: &[u8]) {
-        let Some(st) = &mut self.sync_in else { return };
-        if st.early.len() < MAX_EARLY || st.early.contains_key(&id) {
-            st.early.entry(id).or_insert_with(|| payload.to_vec());
-        } else {
-            env.stats.chain_gaps += 1;
-        }
     }
 
     fn install(&mut self, env: &mut Env<'_>, session: u32, is_tail: bool) {
@@ -336,29 +303,12 @@ impl Worker {
                 self.stage_applied(&lk, idx, epoch, &value);
             }
         }
-        self.applied_id = session;
-        self.committed_id = session;
-        self.log.clear();
-        self.pending.clear();
-        self.early.clear();
         self.synced_session = Some(session);
         env.stats.syncs_completed += 1;
-        // Updates that came in meanwhile, in id order.
-        for (id, payload) in st.early {
-            if id > self.applied_id {
-                self.early.insert(id, payload);
-            }
-        }
-        while let Some(next) = self.early.remove(&(self.applied_id + 1)) {
-            if let Some((nid, e)) = replication::parse_chain(&next, self.k, self.v) {
-                self.apply_chain(env, nid, e, &next, is_tail);
-            }
-        }
-        let applied = self.applied_id;
-        self.early.retain(|&k, _| k > applied);
-        if is_tail {
-            self.ack_up(env);
-        }
+        // The chain continues from the session: the updates kept meanwhile
+        // are applied in id order, and the tail acknowledges.
+        let mut x = ChainEnv::new(env, self.port);
+        ChainNode::install(self, &mut x, session, is_tail);
     }
 }
 

@@ -1,8 +1,12 @@
-//! Chain membership (specs/redplane.md §5.7 "Node failure", and replica
-//! rejoin). The "store configuration master" is modelled as logic
-//! replicated in every node [our choice]: each node knows the static member
-//! list, hears a heartbeat from every member every `heartbeat_interval`, and
-//! removes a member it has not heard from for `misses` intervals.
+//! Chain membership from heartbeats (specs/redplane.md §5.7 "Node
+//! failure", and replica rejoin; the same detector serves SwiSh's strong
+//! mode, specs/swish.md §5.2). The "configuration master" is modelled as
+//! logic replicated in every node [our choice]: each node knows the static
+//! member list, hears a heartbeat from every member every
+//! `heartbeat_interval`, and removes a member it has not heard from for
+//! `misses` intervals. The system carries the heartbeats (its own wire
+//! format; [`Membership::encode_entries`] is the view extension) and feeds
+//! them in; this module only decides.
 //!
 //! The view is a grow-only map, merged by maximum, so every live node
 //! converges on the same view and computes the same head and tail: per
@@ -30,10 +34,10 @@
 //! a quorum of the *configured* chain ([`Membership::quorum_within`]: more
 //! than half of it, or exactly half with its first configured member; itself
 //! and a restarted member count as heard). Counting against the current
-//! view was not enough: views change on both sides (campaign seed 17 with
-//! partitions ran [st1] and [st3, st2], each a majority of its own view).
-//! The store also serves requests as head only while it hears a quorum
-//! (`StoreServer::serving`, a leader lease). The side without a quorum
+//! view was not enough: views change on both sides (RedPlane campaign seed
+//! 17 with partitions ran [st1] and [st3, st2], each a majority of its own
+//! view). A head should also serve only while it hears a quorum (a leader
+//! lease: RedPlane's `StoreServer::serving`). The side without a quorum
 //! stalls until the partition heals, when the merged view tells its members
 //! that they are out; they drop their state and rejoin as the tail through
 //! the state copy. The price is liveness: with one member of three left,
@@ -104,6 +108,11 @@ impl Membership {
             learning: true,
             ..Membership::new(members, me, now)
         }
+    }
+
+    /// This node's address.
+    pub fn me(&self) -> Ipv4Addr {
+        self.members[self.me]
     }
 
     /// Whether this node restarted and has not yet heard that it is out.
