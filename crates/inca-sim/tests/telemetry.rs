@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use inca_sim::engine::Node;
+use inca_sim::factory::FactoryError;
 use inca_sim::link::WIRE_OVERHEAD_BYTES;
 use inca_sim::nodes::host::Host;
 use inca_sim::scenario::{Built, Loaded, SwitchFactory};
@@ -21,10 +22,10 @@ impl SwitchFactory for NoSwitches {
         program: &str,
         _: &[(String, String)],
         _: Profile,
-    ) -> Result<Box<dyn Node>, String> {
-        Err(format!(
+    ) -> Result<Box<dyn Node>, FactoryError> {
+        Err(FactoryError::Other(format!(
             "no programmable switches here (asked for {program})"
-        ))
+        )))
     }
 }
 
