@@ -36,3 +36,36 @@ fn every_catalog_program_passes_the_load_time_check() {
     // Today's known violations are RedPlane's shard-map lookup order only.
     assert!(known.iter().all(|o| o == "rp_shard_map"), "{known:?}");
 }
+
+/// The four-app composite of `experiments/composite-four-apps.toml` (its
+/// default has no classifier rules, so no block would run).
+#[test]
+fn the_four_app_composite_passes_with_every_block_exercised() {
+    println!("seed {SEED}");
+    let params = Params::parse([
+        "apps=nat,firewall,univmon,acl",
+        "classify=nat:port=1;nat:port=2;firewall:port=3;firewall:port=4;univmon:port=5;univmon:port=6;acl:port=7;acl:port=0",
+        "nat.flows=4096",
+        "nat.outside_port=2",
+        "firewall.flows=4096",
+        "firewall.outside_port=4",
+        "univmon.in_port=5",
+        "univmon.out_port=6",
+        "univmon.epoch_ms=20",
+        "acl.out_port=7",
+    ])
+    .unwrap();
+    let r = inca::registry()
+        .load_check(
+            "composite",
+            &params,
+            &Profile::tofino(),
+            LoadCheckOptions { seed: SEED },
+        )
+        .unwrap();
+    print!("{r}");
+    assert!(r.passed(), "{r}");
+    // Every block's objects were reached and perturbed, not just the
+    // classifier's.
+    assert!(r.accesses > 2 * r.passes && r.reruns > 100, "{r}");
+}
