@@ -416,6 +416,13 @@ impl Program for KvStore {
         Ok(())
     }
 
+    fn check_hints(&self) -> inca_switch::CheckHints {
+        inca_switch::CheckHints {
+            samples: check_samples(&[0, 1, 2, 3]),
+            known: Vec::new(),
+        }
+    }
+
     fn control(&mut self, event: ControlEvent<()>, cp: &mut ControlPlane<'_>) {
         match event {
             ControlEvent::PacketIn {
@@ -484,4 +491,34 @@ pub fn insert_message(key: u64, value: &Value) -> Vec<u8> {
         b.extend_from_slice(&w.to_be_bytes());
     }
     b
+}
+
+/// KV frames for the load-time check ([`inca_switch::loadcheck`]): a read,
+/// an update, a reply and an ack for keys 1-3, on each of `ports`, toward
+/// [`KV_PORT`] (replies and acks from it).
+pub fn check_samples(ports: &[inca_switch::PortId]) -> Vec<(inca_switch::PortId, Vec<u8>)> {
+    use inca_wire::{build_udp_frame, Endpoints};
+    use std::net::Ipv4Addr;
+    let ep = Endpoints::new(
+        [2, 0, 0, 0, 0, 1],
+        Ipv4Addr::new(10, 0, 0, 1),
+        [2, 0, 0, 0, 0, 2],
+        Ipv4Addr::new(10, 0, 1, 1),
+    );
+    let mut out = Vec::new();
+    for &port in ports {
+        for key in 1..=3u64 {
+            for op in [OP_READ, OP_UPDATE, OP_REPLY, OP_ACK] {
+                let body = encode_kv(op, 0, key as u16, key, &[key as u32; VALUE_WORDS]);
+                let (sport, dport) = match op {
+                    OP_REPLY | OP_ACK => (KV_PORT, 40_000),
+                    _ => (40_000, KV_PORT),
+                };
+                if let Ok(f) = build_udp_frame(&ep, sport, dport, &body, true) {
+                    out.push((port, f));
+                }
+            }
+        }
+    }
+    out
 }

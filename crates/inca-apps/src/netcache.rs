@@ -527,6 +527,15 @@ impl Program for NetCache {
         }
     }
 
+    /// KV requests from the client side and replies from the server.
+    fn check_hints(&self) -> inca_switch::CheckHints {
+        let ports = [self.client_port, self.server_port];
+        inca_switch::CheckHints {
+            samples: crate::kvstore::check_samples(&ports),
+            known: Vec::new(),
+        }
+    }
+
     fn control(&mut self, event: ControlEvent<HotKey>, cp: &mut ControlPlane<'_>) {
         match event {
             ControlEvent::Start => cp.set_timer(cp.now() + self.epoch, STATS_TIMER),

@@ -135,6 +135,25 @@ pub fn build_observed(
     with_program(program, params, observer, Build(profile))?
 }
 
+/// The load-time check of program `name` on `profile`
+/// ([`inca_switch::loadcheck`]).
+pub fn load_check_program(
+    program: &str,
+    params: &Params,
+    profile: &Profile,
+    opts: inca_switch::loadcheck::LoadCheckOptions,
+) -> Result<inca_switch::loadcheck::LoadCheckReport, String> {
+    use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
+    struct Run<'a>(&'a Profile, LoadCheckOptions);
+    impl RpVisitor for Run<'_> {
+        type Output = Result<LoadCheckReport, String>;
+        fn visit<A: RedPlaneApp + SpecModel>(self, program: RedPlane<A>) -> Self::Output {
+            load_check(self.0, program, self.1).map_err(|e| e.to_string())
+        }
+    }
+    with_program(program, params, None, Run(profile, opts))?
+}
+
 /// Places program `name` on `profile` (the resource report of `inca check`).
 pub fn check_program(
     program: &str,

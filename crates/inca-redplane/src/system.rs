@@ -17,6 +17,7 @@ use std::net::Ipv4Addr;
 use inca_apps::params::Params;
 use inca_sim::engine::{Node, Simulation};
 use inca_sim::scenario::ServerSetup;
+use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::{Profile, Switch};
 use inca_system::campaign::SeedResult;
@@ -83,6 +84,31 @@ impl System for RedPlaneSystem {
             _ => {
                 crate::catalog::check_program(program, params, profile).map_err(CheckError::Refused)
             }
+        }
+    }
+
+    fn load_check(
+        &self,
+        program: &str,
+        params: &Params,
+        profile: &Profile,
+        opts: LoadCheckOptions,
+    ) -> Result<LoadCheckReport, CheckError> {
+        let refused = |e: String| CheckError::Refused(e);
+        let run = |r: Result<LoadCheckReport, inca_switch::LoadError>| r.map_err(CheckError::from);
+        match program {
+            "redplane_hh" => run(load_check(
+                profile,
+                bounded::program_hh(params, profile).map_err(refused)?,
+                opts,
+            )),
+            "redplane_async_counter" => run(load_check(
+                profile,
+                bounded::program_async_counter(params, profile).map_err(refused)?,
+                opts,
+            )),
+            _ => crate::catalog::load_check_program(program, params, profile, opts)
+                .map_err(CheckError::Refused),
         }
     }
 

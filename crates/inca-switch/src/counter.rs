@@ -102,6 +102,14 @@ impl CounterArray {
         Ok(())
     }
 
+    /// Puts `(packets, bytes)` back at `index` (the load-time check undoing
+    /// a traced pass); out of range does nothing.
+    pub(crate) fn restore(&mut self, index: u64, (packets, bytes): (u64, u64)) {
+        if let Ok(i) = IndexError::check(index, self.cells.len()) {
+            self.cells[i] = Cell { packets, bytes };
+        }
+    }
+
     /// Resets every counter to zero.
     pub fn clear(&mut self) {
         self.cells.fill(Cell::default());

@@ -26,6 +26,10 @@
 //!   [`block_report`] attributes the resource report to blocks, and
 //!   [`capture`] runs control logic and collects its writes.
 //! - [`switch`] — the [`Switch`] device that runs a program on a profile.
+//! - [`loadcheck`] — the load-time check `inca check` runs: the program
+//!   exercised on synthesized packets, every pass traced ([`trace`]) and
+//!   re-run with perturbed results ([`probe`]) to find double accesses and
+//!   declared dependencies that contradict the data flow.
 //! - [`agenda`] — the time-ordered event agenda devices and drivers use.
 //! - [`harness`] — a one-device driver for tests and benchmarks.
 //! - [`rpc`] — reliable switch-CPU-to-server requests: ids, the pending
@@ -46,10 +50,12 @@ pub mod hash;
 pub mod intrinsic;
 pub mod invariant;
 pub mod line;
+pub mod loadcheck;
 pub mod meter;
 pub mod objects;
 pub mod pktgen;
 pub mod placement;
+pub mod probe;
 pub mod profile;
 pub mod program;
 pub mod register;
@@ -58,6 +64,7 @@ pub mod rpc;
 pub mod switch;
 pub mod table;
 pub mod tm;
+pub mod trace;
 pub mod units;
 
 pub use composite::{Block, Composite, CompositeError};
@@ -70,8 +77,8 @@ pub use objects::{
 pub use placement::Gress;
 pub use profile::Profile;
 pub use program::{
-    ControlEvent, Destination, PacketCtx, PacketKind, ParseError, Program, ProgramReport,
-    ProgramSeries,
+    CheckHints, ControlEvent, Destination, KnownViolation, PacketCtx, PacketKind, ParseError,
+    Program, ProgramReport, ProgramSeries,
 };
 pub use switch::{check, LoadError, Switch, SwitchStats};
 pub use table::{MatchKind, MatchSpec};

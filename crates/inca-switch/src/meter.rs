@@ -248,6 +248,14 @@ impl MeterArray {
         Ok(self.meters[i].as_ref().map(Meter::config))
     }
 
+    /// Puts a meter's state back (the load-time check undoing a traced
+    /// pass); out of range does nothing.
+    pub(crate) fn restore(&mut self, index: u64, meter: Option<Meter>) {
+        if let Ok(i) = IndexError::check(index, self.meters.len()) {
+            self.meters[i] = meter;
+        }
+    }
+
     /// The meter at `index`, `None` if unconfigured (for inspection).
     pub fn get(&self, index: u64) -> Result<Option<&Meter>, IndexError> {
         let i = IndexError::check(index, self.meters.len())?;

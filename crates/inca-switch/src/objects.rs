@@ -31,6 +31,7 @@ use crate::meter::{Color, MeterArray, MeterConfig};
 use crate::placement::{Gress, ObjectDecl, ObjectKind};
 use crate::register::{RegisterArray, RegisterValue};
 use crate::table::{MatchKind, MatchSpec, MatchTable, TableConfig, TableError};
+use crate::trace::{self, PassTrace, Refusal, Undo};
 
 /// The objects one block of a composite program declared: a contiguous
 /// range of ids (the framework routes an object's events, such as idle
@@ -554,6 +555,7 @@ impl Declare {
             gress: Gress::Ingress,
             violations: Vec::new(),
             cpu,
+            trace: None,
         }
     }
 }
@@ -618,6 +620,9 @@ pub struct Objects {
     violations: Vec<Violation>,
     /// A software data path: the rules are lifted.
     cpu: bool,
+    /// The load-time check's trace of the current pass (`None`: not
+    /// tracing, the normal case).
+    pub(crate) trace: Option<Box<PassTrace>>,
 }
 
 impl Objects {
@@ -631,6 +636,40 @@ impl Objects {
     /// Violations recorded so far (at most [`MAX_RECORDED_VIOLATIONS`]).
     pub fn violations(&self) -> &[Violation] {
         &self.violations
+    }
+
+    /// Ends a traced pass: undoes what it changed (registers, counters,
+    /// meters; a table hit's idle state is left) and forgets the violations
+    /// it recorded after the first `violations`, so the pass can run again
+    /// from the same state.
+    pub(crate) fn end_trace(&mut self, violations: usize) -> Option<Box<PassTrace>> {
+        let t = self.trace.take()?;
+        for u in t.undo.iter().rev() {
+            match u {
+                Undo::Register(id, i, v) => {
+                    if let Some(Storage::Register(r)) =
+                        self.slots.get_mut(*id).map(|s| &mut s.storage)
+                    {
+                        let _ = r.write_u64(*i, *v);
+                    }
+                }
+                Undo::Counter(id, i, v) => {
+                    if let Some(Storage::Counter(c)) =
+                        self.slots.get_mut(*id).map(|s| &mut s.storage)
+                    {
+                        c.restore(*i, *v);
+                    }
+                }
+                Undo::Meter(id, i, m) => {
+                    if let Some(Storage::Meter(a)) = self.slots.get_mut(*id).map(|s| &mut s.storage)
+                    {
+                        a.restore(*i, m.clone());
+                    }
+                }
+            }
+        }
+        self.violations.truncate(violations);
+        Some(t)
     }
 
     /// The declarations, for the resource model.
@@ -694,6 +733,13 @@ impl Objects {
         } else {
             None
         };
+        if let Some(t) = self.trace.as_deref_mut() {
+            let refused = err.as_ref().map(|e| match e {
+                AccessError::WrongGress { .. } => Refusal::WrongGress,
+                _ => Refusal::Double,
+            });
+            t.push(id.index(), refused);
+        }
         if let Some(e) = err {
             if self.violations.len() < MAX_RECORDED_VIOLATIONS {
                 self.violations.push(Violation {
@@ -899,14 +945,28 @@ impl DataPlane<'_> {
         key: &[u8],
     ) -> Result<Option<A>, AccessError> {
         let now = self.now;
-        let slot = self.objects.claim(now, h.id)?;
-        match &mut slot.storage {
-            Storage::Table(t) => match t.as_any_mut().downcast_mut::<MatchTable<A>>() {
-                Some(t) => Ok(t.lookup(key, now).cloned()),
-                None => Err(AccessError::WrongHandle),
+        self.objects.claim(now, h.id)?;
+        let Objects { slots, trace, .. } = &mut *self.objects;
+        let slot = &mut slots[h.id.index()];
+        let Storage::Table(t) = &mut slot.storage else {
+            return Err(AccessError::WrongHandle);
+        };
+        let Some(t) = t.as_any_mut().downcast_mut::<MatchTable<A>>() else {
+            return Err(AccessError::WrongHandle);
+        };
+        let hit = t.lookup(key, now).cloned();
+        let Some(tr) = trace.as_deref_mut() else {
+            return Ok(hit);
+        };
+        Ok(
+            match tr.finish(trace::fingerprint(&[key]), trace::TABLE_MODES) {
+                // Another result the table could have given.
+                Some(0) if hit.is_some() => None,
+                Some(0) => t.entries().next().map(|(_, a)| a.clone()),
+                Some(_) => t.entries().last().map(|(_, a)| a.clone()),
+                None => hit,
             },
-            _ => Err(AccessError::WrongHandle),
-        }
+        )
     }
 
     /// Runs a register action on entry `index` of a register array.
@@ -917,14 +977,47 @@ impl DataPlane<'_> {
         action: impl FnOnce(&mut T) -> R,
     ) -> Result<R, AccessError> {
         let now = self.now;
-        let slot = self.objects.claim(now, h.id)?;
+        self.objects.claim(now, h.id)?;
+        let Objects { slots, trace, .. } = &mut *self.objects;
+        let slot = &mut slots[h.id.index()];
         let Storage::Register(r) = &mut slot.storage else {
             return Err(AccessError::WrongHandle);
         };
         let Some(r) = r.as_any_mut().downcast_mut::<RegisterArray<T>>() else {
             return Err(AccessError::WrongHandle);
         };
-        match r.execute(index, action) {
+        let Some(tr) = trace.as_deref_mut() else {
+            return match r.execute(index, action) {
+                Ok(v) => Ok(v),
+                Err(e) => Err(self.objects.index_error(now, h.id, e)),
+            };
+        };
+        // Traced: remember the entry, run the action (on another stored
+        // value if this access is the one perturbed), fingerprint the index
+        // and the value the action leaves.
+        let before = r.get(index).ok().map(RegisterValue::to_u64);
+        let new = |r: &RegisterArray<T>| r.get(index).map_or(u64::MAX, RegisterValue::to_u64);
+        let fp = |v: u64| trace::fingerprint(&[&index.to_le_bytes(), &v.to_le_bytes()]);
+        if let Some(b) = before {
+            tr.undo.push(Undo::Register(h.id.index(), index, b));
+        }
+        let result = match tr.perturb {
+            Some((at, mode)) if at + 1 == tr.accesses.len() && mode < trace::REGISTER_MODES => {
+                let seen = T::from_u64(trace::perturb_register(before.unwrap_or(0), mode));
+                let out = r.execute(index, |v| {
+                    *v = seen;
+                    action(v)
+                });
+                tr.finish(fp(new(r)), trace::REGISTER_MODES);
+                out
+            }
+            _ => {
+                let out = r.execute(index, action);
+                tr.finish(fp(new(r)), trace::REGISTER_MODES);
+                out
+            }
+        };
+        match result {
             Ok(v) => Ok(v),
             Err(e) => Err(self.objects.index_error(now, h.id, e)),
         }
@@ -933,10 +1026,19 @@ impl DataPlane<'_> {
     /// Counts a packet of `bytes` bytes in entry `index` of a counter array.
     pub fn count(&mut self, h: Handle, index: u64, bytes: u64) -> Result<(), AccessError> {
         let now = self.now;
-        let slot = self.objects.claim(now, h.0)?;
+        self.objects.claim(now, h.0)?;
+        let Objects { slots, trace, .. } = &mut *self.objects;
+        let slot = &mut slots[h.0.index()];
         let Storage::Counter(c) = &mut slot.storage else {
             return Err(AccessError::WrongHandle);
         };
+        if let Some(tr) = trace.as_deref_mut() {
+            if let Ok(v) = c.read(index) {
+                tr.undo.push(Undo::Counter(h.0.index(), index, v));
+            }
+            let fp = trace::fingerprint(&[&index.to_le_bytes(), &bytes.to_le_bytes()]);
+            tr.finish(fp, 0);
+        }
         c.count(index, bytes)
             .map_err(|e| self.objects.index_error(now, h.0, e))
     }
@@ -951,11 +1053,24 @@ impl DataPlane<'_> {
         pre_color: Option<Color>,
     ) -> Result<Color, AccessError> {
         let now = self.now;
-        let slot = self.objects.claim(now, h.0)?;
+        self.objects.claim(now, h.0)?;
+        let Objects { slots, trace, .. } = &mut *self.objects;
+        let slot = &mut slots[h.0.index()];
         let Storage::Meter(m) = &mut slot.storage else {
             return Err(AccessError::WrongHandle);
         };
+        let mut perturb = None;
+        if let Some(tr) = trace.as_deref_mut() {
+            if let Ok(before) = m.get(index) {
+                tr.undo
+                    .push(Undo::Meter(h.0.index(), index, before.cloned()));
+            }
+            let pre = pre_color.map_or(0u8, |c| c as u8 + 1);
+            let fp = trace::fingerprint(&[&index.to_le_bytes(), &bytes.to_le_bytes(), &[pre]]);
+            perturb = tr.finish(fp, trace::METER_MODES);
+        }
         m.mark(index, now, bytes, pre_color)
+            .map(|c| perturb.map_or(c, |mode| trace::perturb_color(c, mode)))
             .map_err(|e| self.objects.index_error(now, h.0, e))
     }
 
@@ -963,10 +1078,22 @@ impl DataPlane<'_> {
     /// no per-packet access limit in this model (a program that needs two
     /// different hashes declares two units, and pays for both in hash bits).
     pub fn hash(&mut self, h: Handle, data: &[u8]) -> Result<u64, AccessError> {
-        match self.objects.slots.get(h.0.index()).map(|s| &s.storage) {
-            Some(Storage::Hash(u)) => Ok(u.hash(data)),
-            _ => Err(AccessError::WrongHandle),
-        }
+        let unit = match self.objects.slots.get(h.0.index()).map(|s| &s.storage) {
+            Some(Storage::Hash(u)) => *u,
+            _ => return Err(AccessError::WrongHandle),
+        };
+        let out = unit.hash(data);
+        let Some(tr) = self.objects.trace.as_deref_mut() else {
+            return Ok(out);
+        };
+        // Traced like an access, though never refused (no per-pass limit).
+        tr.push(h.0.index(), None);
+        Ok(
+            match tr.finish(trace::fingerprint(&[data]), trace::HASH_MODES) {
+                Some(mode) => trace::perturb_hash(out, unit.output_bits(), mode),
+                None => out,
+            },
+        )
     }
 
     /// Whether this data path may write its own tables (a CPU data path).

@@ -79,6 +79,43 @@ pub trait Program: Clone + 'static {
     fn report(&self) -> ProgramReport {
         ProgramReport::default()
     }
+
+    /// What the load-time check ([`crate::loadcheck`]) should know beyond
+    /// its generic packets: frames that reach this program's deeper parser
+    /// branches, and findings accepted with a reason. Default: nothing.
+    fn check_hints(&self) -> CheckHints {
+        CheckHints::default()
+    }
+}
+
+/// A program's hints for the load-time check ([`Program::check_hints`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckHints {
+    /// Frames to exercise besides the generic ones: (ingress port, frame).
+    pub samples: Vec<(PortId, Vec<u8>)>,
+    /// Findings known and accepted (still reported, not refused).
+    pub known: Vec<KnownViolation>,
+}
+
+/// A finding of the load-time check that a program accepts, with why (a
+/// spec deviation, a fix pending elsewhere).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownViolation {
+    /// The object the finding is about (the one reached twice, or the
+    /// dependent one), as declared (a composite prefixes its block's name).
+    pub object: String,
+    /// Why it is accepted.
+    pub reason: String,
+}
+
+impl KnownViolation {
+    /// A known violation about `object`, accepted because of `reason`.
+    pub fn new(object: &str, reason: &str) -> Self {
+        KnownViolation {
+            object: object.to_string(),
+            reason: reason.to_string(),
+        }
+    }
 }
 
 /// Extra counters and time series a program reports ([`Program::report`]).
@@ -323,6 +360,28 @@ impl<M, D> PacketCtx<M, D> {
     /// call replaces an earlier one, as on Tofino one digest type fires).
     pub fn digest(&mut self, d: D) {
         self.digest = Some(d);
+    }
+
+    /// A copy of this packet, for running one pass again (the load-time
+    /// check).
+    pub(crate) fn duplicate(&self) -> Self
+    where
+        M: Clone,
+        D: Clone,
+    {
+        PacketCtx {
+            frame: self.frame.clone(),
+            parse_depth: self.parse_depth,
+            meta: self.meta.clone(),
+            ingress_port: self.ingress_port,
+            ingress_time: self.ingress_time,
+            kind: self.kind,
+            destination: self.destination,
+            mirror: self.mirror,
+            mirror_loop: self.mirror_loop,
+            digest: self.digest.clone(),
+            egress: self.egress,
+        }
     }
 
     /// The whole frame, for the switch's own use.

@@ -23,6 +23,7 @@ use crate::device::{Device, DeviceRng, Input, Nanos, Output, PortId};
 use crate::objects::{DataPlane, Declare, DeclareError, Objects, Violation};
 use crate::pktgen::{PacketGenerator, Trigger};
 use crate::placement::{place, Gress, Location, Placement, PlacementError};
+use crate::probe::{probe_pass, Prober};
 use crate::profile::Profile;
 use crate::program::{ControlEvent, Destination, PacketCtx, PacketKind, Program};
 use crate::tm::{
@@ -233,6 +234,8 @@ pub struct Switch<P: Program> {
     requests: Requests,
     ports_up: Vec<bool>,
     stats: SwitchStats,
+    /// The load-time check's analysis of every pass (`None` normally).
+    prober: Option<Box<Prober>>,
 }
 
 impl<P: Program> Switch<P> {
@@ -270,6 +273,7 @@ impl<P: Program> Switch<P> {
             punts_in_flight: 0,
             next_request: 0,
             requests: Requests::default(),
+            prober: None,
         })
     }
 
@@ -291,6 +295,19 @@ impl<P: Program> Switch<P> {
     /// The objects, for inspection by tests and experiments.
     pub fn objects(&self) -> &Objects {
         &self.objects
+    }
+
+    /// Analyses every packet pass from now on for the load-time check
+    /// ([`crate::probe`]): each pass is traced and re-run with perturbed
+    /// results before it runs for real. Slow; for `inca check`, not runs.
+    pub fn attach_prober(&mut self) {
+        let prober = Prober::new(self.program.name(), &self.objects.decls());
+        self.prober = Some(Box::new(prober));
+    }
+
+    /// What the load-time check found so far (see [`Switch::attach_prober`]).
+    pub fn prober(&self) -> Option<&Prober> {
+        self.prober.as_deref()
     }
 
     /// Data-plane rule violations recorded so far.
@@ -560,6 +577,18 @@ impl<P: Program> Switch<P> {
             return;
         }
         let mut pkt = PacketCtx::new(frame, depth, meta, port, now, kind);
+        if let Some(p) = self.prober.as_deref_mut() {
+            probe_pass(
+                p,
+                &self.program,
+                &mut self.objects,
+                &pkt,
+                Gress::Ingress,
+                now,
+                rng,
+            );
+            self.objects.begin_pass(Gress::Ingress);
+        }
         let mut dp = DataPlane {
             objects: &mut self.objects,
             now,
@@ -751,6 +780,18 @@ impl<P: Program> Switch<P> {
         pkt.egress.enq_queue_bytes = q.queue_bytes_ahead;
         pkt.egress.queue_delay = now - q.arrival;
         pkt.egress.rid = q.rid;
+        if let Some(p) = self.prober.as_deref_mut() {
+            probe_pass(
+                p,
+                &self.program,
+                &mut self.objects,
+                &pkt,
+                Gress::Egress,
+                now,
+                rng,
+            );
+            self.objects.begin_pass(Gress::Egress);
+        }
         let mut dp = DataPlane {
             objects: &mut self.objects,
             now,

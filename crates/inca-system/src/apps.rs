@@ -4,9 +4,10 @@
 
 use std::any::Any;
 
-use inca_apps::catalog::{check_app, with_app, AppVisitor, CatalogError, APPS};
+use inca_apps::catalog::{check_app, load_check_app, with_app, AppVisitor, CatalogError, APPS};
 use inca_apps::params::Params;
 use inca_sim::engine::Node;
+use inca_switch::loadcheck::{LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::{Profile, Program, Switch};
 
@@ -41,6 +42,24 @@ impl System for AppsSystem {
         profile: &Profile,
     ) -> Result<Placement, CheckError> {
         check_app(program, params, profile).map_err(|e| match innermost(e) {
+            CatalogError::Unknown { name, known } => CheckError::UnknownProgram {
+                program: name,
+                known,
+            },
+            CatalogError::Param(e) => CheckError::Param(e),
+            CatalogError::Load(e) => CheckError::DoesNotFit(e),
+            e => CheckError::Refused(e.to_string()),
+        })
+    }
+
+    fn load_check(
+        &self,
+        program: &str,
+        params: &Params,
+        profile: &Profile,
+        opts: LoadCheckOptions,
+    ) -> Result<LoadCheckReport, CheckError> {
+        load_check_app(program, params, profile, opts).map_err(|e| match innermost(e) {
             CatalogError::Unknown { name, known } => CheckError::UnknownProgram {
                 program: name,
                 known,

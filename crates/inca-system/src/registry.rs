@@ -129,6 +129,24 @@ impl Registry {
         }
     }
 
+    /// The load-time check of `program` (`inca check`; see
+    /// [`System::load_check`]).
+    pub fn load_check(
+        &self,
+        program: &str,
+        params: &Params,
+        profile: &Profile,
+        opts: inca_switch::loadcheck::LoadCheckOptions,
+    ) -> Result<inca_switch::loadcheck::LoadCheckReport, CheckError> {
+        match self.system_of(program) {
+            Some(s) => s.load_check(program, params, profile, opts),
+            None => Err(CheckError::UnknownProgram {
+                program: program.to_string(),
+                known: self.program_names(),
+            }),
+        }
+    }
+
     /// Every built-in campaign, in registration order.
     pub fn campaigns(&self) -> Vec<BuiltinCampaign> {
         self.systems().flat_map(|s| s.campaigns()).collect()

@@ -22,6 +22,7 @@ use inca_apps::params::Params;
 use inca_sim::engine::Node;
 use inca_sim::nodes::attack::CraftRequest;
 use inca_sim::scenario::ServerSetup;
+use inca_switch::loadcheck::{LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::Profile;
 
@@ -151,6 +152,27 @@ pub trait System: Send + Sync {
         params: &Params,
         profile: &Profile,
     ) -> Result<Placement, CheckError>;
+
+    /// Runs the load-time check of `program` (`inca check` after placement;
+    /// see [`inca_switch::loadcheck`]): the program exercised on
+    /// synthesized packets, every pass checked for double accesses and
+    /// dependencies against its data flow. Default: not offered (a skipped
+    /// report).
+    fn load_check(
+        &self,
+        program: &str,
+        params: &Params,
+        profile: &Profile,
+        opts: LoadCheckOptions,
+    ) -> Result<LoadCheckReport, CheckError> {
+        let _ = (params, profile);
+        Ok(LoadCheckReport {
+            program: program.to_string(),
+            seed: opts.seed,
+            skipped: Some(format!("system {} offers no load-time check", self.name())),
+            ..LoadCheckReport::default()
+        })
+    }
 
     /// A builder for one run's devices.
     fn start_run(&self, mode: RunMode) -> Box<dyn SystemRun>;

@@ -319,6 +319,24 @@ pub fn check(program_name: &str, params: &Params, profile: &Profile) -> Result<P
     r.map_err(|x| x.to_string())
 }
 
+/// The load-time check of a TEA program on `profile`
+/// ([`inca_switch::loadcheck`]).
+pub fn load_check(
+    program_name: &str,
+    params: &Params,
+    profile: &Profile,
+    opts: inca_switch::loadcheck::LoadCheckOptions,
+) -> Result<inca_switch::loadcheck::LoadCheckReport, String> {
+    use inca_switch::loadcheck::load_check as run;
+    let r = match program(program_name, params, true)? {
+        AnyTea::Nat(p) => run(profile, p, opts),
+        AnyTea::Firewall(p) => run(profile, p, opts),
+        AnyTea::Lb(p) => run(profile, p, opts),
+        AnyTea::Vpn(p) => run(profile, p, opts),
+    };
+    r.map_err(|x| x.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,16 @@ impl System for TeaSystem {
         crate::catalog::check(program, params, profile).map_err(CheckError::Refused)
     }
 
+    fn load_check(
+        &self,
+        program: &str,
+        params: &Params,
+        profile: &Profile,
+        opts: inca_switch::loadcheck::LoadCheckOptions,
+    ) -> Result<inca_switch::loadcheck::LoadCheckReport, CheckError> {
+        crate::catalog::load_check(program, params, profile, opts).map_err(CheckError::Refused)
+    }
+
     fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
         // Checked TEA runs judge themselves: the program's `check=1`
         // parameter compares every lookup with the operation history.

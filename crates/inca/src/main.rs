@@ -1,7 +1,10 @@
 //! The `inca` command.
 //!
 //! - `inca check` loads a program onto a device profile and prints the
-//!   resource report, or why the program does not fit (exit status 1).
+//!   resource report, or why the program does not fit (exit status 1); then
+//!   runs the load-time check (`inca_switch::loadcheck`) and refuses a
+//!   program whose data plane reaches an object twice in a pass or whose
+//!   declared dependencies contradict its data flow (exit status 1).
 //! - `inca run` simulates a scenario and writes its results folder.
 //! - `inca report` renders plots and a summary from results.
 //! - `inca sweep` runs an experiment descriptor's configurations and draws
@@ -66,6 +69,17 @@ enum Command {
         /// and say what runs out first beyond it.
         #[arg(long, value_name = "PARAM")]
         largest: Option<String>,
+        /// Only place the program: skip the load-time check (double
+        /// accesses, dependencies against the data flow).
+        #[arg(long)]
+        no_load_check: bool,
+        /// Seed of the load-time check's random packets.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Refuse the program for known violations too (those a program
+        /// declares accepted, with its reason).
+        #[arg(long)]
+        strict: bool,
     },
     /// Simulate a scenario: print a summary, write results (JSON, CSV).
     Run {
@@ -224,6 +238,9 @@ fn main() -> ExitCode {
             json,
             list,
             largest,
+            no_load_check,
+            seed,
+            strict,
         } => {
             if list {
                 print!("{}", inca::systems::list_programs(&inca::registry()));
@@ -232,7 +249,15 @@ fn main() -> ExitCode {
             let program = program.unwrap_or_default();
             let result = match &largest {
                 Some(param) => find_largest(&profile, &program, &set, &profile_set, param),
-                None => check(&profile, &program, &set, &profile_set, json),
+                None => check(&profile, &program, &set, &profile_set, json).and_then(|()| {
+                    match no_load_check {
+                        true => Ok(()),
+                        false => {
+                            let how = LoadCheckHow { seed, json, strict };
+                            load_check(&profile, &program, &set, &profile_set, how)
+                        }
+                    }
+                }),
             };
             match result {
                 Ok(()) => ExitCode::SUCCESS,
@@ -444,6 +469,49 @@ fn check(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// How `inca check` runs its load-time check.
+struct LoadCheckHow {
+    seed: u64,
+    json: bool,
+    /// Known violations refuse too.
+    strict: bool,
+}
+
+/// The load-time check after placement: its report on stdout; an error
+/// naming every finding if any refuses the program.
+fn load_check(
+    profile: &str,
+    program: &str,
+    set: &[String],
+    profile_set: &[String],
+    how: LoadCheckHow,
+) -> anyhow::Result<()> {
+    use inca_switch::loadcheck::LoadCheckOptions;
+    let LoadCheckHow { seed, json, strict } = how;
+    let prof = load_profile(profile, profile_set)?;
+    let params = Params::parse(set.iter().map(String::as_str))?;
+    let report = inca::registry().load_check(program, &params, &prof, LoadCheckOptions { seed })?;
+    // With --json, stdout is the resource report alone.
+    match json {
+        true => eprint!("{report}"),
+        false => print!("\n{report}"),
+    }
+    let known = report.known.iter().filter(|_| strict);
+    let list: Vec<String> = report
+        .findings
+        .iter()
+        .map(|f| f.to_string())
+        .chain(known.map(|(f, why)| format!("{f} (known: {why})")))
+        .collect();
+    if list.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow::anyhow!(
+        "{program} refused by the load-time check:\n{}",
+        list.join("\n")
+    ))
 }
 
 /// `inca check --largest`: the search is `inca_system::largest`.

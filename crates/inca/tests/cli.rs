@@ -236,3 +236,40 @@ fn the_acl_and_the_composite_are_listed() {
     assert!(out.contains("acl"), "{out}");
     assert!(out.contains("composite"), "{out}");
 }
+
+#[test]
+fn the_load_time_check_runs_after_placement() {
+    let (ok, out, err) = run(&["check", "nat"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("load-time check of nat (seed 1)") && out.contains("no findings"),
+        "{out}"
+    );
+    let (ok, out, _) = run(&["check", "nat", "--no-load-check"]);
+    assert!(ok && !out.contains("load-time check"), "{out}");
+    // --json keeps stdout to the resource report.
+    let (ok, out, err) = run(&["check", "nat", "--json"]);
+    assert!(ok && out.trim_start().starts_with('{'), "{out}");
+    assert!(err.contains("load-time check of nat"), "{err}");
+}
+
+#[test]
+fn a_known_violation_is_reported_and_refuses_only_when_strict() {
+    // RedPlane's KV looks its shard map up after the lease stages decided
+    // (the program declares it known, with the reason).
+    let (ok, out, err) = run(&["check", "redplane_kv"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("known violation (RedPlane looks `rp_shard_map` up last")
+            && out.contains("dependency missing: \"rp_shard_map\" depends on"),
+        "{out}"
+    );
+    let (ok, _, err) = run(&["check", "redplane_kv", "--strict"]);
+    assert!(!ok);
+    assert!(
+        err.contains("redplane_kv refused by the load-time check")
+            && err.contains("\"rp_shard_map\"")
+            && err.contains("path (ingress): rp_lease_tbl → rp_lease_expiry → rp_seq_acked"),
+        "{err}"
+    );
+}

@@ -3,6 +3,7 @@
 pub mod composite;
 
 use inca_switch::composite::ClassifyRuleError;
+use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::{check, CompositeError, LoadError, Profile, Program};
 
@@ -172,4 +173,22 @@ pub fn check_app(
         }
     }
     Ok(with_app(name, params, Check(profile))??)
+}
+
+/// Runs the load-time check of app `name` with `params` on `profile`
+/// ([`inca_switch::loadcheck`]).
+pub fn load_check_app(
+    name: &str,
+    params: &Params,
+    profile: &Profile,
+    opts: LoadCheckOptions,
+) -> Result<LoadCheckReport, CatalogError> {
+    struct Run<'a>(&'a Profile, LoadCheckOptions);
+    impl AppVisitor for Run<'_> {
+        type Output = Result<LoadCheckReport, LoadError>;
+        fn visit<P: Program>(self, program: P) -> Self::Output {
+            load_check(self.0, program, self.1)
+        }
+    }
+    Ok(with_app(name, params, Run(profile, opts))??)
 }

@@ -360,8 +360,11 @@ impl<A: RedPlaneApp> Program for RedPlane<A> {
         )?;
         let lease_expiry =
             d.register::<u32>(ArrayDecl::new("rp_lease_expiry", slots).after(&[lease_tbl.id()]))?;
-        let seq_acked =
-            d.register::<u16>(ArrayDecl::new("rp_seq_acked", slots).after(&[lease_tbl.id()]))?;
+        // After `lease_expiry` too: a packet reaches `seq_acked` only with a
+        // valid lease (found by the load-time check).
+        let seq_acked = d.register::<u16>(
+            ArrayDecl::new("rp_seq_acked", slots).after(&[lease_tbl.id(), lease_expiry.id()]),
+        )?;
         let seq_issued =
             d.register::<u16>(ArrayDecl::new("rp_seq_issued", slots).after(&[seq_acked.id()]))?;
         let renew_sent =
@@ -417,6 +420,19 @@ impl<A: RedPlaneApp> Program for RedPlane<A> {
 
     fn control(&mut self, event: ControlEvent<RpDigest>, cp: &mut ControlPlane<'_>) {
         self.control_block(event, cp)
+    }
+
+    fn check_hints(&self) -> inca_switch::CheckHints {
+        inca_switch::CheckHints {
+            samples: Vec::new(),
+            known: vec![inca_switch::KnownViolation::new(
+                "rp_shard_map",
+                "RedPlane looks `rp_shard_map` up last, only for what goes to the store, \
+                 after the lease stages and `rp_route` decided; spec §5.10 and its \
+                 declaration put it first (after the key hash). Moving the lookup before \
+                 the lease stages is the stage-order work of issue 24 item 1",
+            )],
+        }
     }
 
     fn report(&self) -> ProgramReport {

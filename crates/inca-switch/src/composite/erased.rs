@@ -13,7 +13,7 @@ use std::fmt;
 use crate::control::ControlPlane;
 use crate::objects::{AccessError, DataPlane, Declare, DeclareError};
 use crate::placement::Gress;
-use crate::program::{ControlEvent, PacketCtx, ParseError, Program, ProgramReport};
+use crate::program::{CheckHints, ControlEvent, PacketCtx, ParseError, Program, ProgramReport};
 
 /// A value that can be cloned through a box (a block's metadata).
 pub(crate) trait AnyClone: Any {
@@ -110,6 +110,7 @@ pub(crate) trait ErasedBlock {
     /// Handles an event whose digest (if any) is this block's.
     fn control(&mut self, event: ControlEvent<Box<dyn AnyDigest>>, cp: &mut ControlPlane<'_>);
     fn report(&self) -> ProgramReport;
+    fn check_hints(&self) -> CheckHints;
     fn clone_box(&self) -> Box<dyn ErasedBlock>;
     fn program(&self) -> &dyn Any;
 }
@@ -229,6 +230,10 @@ where
 
     fn report(&self) -> ProgramReport {
         self.program.report()
+    }
+
+    fn check_hints(&self) -> CheckHints {
+        self.program.check_hints()
     }
 
     fn clone_box(&self) -> Box<dyn ErasedBlock> {

@@ -45,7 +45,10 @@ use crate::objects::{
     AccessError, BlockSpan, DataPlane, Declare, DeclareError, TableDecl, TableHandle,
 };
 use crate::placement::Gress;
-use crate::program::{ControlEvent, Destination, PacketCtx, ParseError, Program, ProgramReport};
+use crate::program::{
+    CheckHints, ControlEvent, Destination, KnownViolation, PacketCtx, ParseError, Program,
+    ProgramReport,
+};
 use crate::table::MatchKind;
 
 pub use classifier::{ClassifyRule, ClassifyRuleError};
@@ -657,5 +660,20 @@ impl Program for Composite {
             );
         }
         r
+    }
+
+    /// Every block's samples, and its known violations under the block's
+    /// object names.
+    fn check_hints(&self) -> CheckHints {
+        let mut h = CheckHints::default();
+        for b in &self.blocks {
+            let bh = b.0.check_hints();
+            h.samples.extend(bh.samples);
+            h.known.extend(bh.known.into_iter().map(|k| KnownViolation {
+                object: format!("{}/{}", b.name(), k.object),
+                reason: k.reason,
+            }));
+        }
+        h
     }
 }
