@@ -67,15 +67,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::headers::{parse, reflect, write_fix_sum, Parsed, PROTO_UDP};
+use crate::params::{ParamError, Params};
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
     MatchKind, MatchSpec, PacketCtx, PacketOutDest, ParseError, Program, RegisterHandle, TableDecl,
     TableHandle,
 };
-use inca_wire::checksum;
-
-use crate::headers::{parse, reflect, Parsed, PROTO_UDP};
-use crate::params::{ParamError, Params};
 
 /// UDP port of the KV protocol.
 pub const KV_PORT: u16 = 7777;
@@ -183,31 +181,18 @@ pub fn encode_kv(op: u8, status: u8, id: u16, key: u64, value: &Value) -> [u8; K
 }
 
 /// Rewrites `op`, `status` and the value of the KV header at `m.kv`,
-/// updating the UDP checksum incrementally (a zero checksum stays zero).
-/// The KV header starts an even number of bytes after the UDP header, so
-/// its 16-bit words are the checksum's words.
+/// updating the UDP checksum incrementally ([`write_fix_sum`]: a zero
+/// checksum stays zero, and the sum stays right when it passes through
+/// zero on the way).
 pub fn rewrite_kv(h: &mut [u8], m: &KvMeta, op: u8, status: u8, value: &Value) {
-    let (kv, sum_at) = (usize::from(m.kv), usize::from(m.p.l4) + 6);
-    if h.len() < kv + KV_LEN || sum_at + 2 > h.len() {
-        return; // cannot happen for a parsed KV packet
+    let (kv, l4) = (usize::from(m.kv), usize::from(m.p.l4));
+    let mut v = [0u8; 4 * VALUE_WORDS];
+    for (i, w) in value.iter().enumerate() {
+        v[4 * i..4 * i + 4].copy_from_slice(&w.to_be_bytes());
     }
-    let mut sum = u16::from_be_bytes([h[sum_at], h[sum_at + 1]]);
-    let old_w0 = u16::from_be_bytes([h[kv], h[kv + 1]]);
-    let new_w0 = u16::from_be_bytes([op, status]);
-    h[kv] = op;
-    h[kv + 1] = status;
-    if sum != 0 {
-        sum = checksum::update_u16(sum, old_w0, new_w0);
-    }
-    for (i, &w) in value.iter().enumerate() {
-        let o = kv + 12 + 4 * i;
-        let old = u32::from_be_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
-        h[o..o + 4].copy_from_slice(&w.to_be_bytes());
-        if sum != 0 {
-            sum = checksum::update_u32(sum, old, w);
-        }
-    }
-    h[sum_at..sum_at + 2].copy_from_slice(&sum.to_be_bytes());
+    // Cannot fail for a parsed KV packet (the header is in the window).
+    let _ = write_fix_sum(h, l4, kv, &[op, status], l4 + 6, true)
+        && write_fix_sum(h, l4, kv + 12, &v, l4 + 6, true);
 }
 
 /// Turns a request around in place: swaps MACs, IPv4 addresses and UDP
