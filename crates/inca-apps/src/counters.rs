@@ -16,7 +16,9 @@
 //!
 //! [`FlowCounter`] (`flow_counter`) keeps a 32-bit packet count per flow in
 //! a register array indexed by a CRC-32 hash of the 5-tuple (flows that
-//! hash alike share an entry): every packet does a read-modify-write, the
+//! hash alike share an entry; the flow key, the entry and the wrapping
+//! count are [`crate::core::counter`]'s, shared with RedPlane's
+//! Async-Counter): every packet does a read-modify-write, the
 //! worst case for state replication. The control plane reads the whole
 //! array on request (a [`MSG_READ`] control message), with the register-read
 //! latency of the profile.
@@ -31,13 +33,14 @@
 //! Non-IPv4 frames are forwarded and counted per tenant only; frames the
 //! parser refuses are counted and dropped by the switch.
 
-use inca_switch::hash::{HashAlgorithm, HashUnit};
+use inca_switch::hash::HashAlgorithm;
 use inca_switch::objects::Objects;
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
     Handle, Nanos, PacketCtx, ParseError, PortId, Program, RegisterHandle,
 };
 
+use crate::core::counter::{self, Overflow};
 use crate::headers::{parse_ingress_only, Parsed};
 use crate::params::{ParamError, Params};
 
@@ -181,9 +184,7 @@ impl CounterBlock {
 
     /// The by-source entry of address `src`.
     pub fn source_index(&self, src: [u8; 4]) -> u64 {
-        let unit =
-            HashUnit::new(HashAlgorithm::Crc32, index_bits(self.sources)).expect("valid width");
-        unit.hash(&src) & (self.sources as u64 - 1)
+        counter::index(&src, self.sources)
     }
 
     /// The by-tenant entry of VLAN `vlan`.
@@ -293,9 +294,7 @@ impl FlowCounter {
 
     /// The entry flow `five_tuple` counts in.
     pub fn flow_index(&self, five_tuple: &[u8; 13]) -> u64 {
-        let unit =
-            HashUnit::new(HashAlgorithm::Crc32, index_bits(self.flows)).expect("valid width");
-        unit.hash(five_tuple) & (self.flows as u64 - 1)
+        counter::index(five_tuple, self.flows)
     }
 
     /// The packet count of the entry of `five_tuple`, read from the store.
@@ -361,9 +360,9 @@ impl Program for FlowCounter {
         let (Some(h), Some(reg)) = (self.flow_hash, self.counts) else {
             return Ok(());
         };
-        if pkt.meta.ipv4 {
-            let i = dp.hash(h, &pkt.meta.five_tuple())? & (self.flows as u64 - 1);
-            dp.register(reg, i, |v: &mut u32| *v = v.wrapping_add(1))?;
+        if let Some(key) = counter::flow_key(&pkt.meta) {
+            let i = dp.hash(h, &key)? & (self.flows as u64 - 1);
+            dp.register(reg, i, |v| counter::add(v, 1, Overflow::Wrap))?;
         }
         Ok(())
     }

@@ -199,10 +199,9 @@ pub fn rewrite_end(h: &mut [u8], p: &Parsed, end: End, ip: [u8; 4], port: u16) {
     h[l4_sum..l4_sum + 2].copy_from_slice(&s.to_be_bytes());
 }
 
-/// Writes the 32-bit `new` at any byte offset `off` in `h` and updates the L4 checksum at
-/// `sum_off` incrementally (RFC 1624) word by word, with 16-bit words
-/// counted from the L4 header at `l4` (so an odd offset works too). A UDP
-/// checksum of 0 (none) stays 0. Returns false if the field is beyond `h`.
+/// Writes the 32-bit `new` at any byte offset `off` in `h` and updates the
+/// L4 checksum at `sum_off` incrementally: [`write_fix_sum`] of its four
+/// bytes.
 pub fn write_u32_fix_sum(
     h: &mut [u8],
     l4: usize,
@@ -211,16 +210,34 @@ pub fn write_u32_fix_sum(
     sum_off: usize,
     udp: bool,
 ) -> bool {
-    if off < l4 || h.len() < off + 4 || h.len() < sum_off + 2 {
+    write_fix_sum(h, l4, off, &new.to_be_bytes(), sum_off, udp)
+}
+
+/// Writes `new` at any byte offset `off` in `h` and updates the L4 checksum
+/// at `sum_off` incrementally (RFC 1624) word by word, with 16-bit words
+/// counted from the L4 header at `l4` (so an odd offset works too).
+///
+/// For UDP (`udp`), whether there is a checksum is decided once, from the
+/// checksum before the write: 0 (none) stays 0. A running checksum may pass
+/// through 0 on the way (0 and 0xFFFF are the same one's-complement sum),
+/// so every word is folded in regardless, and a final 0 is sent as 0xFFFF
+/// (RFC 768: a computed zero is transmitted as all ones). Returns false
+/// (and leaves `h` alone) if the field is beyond `h`.
+pub fn write_fix_sum(
+    h: &mut [u8],
+    l4: usize,
+    off: usize,
+    new: &[u8],
+    sum_off: usize,
+    udp: bool,
+) -> bool {
+    if off < l4 || h.len() < off + new.len() || h.len() < sum_off + 2 {
         return false;
     }
+    // The checksum words the field touches: from the even offset at or
+    // before it to the even offset after it (relative to `l4`).
     let start = l4 + ((off - l4) & !1);
-    let end = start
-        + if (off - start).is_multiple_of(2) {
-            4
-        } else {
-            6
-        };
+    let end = l4 + ((off + new.len() - l4 + 1) & !1);
     // A last odd byte is summed as if padded with zero (RFC 768).
     let byte = |h: &[u8], i: usize| h.get(i).copied().unwrap_or(0);
     let words = |h: &[u8]| -> Vec<u16> {
@@ -230,7 +247,7 @@ pub fn write_u32_fix_sum(
             .collect()
     };
     let before = words(h);
-    h[off..off + 4].copy_from_slice(&new.to_be_bytes());
+    h[off..off + new.len()].copy_from_slice(new);
     let after = words(h);
     let mut sum = u16::from_be_bytes([h[sum_off], h[sum_off + 1]]);
     if udp && sum == 0 {
@@ -238,6 +255,9 @@ pub fn write_u32_fix_sum(
     }
     for (o, n) in before.into_iter().zip(after) {
         sum = checksum::update_u16(sum, o, n);
+    }
+    if udp && sum == 0 {
+        sum = 0xFFFF;
     }
     h[sum_off..sum_off + 2].copy_from_slice(&sum.to_be_bytes());
     true

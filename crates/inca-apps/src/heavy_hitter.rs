@@ -27,8 +27,9 @@
 //! every row collide on the same keys. Row `r` therefore uses CRC-32 (even
 //! rows) or CRC-64 (odd rows) over the key with its bytes rotated by
 //! `3·⌊r/2⌋` — a different polynomial or field order per row, which is what
-//! P4 programs on Tofino do. [`sketch_input`] and [`sketch_algorithm`] are
-//! shared with the other sketch apps.
+//! P4 programs on Tofino do. These are [`RowHashes::Rotated`] of
+//! [`crate::core::sketch`], whose cell updates and minimum the detector
+//! applies too; the other sketch apps share them.
 //!
 //! Parameters: `vlans` (tenants, power of two, default 64), `slots`
 //! (columns per tenant and row, power of two, default 64), `rows` (1..=8,
@@ -39,13 +40,13 @@
 
 use std::collections::BTreeSet;
 
-use inca_switch::hash::{HashAlgorithm, HashUnit};
 use inca_switch::objects::Objects;
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
     Handle, Nanos, ObjectId, PacketCtx, ParseError, Program, RegisterHandle,
 };
 
+use crate::core::sketch::{self, set_bit, RowHashes};
 use crate::counters::{index_bits, pow2_param, MonitorPath};
 use crate::headers::{parse_ingress_only, Parsed};
 use crate::params::{ParamError, Params};
@@ -53,35 +54,9 @@ use crate::params::{ParamError, Params};
 /// Control-plane timer token of the epoch reset.
 pub const TOKEN_EPOCH: u64 = 1;
 
-/// The hash algorithm of sketch row `r`: CRC-32 for even rows, CRC-64 for
-/// odd ones.
-pub fn sketch_algorithm(r: usize) -> HashAlgorithm {
-    if r.is_multiple_of(2) {
-        HashAlgorithm::Crc32
-    } else {
-        HashAlgorithm::Crc64
-    }
-}
-
-/// The hash input of sketch row `r`: `key` (at most 32 bytes used) rotated
-/// left by `3·⌊r/2⌋` bytes.
-pub fn sketch_input<'a>(r: usize, key: &[u8], buf: &'a mut [u8; 32]) -> &'a [u8] {
-    let n = key.len().min(32);
-    let k = &key[..n];
-    let rot = if n == 0 { 0 } else { (r / 2) * 3 % n };
-    buf[..n - rot].copy_from_slice(&k[rot..]);
-    buf[n - rot..n].copy_from_slice(&k[..rot]);
-    &buf[..n]
-}
-
-/// The `bits`-bit hash of sketch row `r` over `key`, as the data plane
-/// computes it with the row's hash unit.
-pub fn sketch_hash(r: usize, bits: u8, key: &[u8]) -> u64 {
-    let mut buf = [0u8; 32];
-    HashUnit::new(sketch_algorithm(r), bits)
-        .map(|u| u.hash(sketch_input(r, key, &mut buf)))
-        .unwrap_or(0)
-}
+/// The row hashes of the plain sketch apps (heavy hitter, UnivMon,
+/// super-spreader, the report filter): [`RowHashes::Rotated`].
+pub const ROW_HASHES: RowHashes = RowHashes::Rotated;
 
 /// Declares the hash unit of sketch row `r` with `bits` output bits.
 pub fn declare_row_hash(
@@ -90,7 +65,7 @@ pub fn declare_row_hash(
     r: usize,
     bits: u8,
 ) -> Result<Handle, DeclareError> {
-    d.hash(name, sketch_algorithm(r), bits, Gress::Ingress, &[])
+    d.hash(name, ROW_HASHES.algorithm(r), bits, Gress::Ingress, &[])
 }
 
 /// A two-array Bloom filter of 32-bit bitsets used to report a key once:
@@ -138,17 +113,11 @@ impl BloomDedup {
     /// Sets `key` in the filter; true if it was not there before.
     pub fn insert(&self, dp: &mut DataPlane<'_>, key: &[u8]) -> Result<bool, AccessError> {
         let mut fresh = false;
-        let mut buf = [0u8; 32];
         for i in 0..2 {
-            let h = dp.hash(self.hashes[i], sketch_input(i + 4, key, &mut buf))?;
+            let h = ROW_HASHES.with_input(i + 4, key, |input| dp.hash(self.hashes[i], input))?;
             let word = (h >> 5) & (self.words as u64 - 1);
-            let bit = 1u32 << (h & 31);
-            let was = dp.register(self.regs[i], word, |w: &mut u32| {
-                let was = *w & bit != 0;
-                *w |= bit;
-                was
-            })?;
-            fresh |= !was;
+            let (before, after) = dp.register(self.regs[i], word, |w| set_bit(w, h as u32))?;
+            fresh |= after != before;
         }
         Ok(fresh)
     }
@@ -156,7 +125,7 @@ impl BloomDedup {
     /// Whether `key` is in the filter, read from the store (tests).
     pub fn contains(&self, objects: &Objects, key: &[u8]) -> bool {
         (0..2).all(|i| {
-            let h = sketch_hash(i + 4, self.bits, key);
+            let h = ROW_HASHES.hash(i + 4, self.bits, key);
             let word = (h >> 5) & (self.words as u64 - 1);
             objects
                 .register_peek(self.regs[i], word)
@@ -285,21 +254,21 @@ impl HeavyHitter {
 
     /// The entry of `(vlan, key)` in row `r`.
     pub fn index(&self, r: usize, vlan: u16, key: &[u8; 13]) -> u64 {
-        let h = sketch_hash(r, index_bits(self.slots), key) & (self.slots as u64 - 1);
+        let h = ROW_HASHES.hash(r, index_bits(self.slots), key) & (self.slots as u64 - 1);
         self.tenant(vlan) * self.slots as u64 + h
     }
 
     /// The sketch's current estimate for `(vlan, key)`, read from the store
     /// (tests; the control plane would read the rows with `register_read`).
     pub fn estimate(&self, objects: &Objects, vlan: u16, key: &[u8; 13]) -> Option<u32> {
-        (0..self.regs.len())
+        let counts: Option<Vec<u32>> = (0..self.regs.len())
             .map(|r| {
                 objects
                     .register_peek(self.regs[r], self.index(r, vlan, key))
                     .ok()
             })
-            .try_fold(u32::MAX, |m, v| Some(m.min(v?)))
-            .filter(|_| !self.regs.is_empty())
+            .collect();
+        sketch::min(counts?)
     }
 
     /// Reports recorded by the control plane, in arrival order.
@@ -377,15 +346,10 @@ impl Program for HeavyHitter {
         let key = p.five_tuple();
         let base = self.tenant(p.vlan) * self.slots as u64;
         let mask = self.slots as u64 - 1;
-        let mut buf = [0u8; 32];
         let mut est = u32::MAX;
         for r in 0..self.regs.len() {
-            let h = dp.hash(self.hashes[r], sketch_input(r, &key, &mut buf))?;
-            let v = dp.register(self.regs[r], base + (h & mask), |c: &mut u32| {
-                *c = c.saturating_add(1);
-                *c
-            })?;
-            est = est.min(v);
+            let h = ROW_HASHES.with_input(r, &key, |input| dp.hash(self.hashes[r], input))?;
+            est = est.min(dp.register(self.regs[r], base + (h & mask), sketch::count)?);
         }
         if est < self.threshold {
             return Ok(());

@@ -67,15 +67,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::core::kv::{self, Op, Status};
+use crate::headers::{parse, Parsed, PROTO_UDP};
+use crate::params::{ParamError, Params};
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
     MatchKind, MatchSpec, PacketCtx, PacketOutDest, ParseError, Program, RegisterHandle, TableDecl,
     TableHandle,
 };
-use inca_wire::checksum;
-
-use crate::headers::{parse, reflect, Parsed, PROTO_UDP};
-use crate::params::{ParamError, Params};
 
 /// UDP port of the KV protocol.
 pub const KV_PORT: u16 = 7777;
@@ -182,47 +181,32 @@ pub fn encode_kv(op: u8, status: u8, id: u16, key: u64, value: &Value) -> [u8; K
     h
 }
 
-/// Rewrites `op`, `status` and the value of the KV header at `m.kv`,
-/// updating the UDP checksum incrementally (a zero checksum stays zero).
-/// The KV header starts an even number of bytes after the UDP header, so
-/// its 16-bit words are the checksum's words.
-pub fn rewrite_kv(h: &mut [u8], m: &KvMeta, op: u8, status: u8, value: &Value) {
-    let (kv, sum_at) = (usize::from(m.kv), usize::from(m.p.l4) + 6);
-    if h.len() < kv + KV_LEN || sum_at + 2 > h.len() {
-        return; // cannot happen for a parsed KV packet
-    }
-    let mut sum = u16::from_be_bytes([h[sum_at], h[sum_at + 1]]);
-    let old_w0 = u16::from_be_bytes([h[kv], h[kv + 1]]);
-    let new_w0 = u16::from_be_bytes([op, status]);
-    h[kv] = op;
-    h[kv + 1] = status;
-    if sum != 0 {
-        sum = checksum::update_u16(sum, old_w0, new_w0);
-    }
-    for (i, &w) in value.iter().enumerate() {
-        let o = kv + 12 + 4 * i;
-        let old = u32::from_be_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
-        h[o..o + 4].copy_from_slice(&w.to_be_bytes());
-        if sum != 0 {
-            sum = checksum::update_u32(sum, old, w);
-        }
-    }
-    h[sum_at..sum_at + 2].copy_from_slice(&sum.to_be_bytes());
-}
-
-/// Turns a request around in place: swaps MACs, IPv4 addresses and UDP
-/// ports (checksums unchanged: the sums are order-independent), then
-/// rewrites the KV header ([`rewrite_kv`]).
+/// Turns a request around in place ([`kv::answer`]): swaps the MACs, the
+/// IPv4 addresses and the UDP ports (checksums unchanged: the sums are
+/// order-independent), then writes `op`, `status` and the value with an
+/// incremental UDP checksum update (a zero checksum stays zero).
 pub fn turn_around(h: &mut [u8], m: &KvMeta, op: u8, status: u8, value: &Value) {
-    let (l3, l4) = (usize::from(m.p.l3), usize::from(m.p.l4));
-    if h.len() < l4 + 8 || l3 < 12 {
+    let (l3, l4, at) = (usize::from(m.p.l3), usize::from(m.p.l4), usize::from(m.kv));
+    if h.len() < at + KV_LEN || l3 < 12 {
         return; // cannot happen for a parsed KV packet
     }
     for i in 0..6 {
         h.swap(i, 6 + i);
     }
-    reflect(h, l3, l4);
-    rewrite_kv(h, m, op, status, value);
+    let mut v = [0u8; 4 * VALUE_WORDS];
+    for (i, w) in value.iter().enumerate() {
+        v[4 * i..4 * i + 4].copy_from_slice(&w.to_be_bytes());
+    }
+    kv::answer(h, l3, l4, &[(at, &[op, status]), (at + 12, &v)]);
+}
+
+/// The core's op of a request's op code (a READ or an UPDATE).
+fn core_op(op: u8) -> Op {
+    if op == OP_READ {
+        Op::Read
+    } else {
+        Op::Update
+    }
 }
 
 /// The key as a table key.
@@ -391,26 +375,27 @@ impl Program for KvStore {
                 }
             }
         }
-        let (op, status, value) = match (m.op, slot) {
-            (OP_READ, Some(s)) => {
+        let op = core_op(m.op);
+        let (status, value) = match slot {
+            // One register action per value word: the core's transition.
+            Some(s) => {
                 let mut v = [0u32; VALUE_WORDS];
-                for (w, reg) in v.iter_mut().zip(&self.values) {
-                    *w = dp.register(*reg, u64::from(s), |x| *x)?;
+                for (i, reg) in self.values.iter().enumerate() {
+                    v[i] = dp.register(*reg, u64::from(s), |x| kv::apply(op, x, m.value[i]))?;
                 }
-                (OP_REPLY, STATUS_OK, v)
+                (STATUS_OK, v)
             }
-            (OP_READ, None) => (OP_REPLY, STATUS_MISS, [0; VALUE_WORDS]),
-            (_, Some(s)) => {
-                for (&w, reg) in m.value.iter().zip(&self.values) {
-                    dp.register(*reg, u64::from(s), |x| *x = w)?;
-                }
-                (OP_ACK, STATUS_OK, m.value)
+            None if op == Op::Read => {
+                let served = kv::serve(op, None, m.value);
+                debug_assert_eq!(served.status, Status::Miss);
+                (STATUS_MISS, served.value)
             }
-            (_, None) => {
+            None => {
                 pkt.to_cpu(REASON_NEW_KEY);
                 return Ok(());
             }
         };
+        let op = if op == Op::Read { OP_REPLY } else { OP_ACK };
         turn_around(pkt.header_mut(), &m, op, status, &value);
         pkt.forward(pkt.ingress_port());
         Ok(())

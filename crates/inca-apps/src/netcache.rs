@@ -84,19 +84,21 @@
 
 use std::collections::BTreeMap;
 
-use inca_switch::hash::HashAlgorithm;
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
     Handle, MatchKind, MatchSpec, Nanos, PacketCtx, ParseError, PortId, Program, RegisterHandle,
     TableDecl, TableHandle,
 };
 
+use crate::core::sketch::RowHashes;
 use crate::kvstore::{
     index_bits, parse_kv, turn_around, KvMeta, OP_ACK, OP_READ, OP_REPLY, OP_UPDATE, STATUS_OK,
     VALUE_WORDS,
 };
 use crate::params::{ParamError, Params};
 
+/// The sketch's row hashes: CRC-32, CRC-64, CRC-32 of the key reversed.
+const ROW_HASHES: RowHashes = RowHashes::Reversed;
 /// Rows of the count-min sketch (and hashes of the Bloom filter).
 pub const SKETCH_ROWS: usize = 3;
 /// Bit 15 of a slot's state: the cached value is valid.
@@ -362,13 +364,10 @@ impl NetCache {
         let tag = self.tag(dp.now());
         let mut idx = [0u64; SKETCH_ROWS];
         let mut est = COUNT_MAX;
-        let mut reversed = *key;
-        reversed.reverse();
         for (row, (&h, &reg)) in self.hashes.iter().zip(&self.cms).enumerate() {
             // Row 2 hashes the key's bytes reversed: a different function of
             // the key than row 0's, though both are CRC-32.
-            let input = if row == 2 { &reversed } else { key };
-            let i = dp.hash(h, input)?;
+            let i = ROW_HASHES.with_input(row, key, |input| dp.hash(h, input))?;
             idx[row] = i;
             let c = dp.register(reg, i, |e| {
                 let count = if *e >> 24 == tag {
@@ -473,15 +472,11 @@ impl Program for NetCache {
             .collect::<Result<_, _>>()?;
         let hits = d.register::<u32>(ArrayDecl::new("nc_hits", self.flows).after(&[state.id()]))?;
         let width_bits = index_bits(self.sketch_width) as u8;
-        let algos = [
-            HashAlgorithm::Crc32,
-            HashAlgorithm::Crc64,
-            HashAlgorithm::Crc32,
-        ];
-        self.hashes = algos
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| d.hash(&format!("nc_hash{i}"), a, width_bits, Gress::Ingress, &[]))
+        self.hashes = (0..SKETCH_ROWS)
+            .map(|i| {
+                let a = ROW_HASHES.algorithm(i);
+                d.hash(&format!("nc_hash{i}"), a, width_bits, Gress::Ingress, &[])
+            })
             .collect::<Result<_, _>>()?;
         self.cms = (0..SKETCH_ROWS)
             .map(|i| {

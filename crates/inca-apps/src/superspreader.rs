@@ -12,8 +12,10 @@
 //!
 //! `threshold` is given in distinct destinations (default 20) and turned
 //! into the popcount a source with that many destinations is expected to
-//! reach, `32·(1 − (31/32)^threshold)` rounded ([`popcount_threshold`]; 15 for
-//! 20). When a packet takes its source's minimum popcount to the threshold
+//! reach, `32·(1 − (31/32)^threshold)` rounded
+//! ([`popcount_threshold`](crate::core::sketch::popcount_threshold); 15 for
+//! 20). The bitset update, the minimum and linear counting are
+//! [`crate::core::sketch`]'s. When a packet takes its source's minimum popcount to the threshold
 //! the data plane sends a digest ([`SpreadReport`]); after that, one in 64
 //! packets over the threshold digests again (so a source whose bitsets were
 //! already full through collisions, or whose digest was lost, is still
@@ -42,9 +44,10 @@ use inca_switch::{
     TableDecl, TableHandle,
 };
 
+use crate::core::sketch::{self, popcount_threshold, set_bit};
 use crate::counters::{index_bits, pow2_param, MonitorPath};
 use crate::headers::{parse_ingress_only, Parsed};
-use crate::heavy_hitter::{declare_row_hash, sketch_hash, sketch_input};
+use crate::heavy_hitter::{declare_row_hash, ROW_HASHES};
 use crate::params::{ParamError, Params};
 
 /// Control-plane timer token of the epoch reset.
@@ -52,21 +55,6 @@ pub const TOKEN_EPOCH: u64 = 1;
 /// After a source crossed the threshold, one in this many of its packets
 /// over the threshold digests again.
 pub const REPORT_AGAIN_ONE_IN: u32 = 64;
-
-/// The popcount a source with `destinations` distinct destinations is
-/// expected to reach in a 32-bit bitset: `32·(1 − (31/32)^d)`, rounded, at
-/// least 1.
-pub fn popcount_threshold(destinations: u32) -> u32 {
-    let e = 32.0 * (1.0 - (31.0f64 / 32.0).powi(destinations as i32));
-    (e.round() as u32).clamp(1, 32)
-}
-
-/// Distinct destinations a bitset of `popcount` bits stands for (linear
-/// counting; 32 bits set is reported as 32·ln 32).
-pub fn destinations_of(popcount: u32) -> f64 {
-    let zeros = f64::from(32 - popcount.min(32)).max(0.5);
-    -32.0 * (zeros / 32.0).ln()
-}
 
 /// What the data plane reports about a source over the threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +124,7 @@ impl SuperSpreader {
         SuperSpreader {
             flows,
             rows: rows.max(1),
-            threshold: popcount_threshold(threshold),
+            threshold: popcount_threshold(f64::from(threshold)),
             blocks,
             epoch,
             path,
@@ -176,17 +164,22 @@ impl SuperSpreader {
 
     /// The bitset entry of `src` in row `r`.
     pub fn index(&self, r: usize, src: [u8; 4]) -> u64 {
-        sketch_hash(r, index_bits(self.flows), &src) & (self.flows as u64 - 1)
+        ROW_HASHES.hash(r, index_bits(self.flows), &src) & (self.flows as u64 - 1)
     }
 
     /// The minimum popcount of `src` over the rows, read from the store.
     pub fn popcount(&self, objects: &Objects, src: [u8; 4]) -> Option<u32> {
-        let mut m = None::<u32>;
-        for (r, &reg) in self.regs.iter().enumerate() {
-            let w = objects.register_peek(reg, self.index(r, src)).ok()?;
-            m = Some(m.map_or(w.count_ones(), |m| m.min(w.count_ones())));
-        }
-        m
+        let counts: Option<Vec<u32>> = (self.regs.iter().enumerate())
+            .map(|(r, &reg)| {
+                Some(
+                    objects
+                        .register_peek(reg, self.index(r, src))
+                        .ok()?
+                        .count_ones(),
+                )
+            })
+            .collect();
+        sketch::min(counts?)
     }
 
     /// (packets, bytes) dropped for blocked source `src`, read from the
@@ -259,17 +252,13 @@ impl Program for SuperSpreader {
             pkt.drop_packet();
             return dp.count(drops, u64::from(slot), pkt.len() as u64);
         }
-        let bit = 1u32 << (dp.hash(dst_hash, &p.dst)? & 31);
+        let bit = dp.hash(dst_hash, &p.dst)? as u32;
         let mask = self.flows as u64 - 1;
-        let mut buf = [0u8; 32];
         let (mut old_min, mut new_min) = (u32::MAX, u32::MAX);
         for r in 0..self.regs.len() {
-            let i = dp.hash(self.hashes[r], sketch_input(r, &p.src, &mut buf))? & mask;
-            let (old, new) = dp.register(self.regs[r], i, |w: &mut u32| {
-                let old = w.count_ones();
-                *w |= bit;
-                (old, w.count_ones())
-            })?;
+            let i =
+                ROW_HASHES.with_input(r, &p.src, |input| dp.hash(self.hashes[r], input))? & mask;
+            let (old, new) = dp.register(self.regs[r], i, |w| set_bit(w, bit))?;
             old_min = old_min.min(old);
             new_min = new_min.min(new);
         }

@@ -54,9 +54,10 @@ use inca_switch::{
     Handle, Nanos, ObjectId, PacketCtx, ParseError, Program, RegisterHandle,
 };
 
+use crate::core::sketch;
 use crate::counters::{index_bits, pow2_param, MonitorPath};
 use crate::headers::{parse_ingress_only, Parsed};
-use crate::heavy_hitter::{declare_row_hash, sketch_hash, sketch_input, BloomDedup};
+use crate::heavy_hitter::{declare_row_hash, BloomDedup, ROW_HASHES};
 use crate::params::{ParamError, Params};
 
 /// Control message kind: read the sketch and compute an estimate.
@@ -178,7 +179,7 @@ impl UnivMon {
 
     /// The deepest level of flow `key`.
     pub fn level_of(&self, key: &[u8; 13]) -> usize {
-        let h = sketch_hash(SAMPLE_ROW, self.sample_bits(), key);
+        let h = ROW_HASHES.hash(SAMPLE_ROW, self.sample_bits(), key);
         (h.trailing_ones() as usize).min(self.levels - 1)
     }
 
@@ -188,7 +189,7 @@ impl UnivMon {
 
     /// The counter of `key` in row `r` (of every level).
     pub fn index(&self, r: usize, key: &[u8; 13]) -> u64 {
-        sketch_hash(r, index_bits(self.flows), key) & (self.flows as u64 - 1)
+        ROW_HASHES.hash(r, index_bits(self.flows), key) & (self.flows as u64 - 1)
     }
 
     /// Level `j`'s heavy-hitter threshold.
@@ -209,11 +210,12 @@ impl UnivMon {
     /// The count-min estimate of `key` at level 0, read from the store.
     pub fn peek(&self, objects: &Objects, key: &[u8; 13]) -> Option<u32> {
         let level = self.regs.first()?;
-        level
+        let counts: Option<Vec<u32>> = level
             .iter()
             .enumerate()
             .map(|(r, &reg)| objects.register_peek(reg, self.index(r, key)).ok())
-            .try_fold(u32::MAX, |m, v| Some(m.min(v?)))
+            .collect();
+        sketch::min(counts?)
     }
 
     fn start_read(&mut self, cp: &mut ControlPlane<'_>, clear_after: bool) {
@@ -244,7 +246,7 @@ impl UnivMon {
                 .iter()
                 .map(|row| {
                     let z = row.iter().filter(|&&v| v == 0).count() as f64;
-                    -w * (z.max(0.5) / w).ln()
+                    sketch::linear_count(z, w)
                 })
                 .sum::<f64>()
                 / level.len() as f64;
@@ -355,22 +357,17 @@ impl Program for UnivMon {
             return Ok(());
         }
         let key = p.five_tuple();
-        let mut buf = [0u8; 32];
-        let s = dp.hash(sample, sketch_input(SAMPLE_ROW, &key, &mut buf))?;
+        let s = ROW_HASHES.with_input(SAMPLE_ROW, &key, |input| dp.hash(sample, input))?;
         let d = (s.trailing_ones() as usize).min(self.levels - 1);
         let mask = self.flows as u64 - 1;
         let mut idx = [0u64; 8];
         for (r, (i, &h)) in idx.iter_mut().zip(&self.hashes).enumerate() {
-            *i = dp.hash(h, sketch_input(r, &key, &mut buf))? & mask;
+            *i = ROW_HASHES.with_input(r, &key, |input| dp.hash(h, input))? & mask;
         }
         let mut est = u32::MAX;
         for level in &self.regs[..=d] {
             for (r, &reg) in level.iter().enumerate() {
-                let v = dp.register(reg, idx[r], |c: &mut u32| {
-                    *c = c.saturating_add(1);
-                    *c
-                })?;
-                est = est.min(v);
+                est = est.min(dp.register(reg, idx[r], sketch::count)?);
             }
         }
         if est >= self.level_threshold(d) && dedup.insert(dp, &key)? {

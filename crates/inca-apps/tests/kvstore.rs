@@ -164,6 +164,39 @@ fn returns_what_was_written() {
     assert!(h.device.violations().is_empty());
 }
 
+/// The UDP checksum of a frame built by [`request`].
+fn udp_sum(frame: &[u8]) -> u16 {
+    u16::from_be_bytes([frame[14 + 20 + 6], frame[14 + 20 + 7]])
+}
+
+#[test]
+fn a_reply_whose_checksum_passes_through_zero_midway_is_still_valid() {
+    // The reply rewrites op/status first, then the four value words. Pick
+    // the READ whose checksum is exactly 0 after the op/status word (one
+    // request id in 65,536 does): every later word must still be folded
+    // in, and a final 0 sent as 0xFFFF (RFC 768), or the client drops it.
+    let mut h = store(16);
+    h.send(0, CLIENT_PORT, request(OP_UPDATE, 1, 42, v(100)));
+    h.advance_to(10 * MILLIS);
+    one(&mut h);
+    let word0 = |op: u8| u16::from_be_bytes([op, STATUS_OK]);
+    let id = (0..=u16::MAX)
+        .find(|&id| {
+            let s = udp_sum(&request(OP_READ, id, 42, [0; 4]));
+            inca_wire::checksum::update_u16(s, word0(OP_READ), word0(OP_REPLY)) == 0
+        })
+        .expect("some request id zeroes the running checksum");
+    println!("request id {id}");
+    let t = h.now();
+    h.send(t, CLIENT_PORT, request(OP_READ, id, 42, [0; 4]));
+    h.advance_to(t + 10_000);
+    let r = reply(&one(&mut h));
+    assert_eq!(
+        (r.op, r.status, r.id, r.value),
+        (OP_REPLY, STATUS_OK, id, v(100))
+    );
+}
+
 #[test]
 fn unknown_keys_get_a_miss_reply() {
     let mut h = store(16);

@@ -5,9 +5,10 @@
 
 use std::net::Ipv4Addr;
 
+use inca_apps::core::sketch::{destinations_of, popcount_threshold};
 use inca_apps::counters::MonitorPath;
 use inca_apps::params::Params;
-use inca_apps::superspreader::{destinations_of, popcount_threshold, SuperSpreader};
+use inca_apps::superspreader::SuperSpreader;
 use inca_switch::device::MILLIS;
 use inca_switch::harness::Harness;
 use inca_switch::{check, Profile, Switch};
@@ -39,9 +40,9 @@ const SCANNER: [u8; 4] = [10, 0, 0, 66];
 
 #[test]
 fn the_threshold_maps_destinations_to_bits() {
-    assert_eq!(popcount_threshold(20), 15);
-    assert_eq!(popcount_threshold(1), 1);
-    assert_eq!(popcount_threshold(1000), 32);
+    assert_eq!(popcount_threshold(20.0), 15);
+    assert_eq!(popcount_threshold(1.0), 1);
+    assert_eq!(popcount_threshold(1000.0), 32);
     assert!((destinations_of(15) - 20.3).abs() < 0.5);
 }
 

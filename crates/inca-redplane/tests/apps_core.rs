@@ -1,21 +1,28 @@
 //! Differential tests: RedPlane's apps — their flow key, their reference
 //! step (`SpecModel`) and their data-plane translation — agree with
 //! references built from `inca_apps::core` alone, on random packets and
-//! random replicated values.
+//! random replicated values: NAT, firewall, LB, EPC, KV, Sync-Counter, and
+//! the bounded-mode Async-Counter and heavy-hitter sketch.
 
+use inca_apps::core::counter::{self, Overflow};
 use inca_apps::core::epc::Encap;
 use inca_apps::core::firewall::{self, Side};
+use inca_apps::core::kv::{self, Op};
 use inca_apps::core::lb;
 use inca_apps::core::nat::{self, Direction, Keying};
+use inca_apps::core::sketch::{self, RowHashes};
 use inca_apps::core::Endpoint;
 use inca_apps::core::Prefix;
 use inca_apps::fixtures::{flow_frame, FlowProto};
 use inca_apps::headers::parse;
 use inca_redplane::apps::epc::RpEpc;
 use inca_redplane::apps::firewall::RpFirewall;
+use inca_redplane::apps::kv::{RpKv, KV_PORT, OP_UPDATE as RP_KV_UPDATE};
 use inca_redplane::apps::lb::RpLb;
 use inca_redplane::apps::nat::RpNat;
+use inca_redplane::apps::sync_counter::SyncCounter;
 use inca_redplane::apps::{RedPlaneApp, SpecModel};
+use inca_redplane::snapshot::{AsyncCounter, BoundedApp, HeavyHitterSketch};
 use proptest::prelude::*;
 
 const PUBLIC: [u8; 4] = [198, 51, 100, 1];
@@ -269,5 +276,96 @@ proptest! {
             want.extend_from_slice(inner);
             prop_assert_eq!(outs, vec![want]);
         }
+    }
+}
+
+/// A RedPlane KV request: UDP to port 5000, op, 4-byte key, 32-bit value
+/// (with or without a UDP checksum; sometimes to another port).
+fn kv_request(op: u8, key: u8, value: u32, sum: bool, other_port: bool) -> Vec<u8> {
+    let ep = inca_wire::Endpoints::new(
+        [2, 0, 0, 0, 0, 1],
+        std::net::Ipv4Addr::new(10, 0, 0, 1 + key % 3),
+        [2, 0, 0, 0, 0, 2],
+        std::net::Ipv4Addr::new(10, 9, 0, 1),
+    );
+    let mut body = vec![op % 3, 0, 0, 0, key % 5];
+    body.extend_from_slice(&value.to_be_bytes());
+    let dport = if other_port { 5001 } else { KV_PORT };
+    inca_wire::build_udp_frame(&ep, 40_000, dport, &body, sum).unwrap()
+}
+
+/// The KV store's reference step as the core defines it: (key, outputs,
+/// next value).
+fn kv_reference(frame: &[u8], state: u32) -> (Option<Vec<u8>>, Vec<Vec<u8>>, u32) {
+    let p = parse(frame).unwrap();
+    let l4 = usize::from(p.l4);
+    if p.dport != KV_PORT {
+        return (None, Vec::new(), state);
+    }
+    let b = &frame[l4 + 8..l4 + 17];
+    let op = if b[0] == RP_KV_UPDATE {
+        Op::Update
+    } else {
+        Op::Read
+    };
+    let mut cell = state;
+    let value = kv::apply(op, &mut cell, u32::from_be_bytes([b[5], b[6], b[7], b[8]]));
+    let mut f = frame.to_vec();
+    let fields: [(usize, &[u8]); 1] = [(l4 + 13, &value.to_be_bytes())];
+    assert!(kv::answer(&mut f, usize::from(p.l3), l4, &fields));
+    (
+        Some(b[1..5].to_vec()),
+        vec![f[usize::from(p.l3)..].to_vec()],
+        cell,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    #[test]
+    fn redplane_kv_matches_the_core(
+        req in any::<(u8, u8, u32, bool, bool)>(),
+        state in any::<u32>(),
+    ) {
+        let (op, key, value, sum, other) = req;
+        let frame = kv_request(op, key, value, sum, other && key % 7 == 0);
+        let kv_app = RpKv::new();
+        let (key, outs, next) = kv_reference(&frame, state);
+        prop_assert_eq!(kv_app.spec_key(&frame), key.clone());
+        if key.is_some() {
+            let (got, got_next) = kv_app.spec_step(&state.to_be_bytes(), &frame);
+            prop_assert_eq!(got, outs);
+            prop_assert_eq!(got_next, next.to_be_bytes().to_vec());
+        }
+    }
+
+    #[test]
+    fn redplane_counters_match_the_core(
+        op in any::<(u8, u8, u8, u8)>(),
+        state in any::<u32>(),
+    ) {
+        let frame = packet(op);
+        let p = parse(&frame).unwrap();
+        // Sync-Counter: an exact key per TCP/UDP 5-tuple, a wrapping count.
+        let sync = SyncCounter::new();
+        let key = counter::flow_key(&p).filter(|_| p.has_ports);
+        prop_assert_eq!(sync.spec_key(&frame), key.map(|k| k.to_vec()));
+        let (outs, next) = sync.spec_step(&state.to_be_bytes(), &frame);
+        let mut want = state;
+        counter::add(&mut want, 1, Overflow::Wrap);
+        prop_assert_eq!(next, want.to_be_bytes().to_vec());
+        prop_assert_eq!(outs.len(), 1);
+        // Async-Counter: the flow counter's entry.
+        let key = counter::flow_key(&p).unwrap();
+        prop_assert_eq!(AsyncCounter::default().index_of(&key), counter::index(&key, 1024));
+        // The bounded heavy hitter: RedPlane's row hashes, 64 entries, a
+        // report exactly when the minimum reaches the threshold.
+        let hh = HeavyHitterSketch::new(5, vec![1], 3);
+        for r in 0..5 {
+            prop_assert_eq!(hh.index_of(r, &key), RowHashes::Cycled.hash(r, 6, &key));
+        }
+        let counts = [u32::from(op.0 % 5), u32::from(op.1 % 5) + 2, 3];
+        let reported = hh.on_update(&p, 1, &counts).is_some();
+        prop_assert_eq!(reported, sketch::min(counts) == Some(3));
     }
 }

@@ -33,12 +33,9 @@ use inca_apps::params::Params;
 use inca_sim::nodes::attack::CraftRequest;
 use inca_switch::hash::{HashAlgorithm, HashUnit};
 
-use crate::switch::dataplane::{BF_ARRAYS, CMS_ROWS};
+use crate::switch::dataplane::{BF_ARRAYS, BF_BITS, BF_HASHES, CMS_COLS, CMS_HASHES, CMS_ROWS};
 
-/// First byte hashed before the key for sketch row r (`r` itself).
-pub const CMS_SEED: u8 = 0;
-/// First byte hashed before the key for Bloom-filter array j (`0x10 + j`).
-pub const BF_SEED: u8 = 0x10;
+pub use crate::switch::dataplane::{BF_SEED, CMS_SEED};
 /// Most kernel elements one enumeration visits [our choice: enough for any
 /// request a scenario makes; bounds the time a bad request can take].
 pub const MAX_VISITS: u64 = 1 << 22;
@@ -52,21 +49,14 @@ fn hash(alg: HashAlgorithm, bits: u8, data: &[u8]) -> u64 {
     HashUnit::new(alg, bits).map_or(0, |u| u.hash(data))
 }
 
-fn seeded(seed: u8, key: &[u8]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(key.len() + 1);
-    b.push(seed);
-    b.extend_from_slice(key);
-    b
-}
-
 /// The sketch counter index of `key` in row `r`, as the data plane computes it.
 pub fn cms_index(r: usize, key: &[u8]) -> u64 {
-    hash(HashAlgorithm::Crc32, 16, &seeded(CMS_SEED + r as u8, key))
+    CMS_HASHES.hash(r, CMS_COLS.trailing_zeros() as u8, key)
 }
 
 /// The dedup Bloom-filter bit of `key` in array `j`.
 pub fn bf_index(j: usize, key: &[u8]) -> u64 {
-    hash(HashAlgorithm::Crc32, 18, &seeded(BF_SEED + j as u8, key))
+    BF_HASHES.hash(j, BF_BITS.trailing_zeros() as u8, key)
 }
 
 /// The bucket of `key` in a table of 2^`log2_buckets` buckets.

@@ -16,23 +16,26 @@
 //!   and the rewrites to the backend and back from the VIP.
 //! - [`vpn`] — the VXLAN parser, tunnel keys and the re-tunnelling rewrite.
 //! - [`epc`] — GTP constants and the downlink GTP-U encapsulation.
-//!
-//! KV stores and counters have no core here: the plain apps and RedPlane's
-//! speak different request formats and keep different state, so what they
-//! share is header plumbing ([`crate::headers::write_u32_fix_sum`]), not NF
-//! logic. Sketches already share their hash inputs
-//! ([`crate::heavy_hitter::sketch_input`]) with RedPlane's bounded-mode
-//! apps.
+//! - [`kv`] — a read or an update on a key's value, and the answer turned
+//!   around to the sender with its fields rewritten.
+//! - [`counter`] — per-flow counters: the flow key, the entry a key counts
+//!   in, wrap or saturate.
+//! - [`sketch`] — row hash families, count-min and bitset cell updates,
+//!   the minimum over rows and linear counting, and both sketches in
+//!   memory.
 //!
 //! Where systems legitimately differ (RedPlane keys a NAT flow by its
 //! endpoint and decides direction from addresses; the plain and TEA NATs key
 //! by 5-tuple and decide from the ingress port), the core offers the
 //! variants as explicit types instead of one copy per system.
 
+pub mod counter;
 pub mod epc;
 pub mod firewall;
+pub mod kv;
 pub mod lb;
 pub mod nat;
+pub mod sketch;
 pub mod vpn;
 
 /// An IPv4 address and a port: a NAT's public or inside end, a load

@@ -2,13 +2,16 @@
 //! destination port 5000 with a body of op (8 bit: 0 read, 1 update),
 //! key (32) and value (32). The value of each key is a 32-bit register
 //! entry in the key's slot. Reads and updates are answered by reflecting
-//! the request to its sender with the key's (new) value in the value field.
+//! the request to its sender with the key's (new) value in the value field:
+//! the transition and the answer are [`inca_apps::core::kv`]'s, shared with
+//! the plain store.
 //!
 //! [our choice] The reply swaps the IPv4 addresses and the UDP ports, which
 //! leaves both checksums valid apart from the value field (updated
 //! incrementally).
 
-use inca_apps::headers::{reflect, write_u32_fix_sum, Parsed, PROTO_UDP};
+use inca_apps::core::kv::{self, Op};
+use inca_apps::headers::{Parsed, PROTO_UDP};
 use inca_switch::objects::ObjectId;
 use inca_switch::{
     AccessError, ArrayDecl, ControlPlane, DataPlane, Declare, DeclareError, PacketCtx,
@@ -54,11 +57,16 @@ impl RpKv {
     /// its sender). Returns the address the reply goes to.
     pub fn reply(h: &mut [u8], p: &Parsed, value: u32) -> Option<[u8; 4]> {
         let (l3, l4) = (usize::from(p.l3), usize::from(p.l4));
-        if !write_u32_fix_sum(h, l4, l4 + 13, value, l4 + 6, true) {
-            return None;
+        kv::answer(h, l3, l4, &[(l4 + 13, &value.to_be_bytes())]).then_some(p.src)
+    }
+
+    /// The core's op of a request's op code (anything but an update reads).
+    fn op(code: u8) -> Op {
+        if code == OP_UPDATE {
+            Op::Update
+        } else {
+            Op::Read
         }
-        // The value write checked `h` holds the L4 header and more.
-        reflect(h, l3, l4).then_some(p.src)
     }
 }
 
@@ -99,18 +107,15 @@ impl RedPlaneApp for RpKv {
         access: Access,
     ) -> Result<Verdict, AccessError> {
         let p = pkt.meta.p;
-        let (Some(reg), Some((_, _, new))) = (self.values, request(&p, pkt.header())) else {
+        let (Some(reg), Some((code, _, new))) = (self.values, request(&p, pkt.header())) else {
             return Ok(Verdict {
                 out: Out::Drop,
                 value_after: None,
             });
         };
-        let value = dp.register(reg, u64::from(slot), |v| {
-            if access == Access::Write {
-                *v = new;
-            }
-            *v
-        })?;
+        // `classify` made exactly the updates writes.
+        debug_assert_eq!(Self::op(code) == Op::Update, access == Access::Write);
+        let value = dp.register(reg, u64::from(slot), |v| kv::apply(Self::op(code), v, new))?;
         let out = Self::reply(pkt.header_mut(), &p, value).map_or(Out::Drop, Out::RouteTo);
         Ok(Verdict {
             out,
@@ -142,8 +147,8 @@ impl SpecModel for RpKv {
         let Some((op, _, new)) = request(&p, input) else {
             return (Vec::new(), state.to_vec());
         };
-        let old = u32::from_be_bytes([state[0], state[1], state[2], state[3]]);
-        let value = if op == OP_UPDATE { new } else { old };
+        let mut value = u32::from_be_bytes([state[0], state[1], state[2], state[3]]);
+        kv::apply(Self::op(op), &mut value, new);
         let mut f = input.to_vec();
         let out = match Self::reply(&mut f, &p, value) {
             Some(_) => vec![from_l3(&f, &p)],

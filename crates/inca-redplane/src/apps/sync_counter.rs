@@ -1,6 +1,8 @@
 //! The per-flow Sync-Counter (spec §7, the worst case of [RP] §6 (6)): a
 //! 32-bit count per 5-tuple, incremented by every packet, each packet a
-//! write. The new count is stamped into the packet.
+//! write (the flow key and the wrapping count are
+//! [`inca_apps::core::counter`]'s). The new count is stamped into the
+//! packet.
 //!
 //! [our choice] The count goes into the 4 payload bytes right after the
 //! simulator's 24-byte UDP probe header (`inca_sim::nodes::host::PROBE_LEN`),
@@ -8,6 +10,7 @@
 //! incrementally. A packet whose payload (or parser window) is too short to
 //! hold it is counted but forwarded unstamped.
 
+use inca_apps::core::counter::{self, Overflow};
 use inca_apps::headers::{write_u32_fix_sum, Parsed, PROTO_TCP, PROTO_UDP};
 use inca_switch::objects::ObjectId;
 use inca_switch::{
@@ -31,6 +34,12 @@ impl SyncCounter {
     /// A Sync-Counter.
     pub fn new() -> Self {
         SyncCounter::default()
+    }
+
+    /// The flow of a packet: the counter core's flow key, TCP/UDP only
+    /// (exact, one replicated value per 5-tuple).
+    fn flow(p: &Parsed) -> Option<[u8; 13]> {
+        counter::flow_key(p).filter(|_| p.has_ports)
     }
 
     /// Where the count goes in a frame parsed as `p`, and where the L4
@@ -84,7 +93,7 @@ impl RedPlaneApp for SyncCounter {
     }
 
     fn key(&self, p: &Parsed, _header: &[u8]) -> Option<Bytes> {
-        (p.ipv4 && p.has_ports).then(|| Bytes::new(&p.five_tuple()))
+        Self::flow(p).map(|k| Bytes::new(&k))
     }
 
     fn classify(&self, _p: &Parsed, _header: &[u8]) -> Access {
@@ -106,8 +115,7 @@ impl RedPlaneApp for SyncCounter {
             });
         };
         let n = dp.register(count, u64::from(slot), |c| {
-            *c = c.wrapping_add(1);
-            *c
+            counter::add(c, 1, Overflow::Wrap)
         })?;
         let p = pkt.meta.p;
         Self::stamp(pkt.header_mut(), &p, n);
@@ -134,20 +142,20 @@ impl RedPlaneApp for SyncCounter {
 impl SpecModel for SyncCounter {
     fn spec_key(&self, input: &[u8]) -> Option<Vec<u8>> {
         spec_parse(input)
-            .filter(|p| p.has_ports)
-            .map(|p| p.five_tuple().to_vec())
+            .and_then(|p| Self::flow(&p))
+            .map(|k| k.to_vec())
     }
 
     fn spec_step(&self, state: &[u8], input: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
         let Some(p) = spec_parse(input) else {
             return (Vec::new(), state.to_vec());
         };
-        let old = if state.len() == 4 {
+        let mut n = if state.len() == 4 {
             u32::from_be_bytes([state[0], state[1], state[2], state[3]])
         } else {
             0
         };
-        let n = old.wrapping_add(1);
+        counter::add(&mut n, 1, Overflow::Wrap);
         let mut f = input.to_vec();
         Self::stamp(&mut f, &p, n);
         (vec![from_l3(&f, &p)], n.to_be_bytes().to_vec())

@@ -7,12 +7,15 @@
 //!   (3, 4 or 5) × 64 × 32-bit counters, indexed by 6-bit CRC32/CRC64/CRC16
 //!   hashes of the 5-tuple (\[RP\] §6 (5)); up to 16 VLAN slots through an
 //!   exact VLAN → slot table the control plane fills at start. Key = (VLAN
-//!   16, index 8), value = rows × 32 bit.
+//!   16, index 8), value = rows × 32 bit. The row hashes and the minimum
+//!   are [`inca_apps::core::sketch`]'s ([`RowHashes::Cycled`]).
 //! - [`AsyncCounter`]: one 1024-entry array indexed by a CRC32 hash of the
-//!   5-tuple, one partition. Key = index 16, value 32 bit.
+//!   5-tuple, one partition, the entry as the plain flow counter's
+//!   ([`inca_apps::core::counter`]). Key = index 16, value 32 bit.
 
+use inca_apps::core::counter;
+use inca_apps::core::sketch::{self, RowHashes};
 use inca_apps::headers::Parsed;
-use inca_apps::heavy_hitter::sketch_input;
 use inca_apps::params::{ParamError, Params};
 use inca_switch::hash::HashAlgorithm;
 use inca_switch::table::MatchSpec;
@@ -76,13 +79,8 @@ pub trait BoundedApp: Clone + 'static {
     fn on_update(&self, p: &Parsed, partition_key: u16, counts: &[u32]) -> Option<HeavyReport>;
 }
 
-fn row_algorithm(r: usize) -> HashAlgorithm {
-    match r % 3 {
-        0 => HashAlgorithm::Crc32,
-        1 => HashAlgorithm::Crc64,
-        _ => HashAlgorithm::Crc16,
-    }
-}
+/// The heavy hitter's row hashes ([RP] §6 (5)): CRC-32, CRC-64, CRC-16.
+const ROW_HASHES: RowHashes = RowHashes::Cycled;
 
 /// The heavy-hitter detector of §7. See the module documentation.
 #[derive(Debug, Clone)]
@@ -135,11 +133,7 @@ impl HeavyHitterSketch {
 
     /// Row `r`'s index of a 5-tuple, as the data plane computes it.
     pub fn index_of(&self, r: usize, key: &[u8; 13]) -> u64 {
-        let mut buf = [0u8; 32];
-        let unit = inca_switch::hash::HashUnit::new(row_algorithm(r), 6);
-        unit.map(|u| u.hash(sketch_input(r / 3 * 2, key, &mut buf)))
-            .unwrap_or(0)
-            & (self.entries as u64 - 1)
+        ROW_HASHES.hash(r, 6, key) & (self.entries as u64 - 1)
     }
 }
 
@@ -168,7 +162,7 @@ impl BoundedApp for HeavyHitterSketch {
         for r in 0..self.rows {
             let h = d.hash(
                 &format!("hh_hash{r}"),
-                row_algorithm(r),
+                ROW_HASHES.algorithm(r),
                 6,
                 Gress::Ingress,
                 &[],
@@ -217,9 +211,8 @@ impl BoundedApp for HeavyHitterSketch {
         out: &mut [u64],
     ) -> Result<(), AccessError> {
         let key = p.five_tuple();
-        let mut buf = [0u8; 32];
         for (r, o) in out.iter_mut().enumerate().take(self.rows) {
-            let h = dp.hash(self.hashes[r], sketch_input(r / 3 * 2, &key, &mut buf))?;
+            let h = ROW_HASHES.with_input(r, &key, |input| dp.hash(self.hashes[r], input))?;
             *o = h & (self.entries as u64 - 1);
         }
         Ok(())
@@ -239,7 +232,7 @@ impl BoundedApp for HeavyHitterSketch {
     fn on_update(&self, p: &Parsed, vlan: u16, counts: &[u32]) -> Option<HeavyReport> {
         // Every row of the flow grew by one, so the minimum grew by exactly
         // one: it equals the threshold once, at the packet that crosses it.
-        let est = counts.iter().copied().min()?;
+        let est = sketch::min(counts.iter().copied())?;
         (est == self.threshold).then(|| HeavyReport {
             vlan,
             key: p.five_tuple(),
@@ -284,7 +277,7 @@ impl AsyncCounter {
 
     /// The index of a 5-tuple.
     pub fn index_of(&self, key: &[u8; 13]) -> u64 {
-        inca_switch::hash::crc32(key) as u64 & (self.entries as u64 - 1)
+        counter::index(key, self.entries)
     }
 }
 

@@ -11,6 +11,7 @@
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
+use inca_apps::core::sketch::{self, RowHashes};
 use inca_apps::headers::{self, Parsed};
 use inca_switch::hash::HashAlgorithm;
 use inca_switch::meter::{Color, Meter, MeterConfig};
@@ -45,6 +46,14 @@ pub const CPU_HEADER: usize = 4;
 pub const CMS_ROWS: usize = 4;
 /// Sketch columns.
 pub const CMS_COLS: usize = 65_536;
+/// First byte hashed before the key for sketch row r (`r` itself).
+pub const CMS_SEED: u8 = 0;
+/// First byte hashed before the key for Bloom-filter array j (`0x10 + j`).
+pub const BF_SEED: u8 = 0x10;
+/// The sketch's row hashes (spec §5.1 step 2): CRC-32 of `[r] ‖ key`.
+pub const CMS_HASHES: RowHashes = RowHashes::Seeded { first: CMS_SEED };
+/// The report filter's hashes (step 4): CRC-32 of `[0x10 + j] ‖ key`.
+pub const BF_HASHES: RowHashes = RowHashes::Seeded { first: BF_SEED };
 /// Digest de-duplication Bloom filter: arrays and bits per array.
 pub const BF_ARRAYS: usize = 2;
 /// Bits per Bloom-filter array (2^18).
@@ -445,15 +454,12 @@ impl<N: TeaNf> TeaSwitch<N> {
         let Some(h) = self.h else {
             return 0;
         };
-        (0..CMS_ROWS)
-            .map(|r| {
-                let mut b = vec![r as u8];
-                b.extend_from_slice(key);
-                let idx = u64::from(inca_switch::hash::crc32(&b) & 0xFFFF);
-                o.register_peek(h.cms[r], idx).unwrap_or(0)
-            })
-            .min()
-            .unwrap_or(0)
+        let bits = CMS_COLS.trailing_zeros() as u8;
+        sketch::min((0..CMS_ROWS).map(|r| {
+            let idx = CMS_HASHES.hash(r, bits, key);
+            o.register_peek(h.cms[r], idx).unwrap_or(0)
+        }))
+        .unwrap_or(0)
     }
 
     /// The active replica of range `r`.
@@ -559,17 +565,9 @@ impl<N: TeaNf> TeaSwitch<N> {
         // Sketch: one access per row. [our choice] A redo was counted on
         // its first pass: it skips the sketch (est 0: no hot-key report).
         let mut est = if redo.is_some() { 0 } else { u16::MAX };
-        let mut buf = Vec::with_capacity(key.len() + 1);
         for r in 0..CMS_ROWS * usize::from(redo.is_none()) {
-            buf.clear();
-            buf.push(r as u8);
-            buf.extend_from_slice(&key);
-            let idx = dp.hash(h.cms_hash[r], &buf)?;
-            let v = dp.register(h.cms[r], idx, |c| {
-                *c = c.saturating_add(1);
-                *c
-            })?;
-            est = est.min(v);
+            let idx = CMS_HASHES.with_input(r, &key, |input| dp.hash(h.cms_hash[r], input))?;
+            est = est.min(dp.register(h.cms[r], idx, sketch::count)?);
         }
         // SRAM match: the stash wins over the cache.
         let stashed = dp.lookup(h.stash, &key)?;
@@ -614,10 +612,7 @@ impl<N: TeaNf> TeaSwitch<N> {
         if est >= self.cfg.t_hot {
             let mut fresh = false;
             for j in 0..BF_ARRAYS {
-                buf.clear();
-                buf.push(0x10 + j as u8);
-                buf.extend_from_slice(&key);
-                let idx = dp.hash(h.bf_hash[j], &buf)?;
+                let idx = BF_HASHES.with_input(j, &key, |input| dp.hash(h.bf_hash[j], input))?;
                 let was = dp.register(h.bf[j], idx, |b| std::mem::replace(b, 1))?;
                 fresh |= was == 0;
             }
