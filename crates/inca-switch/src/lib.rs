@@ -27,7 +27,10 @@
 //!   [`capture`] runs control logic and collects its writes.
 //! - [`switch`] — the [`Switch`] device that runs a program on a profile.
 //! - [`agenda`] — the time-ordered event agenda devices and drivers use.
-//! - [`harness`] — a one-device driver for tests and benchmarks.
+//! - [`fabric`] — the multi-device test fabric: devices, wires with
+//!   latency and loss, one time-ordered agenda, taps, control capture and a
+//!   template feed for benchmarks; [`harness`] is its one-device form for
+//!   tests.
 //! - [`rpc`] — reliable switch-CPU-to-server requests: ids, the pending
 //!   map, retransmission with backoff and a bounded retry count.
 //! - [`invariant`] — the [`invariant!`] macro: panics with the seed in tests
@@ -40,6 +43,7 @@ pub mod composite;
 pub mod control;
 pub mod counter;
 pub mod device;
+pub mod fabric;
 pub mod feeder;
 pub mod harness;
 pub mod hash;
