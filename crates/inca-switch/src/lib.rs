@@ -44,7 +44,6 @@ pub mod control;
 pub mod counter;
 pub mod device;
 pub mod fabric;
-pub mod feeder;
 pub mod harness;
 pub mod hash;
 pub mod intrinsic;
