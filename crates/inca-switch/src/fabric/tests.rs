@@ -123,6 +123,42 @@ fn a_timer_set_again_replaces_the_pending_one() {
 }
 
 #[test]
+fn the_earliest_timer_moved_later_lets_another_fire_first() {
+    let mut f = pair();
+    f.control(0, 0, msg(1, &[3, 50]));
+    f.control(0, 0, msg(1, &[4, 100]));
+    f.control(10, 0, msg(1, &[3, 190]));
+    f.run_until(1_000);
+    let timers: Vec<_> = f
+        .device(0)
+        .seen
+        .iter()
+        .filter(|s| s.1.starts_with("timer"))
+        .collect();
+    assert_eq!(
+        timers,
+        [&(100, "timer 4".to_string()), &(200, "timer 3".to_string())]
+    );
+}
+
+#[test]
+fn at_one_instant_timers_fire_before_frames_arrive_in_node_then_token_order() {
+    let mut f = pair();
+    // a's frame reaches b at 110 (a sends at 10, 100 ns on the wire).
+    f.inject(0, 0, 0, vec![5]);
+    f.control(0, 1, msg(1, &[9, 110]));
+    f.control(0, 1, msg(1, &[2, 110]));
+    f.control(0, 0, msg(1, &[7, 110]));
+    f.run_until(110);
+    let b: Vec<_> = f.device(1).seen[1..].iter().map(|s| s.1.as_str()).collect();
+    assert_eq!(b, ["timer 2", "timer 9", "frame 0 5"]);
+    assert_eq!(
+        f.device(0).seen.last().unwrap(),
+        &(110, "timer 7".to_string())
+    );
+}
+
+#[test]
 fn a_restart_forgets_pending_timers() {
     let mut f = pair();
     f.control(0, 0, msg(1, &[3, 200]));
