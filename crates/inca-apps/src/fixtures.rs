@@ -1,9 +1,11 @@
 //! Ready-made NAT set-ups for benchmarks (the criterion benches and `inca
-//! bench` build the same switch the same way, so their figures compare).
+//! bench` build the same switch the same way, so their figures compare),
+//! and the frames of tests that drive NFs with random flows.
 
 use std::net::Ipv4Addr;
 
 use inca_switch::device::{Nanos, PortId, SECONDS};
+use inca_switch::fabric::Fabric;
 use inca_switch::harness::Harness;
 use inca_switch::{Profile, Switch};
 use inca_wire::{build_tcp_frame, build_udp_frame, Endpoints, TcpFlags, TcpRepr};
@@ -67,6 +69,45 @@ pub fn installed_nat(
     }
     let now = h.now();
     Ok((h.device, now))
+}
+
+/// [`installed_nat`] in a one-node [`Fabric`] fed `templates` in turn on
+/// `inside`, `gap` apart ([`Fabric::push`]): the load of the NAT
+/// benchmarks (and the baseline of the RedPlane and TEA ones).
+pub fn fed_nat(
+    templates: &[Vec<u8>],
+    inside: PortId,
+    outside: PortId,
+    gap: Nanos,
+) -> Result<Fabric<Switch<Nat>>, String> {
+    let (sw, now) = installed_nat(templates, inside, outside)?;
+    let mut f = Fabric::new(1);
+    let node = f.add(sw);
+    f.run_until(now);
+    f.set_stream(node, inside, gap, templates.to_vec());
+    Ok(f)
+}
+
+/// Checks a [`fed_nat`] after its run: once the last packets have crossed
+/// the pipeline, every packet pushed left, only the set-up's `flows` were
+/// punted (the rest took the fast path) and no queue dropped.
+pub fn check_fed_nat(f: &mut Fabric<Switch<Nat>>, flows: u64) -> Result<(), String> {
+    f.run_until(f.now() + 1_000_000);
+    let (pushed, left) = (f.stats().injected, f.stats().left);
+    if left != pushed {
+        return Err(format!("NAT sent {left} of {pushed} packets"));
+    }
+    let s = f.device(0).stats();
+    if s.punts != flows {
+        return Err(format!(
+            "NAT punted {} packets, expected {flows} (set-up only)",
+            s.punts
+        ));
+    }
+    if s.ports.iter().any(|p| p.tm_drops != 0) {
+        return Err("NAT queue drops".into());
+    }
+    Ok(())
 }
 
 /// The L4 protocol of a [`flow_frame`].

@@ -1,18 +1,17 @@
 //! inca-bench — `inca bench`: the project's benchmarks with their baselines, side by side
 //! in one command (issue 9; DESIGN.md "Performance budget").
 //!
-//! - [`measure`] — timing helpers (rates, medians, the profiled wrapper).
-//! - [`pipeline`] — switch-model pipelines in process: NAT fast path,
-//!   RedPlane read path (baseline: the plain NAT), TEA lookup round trip
-//!   (baseline: the plain NAT).
+//! - [`pipeline`] — the NAT fast path in the switch model.
 //! - [`sim`] — simulator events/s on experiments/two-switches-load.toml.
-//! - [`store`] — RedPlane state store requests/s in process and over UDP on
-//!   loopback (baseline: redis-server with redis-benchmark, see [`redis`]).
-//! - [`dram`] — TEA DRAM-server READ responses/s (baseline: a copy of the
-//!   same bytes).
 //! - [`live`] — live forwarding frames/s between two runner threads over
 //!   UDP on loopback (baselines: the same sockets with no devices).
 //! - [`table`] — the table and its JSON form.
+//!
+//! The systems' own rows come through the registry
+//! (`inca_system::System::benches`): RedPlane's `redplane-read`, `store`
+//! and `store-udp` live in `inca_redplane::bench`, TEA's `tea-lookup` and
+//! `dram` in `inca_tea::bench`. The timing helpers and the row shapes
+//! they all use are `inca_system::bench`'s.
 //!
 //! A benchmark is a plain function timing a fixed amount of work with
 //! `std::time::Instant` after a warm-up, `runs` times, alternating with its
@@ -21,27 +20,28 @@
 //! machine and its load; ratios measured in the same command are what to
 //! compare.
 
-pub mod dram;
 pub mod live;
-pub mod measure;
 pub mod pipeline;
-pub mod redis;
 pub mod sim;
-pub mod store;
 pub mod table;
 
 pub use inca_system::bench::{Baseline, Bench, BenchError, Budget, Ctx, Measured};
 
-/// Every benchmark, in table order: this crate's, then `systems` (the
-/// registered systems' own, `Registry::benches`).
+/// Every benchmark, in table order: the plain NAT (the switch model's
+/// reference figure, and the baseline the systems' pipelines compare
+/// with), then `systems` (the registered systems' own,
+/// `Registry::benches`, in registration order), then this crate's others
+/// (the simulator, the live driver).
 pub fn all(systems: Vec<Bench>) -> Vec<Bench> {
     let mut benches = own();
+    let rest = benches.split_off(1);
     benches.extend(systems);
+    benches.extend(rest);
     benches
 }
 
-/// The benchmarks that live here (they span several systems, or time the
-/// live driver).
+/// The benchmarks that live here (the plain NAT, the simulator and the
+/// live driver; the first is the NAT).
 fn own() -> Vec<Bench> {
     vec![
         Bench {
@@ -54,24 +54,6 @@ fn own() -> Vec<Bench> {
             profile: Some(|n| pipeline::profile_nat(n).map_err(BenchError::new)),
         },
         Bench {
-            name: "redplane-read",
-            what: "RedPlane NAT read path, lease held",
-            unit: "packets/s",
-            budget: Budget::None,
-            budget_text: "",
-            run: Some(|c| pipeline::redplane_read(c).map_err(BenchError::new)),
-            profile: Some(|n| pipeline::profile_redplane_read(n).map_err(BenchError::new)),
-        },
-        Bench {
-            name: "tea-lookup",
-            what: "TEA NAT DRAM lookup: request, server, response pass",
-            unit: "packets/s",
-            budget: Budget::None,
-            budget_text: "",
-            run: Some(|c| pipeline::tea_lookup(c).map_err(BenchError::new)),
-            profile: Some(|n| pipeline::profile_tea_lookup(n).map_err(BenchError::new)),
-        },
-        Bench {
             name: "sim",
             what: "simulator, two NAT switches at line rate",
             unit: "events/s",
@@ -79,33 +61,6 @@ fn own() -> Vec<Bench> {
             budget_text: ">= 5 M events/s per core",
             run: Some(|c| sim::events(c).map_err(BenchError::new)),
             profile: Some(|n| sim::profile(n).map_err(BenchError::new)),
-        },
-        Bench {
-            name: "store",
-            what: "RedPlane store LEASE_RENEW writes, in process",
-            unit: "requests/s",
-            budget: Budget::AtLeast(1e6),
-            budget_text: ">= 1 M requests/s per core",
-            run: Some(|c| store::in_process(c).map_err(BenchError::new)),
-            profile: Some(|n| store::profile(n).map_err(BenchError::new)),
-        },
-        Bench {
-            name: "store-udp",
-            what: "RedPlane store writes over UDP loopback",
-            unit: "requests/s",
-            budget: Budget::AboveBaseline,
-            budget_text: "more than redis SET",
-            run: Some(|c| store::over_udp(c).map_err(BenchError::new)),
-            profile: None,
-        },
-        Bench {
-            name: "dram",
-            what: "TEA DRAM server: READ -> READ RESPONSE",
-            unit: "responses/s",
-            budget: Budget::AtLeast(5e6),
-            budget_text: ">= 5 M responses/s per core",
-            run: Some(|c| dram::reads(c).map_err(BenchError::new)),
-            profile: Some(|n| dram::profile(n).map_err(BenchError::new)),
         },
         Bench {
             name: "live",

@@ -24,8 +24,8 @@ use inca_live::runner::{Runner, RunnerConfig};
 use inca_live::udp::UdpPort;
 use inca_sim::nodes::host::{Host, HostConfig, SizeSpec, UdpConfig, WorkloadConfig};
 
-use super::measure::count_over;
 use super::{Baseline, Ctx, Measured};
+use inca_system::bench::count_over;
 
 const WARMUP: Duration = Duration::from_millis(200);
 /// The generator's frame size (raised to 66 B, the smallest with a probe

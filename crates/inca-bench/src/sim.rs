@@ -12,8 +12,8 @@ use inca_sim::scenario::{Built, Loaded};
 use inca_system::apps::AppsSystem;
 use inca_system::{Registry, System, SystemFactory};
 
-use super::measure::{profiled, rate};
 use super::{Baseline, Ctx, Measured};
+use inca_system::bench::{profiled, rate};
 
 /// The scenario's text.
 pub const SCENARIO: &str = include_str!("../../../experiments/two-switches-load.toml");

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::measure::median;
 use super::{Baseline, Bench, BenchError, Budget, Ctx, Measured};
+use inca_system::bench::median;
 
 /// The machine while the benchmarks ran.
 #[derive(Debug, Clone, Serialize)]

@@ -6,19 +6,20 @@
 //!   queue builds up); each write is parsed, fenced, applied, committed and
 //!   acked with its piggybacked 64-byte packet.
 //! - `chain3`: the same writes into the head of a 3-node chain, the three
-//!   devices driven by a minimal in-process event loop that routes frames by
-//!   IPv4 destination with zero delay; each write costs the head, the middle
-//!   and the tail (update, forward, ack) and the reply.
+//!   devices behind a zero-latency router (inca-sim's, forwarding by IPv4
+//!   destination) in one test fabric; each write costs the head, the
+//!   middle and the tail (update, forward, ack), the reply, and the
+//!   router's hops.
 //!
 //! Throughput is in client writes (elements) per second.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
 use std::net::Ipv4Addr;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use inca_redplane::store::{AppConfig, StoreConfig, StoreServer, WorkerConfig};
-use inca_switch::device::{device_rng, Device, DeviceRng, Input, Nanos, Output};
+use inca_sim::nodes::router::{Router, RouterConfig};
+use inca_switch::device::{Nanos, PortId};
+use inca_switch::fabric::{Fabric, Wire};
 use inca_wire::redplane::*;
 
 const KEYS: u32 = 1024;
@@ -58,106 +59,47 @@ fn request(t: ReqType, seq: u16, key: u32) -> Vec<u8> {
     build_request_frame(&ep, 8001, &r).unwrap()
 }
 
-/// A frame in flight: (time, order, destination node, frame).
-type Event = Reverse<(Nanos, u64, usize, Vec<u8>)>;
+/// The port of node 0 towards the switch; behind a router, store i is on
+/// its port 1 + i.
+const CLIENT_PORT: PortId = 0;
 
-/// Devices with their timers, frames routed by destination IP.
-struct Net {
-    nodes: Vec<(Ipv4Addr, StoreServer, DeviceRng)>,
-    /// Pending timers: (node, token) → time; the heap may hold stale entries.
-    timers: BTreeMap<(usize, u64), Nanos>,
-    timer_heap: BinaryHeap<Reverse<(Nanos, usize, u64)>>,
-    events: BinaryHeap<Event>,
-    seq: u64,
-    out: Vec<Output>,
-    acks: u64,
-}
-
-impl Net {
-    fn new(chain: bool) -> Self {
-        let ips: Vec<Ipv4Addr> = if chain {
-            CHAIN.to_vec()
-        } else {
-            vec![CHAIN[0]]
-        };
-        let mut n = Net {
-            nodes: Vec::new(),
-            timers: BTreeMap::new(),
-            timer_heap: BinaryHeap::new(),
-            events: BinaryHeap::new(),
-            seq: 0,
-            out: Vec::new(),
-            acks: 0,
-        };
-        for (i, ip) in ips.into_iter().enumerate() {
-            let s = StoreServer::new(cfg(ip, chain)).unwrap();
-            n.nodes.push((ip, s, device_rng(1, i as u64)));
-        }
-        for i in 0..n.nodes.len() {
-            let mut out = std::mem::take(&mut n.out);
-            let (_, dev, rng) = &mut n.nodes[i];
-            dev.start(0, rng, &mut out);
-            n.collect(i, out);
-        }
-        n
+/// The store alone (`chain_off`), or the chain behind a router (inca-sim's,
+/// zero latency) that forwards by IPv4 destination, in one test fabric:
+/// node 0 the router, node 1 + i store i. Requests go in on node 0's
+/// client port; acks leave the fabric there.
+fn net(chain: bool) -> Fabric {
+    let mut f = Fabric::new(1);
+    if !chain {
+        f.add_any(StoreServer::new(cfg(CHAIN[0], false)).unwrap());
+        f.start_all();
+        return f;
     }
-
-    fn collect(&mut self, i: usize, mut out: Vec<Output>) {
-        for o in out.drain(..) {
-            match o {
-                Output::Transmit { at, frame, .. } => {
-                    let dst = parse_udp_frame(&frame).map(|f| f.dst_ip).ok();
-                    match self.nodes.iter().position(|n| Some(n.0) == dst) {
-                        Some(j) => {
-                            self.seq += 1;
-                            self.events.push(Reverse((at, self.seq, j, frame)));
-                        }
-                        None => self.acks += 1,
-                    }
-                }
-                Output::Timer { at, token } => {
-                    self.timers.insert((i, token), at);
-                    self.timer_heap.push(Reverse((at, i, token)));
-                }
-                Output::Control(_) => {}
-            }
-        }
-        self.out = out;
+    let ips = CHAIN.to_vec();
+    let ports = ips.len() + 1;
+    let mut router = Router::new(
+        RouterConfig {
+            latency: 0,
+            ..RouterConfig::default()
+        },
+        vec![[2, 0, 0, 0, 0, 0xfe]; ports],
+        vec![[2, 0, 0, 0, 0, 9]; ports],
+    );
+    router
+        .add_route(SWITCH.octets(), 32, vec![CLIENT_PORT])
+        .unwrap();
+    for (i, ip) in ips.iter().enumerate() {
+        router
+            .add_route(ip.octets(), 32, vec![1 + i as PortId])
+            .unwrap();
     }
-
-    fn input(&mut self, i: usize, now: Nanos, input: Input) {
-        let mut out = std::mem::take(&mut self.out);
-        let (_, dev, rng) = &mut self.nodes[i];
-        dev.handle(now, input, rng, &mut out);
-        self.collect(i, out);
+    let r = f.add_any(router);
+    for (i, ip) in ips.into_iter().enumerate() {
+        let s = f.add_any(StoreServer::new(cfg(ip, chain)).unwrap());
+        f.connect((r, 1 + i as PortId), (s, 0), Wire::default())
+            .unwrap();
     }
-
-    /// Runs everything due up to `t` (frames and timers, in time order).
-    fn run_until(&mut self, t: Nanos) {
-        loop {
-            let frame_at = self.events.peek().map(|Reverse(e)| e.0);
-            // Drop stale heap entries (a timer set again replaces the old one).
-            while let Some(&Reverse((at, i, tok))) = self.timer_heap.peek() {
-                if self.timers.get(&(i, tok)) == Some(&at) {
-                    break;
-                }
-                self.timer_heap.pop();
-            }
-            let timer = self.timer_heap.peek().map(|&Reverse(e)| e);
-            match (frame_at, timer) {
-                (_, Some((at, i, tok))) if at <= t && frame_at.is_none_or(|f| at <= f) => {
-                    self.timer_heap.pop();
-                    self.timers.remove(&(i, tok));
-                    self.input(i, at, Input::Timer { token: tok });
-                }
-                (Some(at), _) if at <= t => {
-                    let Reverse((at, _, j, frame)) = self.events.pop().unwrap();
-                    self.input(j, at, Input::Frame { port: 0, frame });
-                }
-                _ => break,
-            }
-        }
-    }
+    f.start_all();
+    f
 }
 
 fn bench(c: &mut Criterion) {
@@ -174,15 +116,9 @@ fn bench(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter_batched(
                 || {
-                    let mut net = Net::new(chain);
+                    let mut net = net(chain);
                     for k in 0..KEYS {
-                        net.seq += 1;
-                        net.events.push(Reverse((
-                            1000,
-                            net.seq,
-                            0,
-                            request(ReqType::LeaseNew, 0, k),
-                        )));
+                        net.inject(1000, 0, CLIENT_PORT, request(ReqType::LeaseNew, 0, k));
                     }
                     net.run_until(10_000_000);
                     (net, writes.clone())
@@ -190,12 +126,11 @@ fn bench(c: &mut Criterion) {
                 |(mut net, writes)| {
                     let start = 20_000_000;
                     for (i, w) in writes.into_iter().enumerate() {
-                        let t = start + i as Nanos * GAP;
-                        net.run_until(t);
-                        net.input(0, t, Input::Frame { port: 0, frame: w });
+                        net.inject(start + i as Nanos * GAP, 0, CLIENT_PORT, w);
                     }
                     net.run_until(start + u64::from(batch) * GAP + 5_000_000);
-                    assert!(net.acks >= u64::from(KEYS + batch), "acks {}", net.acks);
+                    let acks = net.left_on(0, CLIENT_PORT);
+                    assert!(acks >= u64::from(KEYS + batch), "acks {acks}");
                     net
                 },
                 criterion::BatchSize::LargeInput,

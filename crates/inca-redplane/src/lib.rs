@@ -12,10 +12,14 @@
 //!   EPC-SGW, Sync-Counter and KV store, each with its `spec_step` model.
 //! - [`catalog`] — the RedPlane switch programs by name, as simulator nodes.
 //! - [`system`] — RedPlane as an inca system (`inca_system::System`).
+//! - [`bench`] — its rows of `inca bench`: the read path, the store in
+//!   process and over UDP; [`fixtures`] — the set-ups they share with the
+//!   criterion benches.
 //! - [`snapshot`] — bounded-inconsistency mode: lazy snapshots, snapshot replication, ε monitor, HH and Async-Counter.
 //! - [`verify`] — model checker, history recorder, linearizability checkers, invariant monitor (§6).
 
 pub mod apps;
+pub mod bench;
 pub mod catalog;
 pub mod fixtures;
 pub mod snapshot;

@@ -134,6 +134,10 @@ impl System for RedPlaneSystem {
             run_seed: snapshot_seed,
         }]
     }
+
+    fn benches(&self) -> Vec<inca_system::bench::Bench> {
+        crate::bench::benches()
+    }
 }
 
 /// One seed of `redplane-snapshot`.

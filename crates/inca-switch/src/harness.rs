@@ -1,13 +1,12 @@
-//! A driver for one device on its own, for tests and benchmarks.
-//!
-//! It keeps the device's timers, fires them in time order as virtual time
-//! advances, and records what the device transmits. It is the smallest
-//! correct driver of the device contract ([`crate::device`]); the simulator
-//! (`inca-sim`) is the general one.
+//! A driver for one device on its own, for tests: a one-node
+//! [`crate::fabric`] whose every port is open, recording what the device
+//! transmits and the control messages it sends. It fires the device's
+//! timers in time order as virtual time advances, and panics when the
+//! device breaks the contract (an output in the past): in a test that is
+//! the bug to see. The simulator (`inca-sim`) is the general driver.
 
-use std::collections::BTreeMap;
-
-use crate::device::{device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId};
+use crate::device::{ControlMessage, Device, Nanos, PortId};
+use crate::fabric::Core;
 
 /// A frame a device transmitted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,11 +23,7 @@ pub struct Transmitted {
 pub struct Harness<D: Device> {
     /// The device under test.
     pub device: D,
-    rng: DeviceRng,
-    now: Nanos,
-    /// Pending timers: token → time.
-    timers: BTreeMap<u64, Nanos>,
-    out: Vec<Output>,
+    core: Core,
     /// Frames transmitted so far (tests take them with [`Harness::take`]).
     pub transmitted: Vec<Transmitted>,
     /// Control messages the device sent out.
@@ -41,99 +36,71 @@ pub struct Harness<D: Device> {
 
 impl<D: Device> Harness<D> {
     /// Starts `device` at time 0 with an RNG from `seed`.
-    pub fn new(mut device: D, seed: u64) -> Self {
-        let mut out = Vec::new();
-        let mut rng = device_rng(seed, 0);
-        device.start(0, &mut rng, &mut out);
+    pub fn new(device: D, seed: u64) -> Self {
+        let mut core = Core::new(seed);
+        core.add_node();
         let mut h = Harness {
             device,
-            rng,
-            now: 0,
-            timers: BTreeMap::new(),
-            out: Vec::new(),
+            core,
             transmitted: Vec::new(),
             messages: Vec::new(),
             keep_frames: true,
             transmit_count: 0,
         };
-        h.collect(out);
+        h.step(|core, dev| core.start(dev, 0));
         h
     }
 
     /// The current virtual time.
     pub fn now(&self) -> Nanos {
-        self.now
+        self.core.now()
     }
 
-    fn collect(&mut self, mut out: Vec<Output>) {
-        for o in out.drain(..) {
-            match o {
-                Output::Transmit { at, port, frame } => {
-                    assert!(at >= self.now, "device transmitted in the past");
-                    self.transmit_count += 1;
-                    if self.keep_frames {
-                        self.transmitted.push(Transmitted { at, port, frame });
-                    }
-                }
-                Output::Timer { at, token } => {
-                    assert!(at >= self.now, "device set a timer in the past");
-                    self.timers.insert(token, at);
-                }
-                Output::Control(m) => self.messages.push(m),
-            }
-        }
-        self.out = out;
-    }
-
-    fn input(&mut self, input: Input) {
-        let mut out = std::mem::take(&mut self.out);
-        self.device.handle(self.now, input, &mut self.rng, &mut out);
-        self.collect(out);
+    /// Runs `f` on the fabric, then moves what the device sent into the
+    /// public fields.
+    fn step(&mut self, f: impl FnOnce(&mut Core, &mut [D])) {
+        self.core.keep_egress = self.keep_frames;
+        f(&mut self.core, std::slice::from_mut(&mut self.device));
+        assert!(
+            self.core.stats.contract_violations == 0,
+            "device transmitted or set a timer in the past"
+        );
+        self.transmit_count = self.core.stats.left;
+        self.transmitted
+            .extend(self.core.egress.drain(..).map(|s| Transmitted {
+                at: s.at,
+                port: s.port,
+                frame: s.frame,
+            }));
+        self.messages
+            .extend(self.core.messages.drain(..).map(|(_, _, m)| m));
     }
 
     /// Advances virtual time to `t`, firing every timer due by then in time
     /// order.
     pub fn advance_to(&mut self, t: Nanos) {
-        loop {
-            let next = self.timers.iter().map(|(&token, &at)| (at, token)).min();
-            match next {
-                Some((at, token)) if at <= t => {
-                    self.timers.remove(&token);
-                    self.now = self.now.max(at);
-                    self.input(Input::Timer { token });
-                }
-                _ => break,
-            }
-        }
-        self.now = self.now.max(t);
+        self.step(|core, dev| core.run_until(dev, t));
     }
 
     /// Delivers `frame` on `port` at time `at` (after firing earlier timers).
     pub fn send(&mut self, at: Nanos, port: PortId, frame: Vec<u8>) {
-        self.advance_to(at);
-        self.input(Input::Frame { port, frame });
+        self.step(|core, dev| core.inject(dev, at, 0, port, frame));
     }
 
     /// Delivers a control message at time `at`.
     pub fn control(&mut self, at: Nanos, message: ControlMessage) {
-        self.advance_to(at);
-        self.input(Input::Control(message));
+        self.step(|core, dev| core.control(dev, at, 0, message));
     }
 
     /// Tells the device its link on `port` went down or up at time `at`.
     pub fn link(&mut self, at: Nanos, port: PortId, up: bool) {
-        self.advance_to(at);
-        self.input(Input::LinkState { port, up });
+        self.step(|core, dev| core.link(dev, at, 0, port, up));
     }
 
     /// Crashes and restarts the device at time `at`: its pending timers are
     /// forgotten.
     pub fn restart(&mut self, at: Nanos) {
-        self.advance_to(at);
-        self.timers.clear();
-        let mut out = std::mem::take(&mut self.out);
-        self.device.restart(self.now, &mut self.rng, &mut out);
-        self.collect(out);
+        self.step(|core, dev| core.restart(dev, at, 0));
     }
 
     /// Takes the frames transmitted so far.

@@ -31,7 +31,10 @@
 //!   re-run with perturbed results ([`probe`]) to find double accesses and
 //!   declared dependencies that contradict the data flow.
 //! - [`agenda`] — the time-ordered event agenda devices and drivers use.
-//! - [`harness`] — a one-device driver for tests and benchmarks.
+//! - [`fabric`] — the multi-device test fabric: devices, wires with
+//!   latency and loss, one time-ordered agenda, taps, control capture and a
+//!   template feed for benchmarks; [`harness`] is its one-device form for
+//!   tests.
 //! - [`rpc`] — reliable switch-CPU-to-server requests: ids, the pending
 //!   map, retransmission with backoff and a bounded retry count.
 //! - [`invariant`] — the [`invariant!`] macro: panics with the seed in tests
@@ -44,7 +47,7 @@ pub mod composite;
 pub mod control;
 pub mod counter;
 pub mod device;
-pub mod feeder;
+pub mod fabric;
 pub mod harness;
 pub mod hash;
 pub mod intrinsic;

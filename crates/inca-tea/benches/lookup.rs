@@ -13,17 +13,16 @@
 //! - `nat/sram_only`: `inca_apps::nat::Nat` with the same flows installed.
 //!
 //! Throughput is in packets (elements) per second. The TEA switches are
-//! first set up against two simulated DRAM servers (H4's `DramServer`),
-//! shuttling frames between harnesses.
+//! first set up against two DRAM servers (H4's `DramServer`) in a test
+//! fabric ([`inca_switch::fabric`]), then driven alone by one.
 
 use std::net::Ipv4Addr;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use inca_apps::fixtures::installed_nat;
 use inca_apps::headers::parse;
-use inca_apps::nat::Nat;
-use inca_switch::device::device_rng;
-use inca_switch::harness::Harness;
-use inca_switch::{Device, Input, Output, Profile, Switch};
+use inca_switch::fabric::{Fabric, Wire};
+use inca_switch::{Device, Profile, Switch};
 use inca_tea::nf::TeaNat;
 use inca_tea::rig::{server_ip, server_mac};
 use inca_tea::server::{DramServer, DramServerConfig};
@@ -53,8 +52,9 @@ fn entries() -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
-/// A TEA NAT switch set up against two DRAM servers; `warm` flows are sent
-/// once each (with the servers answering) before it is handed back.
+/// A TEA NAT switch set up against two DRAM servers (zero-latency wires
+/// in a test fabric); `warm` flows are sent once each (with the servers
+/// answering) before it is handed back, with the time reached.
 fn tea_switch(tweak: impl Fn(&mut TeaConfig), warm: bool) -> (TeaSw, u64) {
     let specs = (0..2)
         .map(|i| ServerSpec {
@@ -68,105 +68,63 @@ fn tea_switch(tweak: impl Fn(&mut TeaConfig), warm: bool) -> (TeaSw, u64) {
     let prog = TeaSwitch::new(TeaNat::new(1, 0, [198, 51, 100, 1], 1 << 20), cfg.clone())
         .unwrap()
         .with_preload(entries());
-    let mut sw = Harness::new(Switch::new(Profile::tofino(), prog).unwrap(), 1);
-    let mut servers: Vec<Harness<DramServer>> = (0..2)
-        .map(|i| {
-            let c = DramServerConfig {
-                server_id: i as u16,
-                ip: server_ip(i),
-                mac: server_mac(i),
-                dram_offered: 1 << 30,
-                controller_ip: cfg.switch_ip,
-                controller_mac: cfg.switch_mac,
-                ..DramServerConfig::default()
-            };
-            Harness::new(DramServer::new(c).unwrap(), 2 + i as u64)
-        })
-        .collect();
+    let mut f = Fabric::new(1);
+    let sw = f.add_any(Switch::new(Profile::tofino(), prog).unwrap());
+    for i in 0..2 {
+        let c = DramServerConfig {
+            server_id: i as u16,
+            ip: server_ip(i),
+            mac: server_mac(i),
+            dram_offered: 1 << 30,
+            controller_ip: cfg.switch_ip,
+            controller_mac: cfg.switch_mac,
+            ..DramServerConfig::default()
+        };
+        let s = f.add_any(DramServer::new(c).unwrap());
+        f.connect((sw, 2 + i as u16), (s, 0), Wire::default())
+            .unwrap();
+    }
+    f.start_all();
+    let ready = |f: &Fabric| f.get::<TeaSw>(sw).unwrap().program().is_ready();
     let mut t = 0;
-    let mut next_flow = 0;
-    while t < 200_000_000 {
+    while !ready(&f) && t < 200_000_000 {
         t += 500;
-        sw.advance_to(t);
-        for s in servers.iter_mut() {
-            s.advance_to(t);
-        }
-        for f in sw.take() {
-            if let Some(s) = f
-                .port
-                .checked_sub(2)
-                .and_then(|i| servers.get_mut(usize::from(i)))
-            {
-                s.send(t, 0, f.frame);
-            }
-        }
-        for (i, s) in servers.iter_mut().enumerate() {
-            for f in s.take() {
-                sw.send(t, 2 + i as u16, f.frame);
-            }
-        }
-        if sw.device.program().is_ready() && warm && next_flow < FLOWS && t % 5_000 == 0 {
-            sw.send(t, 0, frame(next_flow));
-            next_flow += 1;
-        }
-        if sw.device.program().is_ready() && (!warm || next_flow == FLOWS) && t > 150_000_000 {
-            break;
+        f.run_until(t);
+    }
+    assert!(ready(&f), "TEA switch set up");
+    if warm {
+        for i in 0..FLOWS {
+            t += 5_000;
+            f.inject(t, sw, 0, frame(i));
         }
     }
-    assert!(sw.device.program().is_ready(), "TEA switch set up");
-    (sw.device, t)
+    t = t.max(150_000_000);
+    f.run_until(t);
+    (f.into_device(sw).unwrap(), t)
 }
 
-fn run<D: Device>(c: &mut Criterion, group: &str, name: &str, sw: &mut D, mut now: u64, port: u16) {
-    let templates: Vec<Vec<u8>> = (0..FLOWS).map(frame).collect();
-    let mut rng = device_rng(1, 0);
-    let mut out: Vec<Output> = Vec::with_capacity(64);
-    let mut pool: Vec<Vec<u8>> = Vec::with_capacity(256);
-    let mut timer: Option<u64> = None;
+/// Pushes the flows' frames, `GAP_NS` apart, into port 0 of `sw` (alone
+/// in a fabric: what it sends leaves, and its buffers are recycled).
+fn run<D: Device>(c: &mut Criterion, group: &str, name: &str, sw: D, now: u64) -> D {
+    let mut f = Fabric::new(1);
+    let node = f.add(sw);
+    f.run_until(now);
+    f.set_stream(node, 0, GAP_NS, (0..FLOWS).map(frame).collect());
     const BATCH: u64 = 10_000;
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(BATCH));
-    g.bench_function(name, |b| {
-        b.iter(|| {
-            for i in 0..BATCH {
-                now += GAP_NS;
-                while let Some(t) = timer.filter(|&t| t <= now) {
-                    timer = None;
-                    sw.handle(t, Input::Timer { token: 0 }, &mut rng, &mut out);
-                    drain(&mut out, &mut timer, &mut pool);
-                }
-                let mut buf = pool.pop().unwrap_or_default();
-                buf.clear();
-                buf.extend_from_slice(&templates[(i % u64::from(FLOWS)) as usize]);
-                sw.handle(now, Input::Frame { port, frame: buf }, &mut rng, &mut out);
-                drain(&mut out, &mut timer, &mut pool);
-            }
-        })
-    });
+    g.bench_function(name, |b| b.iter(|| f.push(BATCH)));
     g.finish();
-}
-
-fn drain(out: &mut Vec<Output>, timer: &mut Option<u64>, pool: &mut Vec<Vec<u8>>) {
-    for o in out.drain(..) {
-        match o {
-            Output::Timer { at, .. } => *timer = Some(at),
-            Output::Transmit { frame, .. } => {
-                if pool.len() < 256 {
-                    pool.push(frame);
-                }
-            }
-            Output::Control(_) => {}
-        }
-    }
+    f.into_devices().pop().unwrap()
 }
 
 fn bench(c: &mut Criterion) {
     // SRAM hits: every flow promoted to the cache on its first packet.
-    let (mut sw, now) = tea_switch(|c| c.t_hot = 1, true);
+    let (sw, now) = tea_switch(|c| c.t_hot = 1, true);
     let cached = sw.program().cache_entries(sw.objects()).len();
     assert_eq!(cached, FLOWS as usize, "every flow cached before the run");
     let dram_before = sw.program().dp_stats().dram_lookups;
-    run(c, "tea_nat", "sram_hit", &mut sw, now, 0);
+    let sw = run(c, "tea_nat", "sram_hit", sw, now);
     let s = sw.program().dp_stats();
     assert_eq!(
         s.dram_lookups, dram_before,
@@ -174,7 +132,7 @@ fn bench(c: &mut Criterion) {
     );
 
     // DRAM requests: cache off, flow control out of the way.
-    let (mut sw, now) = tea_switch(
+    let (sw, now) = tea_switch(
         |c| {
             c.cache_cap = 0;
             // Every full QP counts as leaked at once, and the meters never
@@ -184,23 +142,16 @@ fn bench(c: &mut Criterion) {
         },
         false,
     );
-    run(c, "tea_nat", "dram_request", &mut sw, now, 0);
+    let sw = run(c, "tea_nat", "dram_request", sw, now);
     let s = sw.program().dp_stats();
     assert!(s.dram_lookups > 0 && s.sram_hits == 0, "{s:?}");
     assert!(s.drops.iter().sum::<u64>() < s.dram_lookups / 100, "{s:?}");
 
     // The plain NAT with the same flows installed.
-    let mut h = Harness::new(
-        Switch::new(Profile::tofino(), Nat::new(65_536, 1, [198, 51, 100, 1])).unwrap(),
-        1,
-    );
-    for i in 0..FLOWS {
-        h.send(u64::from(i) * 1_000, 0, frame(i));
-    }
-    h.advance_to(1_000_000_000);
-    let now = h.now();
-    run(c, "nat", "sram_only", &mut h.device, now, 0);
-    assert_eq!(h.device.stats().punts, u64::from(FLOWS));
+    let templates: Vec<Vec<u8>> = (0..FLOWS).map(frame).collect();
+    let (nat, now) = installed_nat(&templates, 0, 1).unwrap();
+    let nat = run(c, "nat", "sram_only", nat, now);
+    assert_eq!(nat.stats().punts, u64::from(FLOWS));
 }
 
 criterion_group!(benches, bench);

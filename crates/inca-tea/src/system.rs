@@ -91,6 +91,10 @@ impl System for TeaSystem {
             },
         ]
     }
+
+    fn benches(&self) -> Vec<inca_system::bench::Bench> {
+        crate::bench::benches()
+    }
 }
 
 /// One seed of `tea-lookup` (`tea-lookup-faults` with `random_faults`).

@@ -254,40 +254,27 @@ mod tests {
         assert!(parse_prefix("10.0.0.0/33").is_none());
     }
 
-    use super::super::host::{Host, HostConfig, WorkloadConfig, WAKE_TOKEN};
-    use inca_switch::device::{Device, DeviceRng, Input, Nanos, Output};
-    use rand::SeedableRng;
+    use super::super::host::{Host, HostConfig, WorkloadConfig};
+    use inca_switch::device::Nanos;
+    use inca_switch::harness::Harness;
 
-    /// Runs a host until `end`; the (source, port, payload starts with a
-    /// probe) of every UDP frame it sent.
+    /// Runs a host (seed 1) until just before `end`; the (source, port,
+    /// payload starts with a probe) of every UDP frame it sent.
     fn sent(toml: &str, end: Nanos) -> Vec<(Ipv4Addr, u16, bool)> {
         let cfg = HostConfig::from_toml(toml).unwrap();
-        let mut h = Host::new(cfg, [2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 10_000_000_000).unwrap();
-        let mut rng = DeviceRng::seed_from_u64(1);
-        let (mut out, mut got) = (Vec::new(), Vec::new());
-        h.start(0, &mut rng, &mut out);
-        loop {
-            let mut wake = None;
-            for o in out.drain(..) {
-                match o {
-                    Output::Transmit { frame, .. } => {
-                        let eth = inca_wire::EthernetFrame::new_checked(&frame[..]).unwrap();
-                        let ip = inca_wire::Ipv4Packet::new_checked(eth.payload()).unwrap();
-                        let udp = inca_wire::UdpDatagram::new_checked(ip.payload()).unwrap();
-                        let probe = super::super::host::Probe::parse(udp.payload()).is_some();
-                        got.push((ip.src_addr(), udp.src_port(), probe));
-                    }
-                    Output::Timer { at, .. } => wake = Some(at),
-                    Output::Control(_) => {}
-                }
-            }
-            match wake {
-                Some(at) if at < end => {
-                    h.handle(at, Input::Timer { token: WAKE_TOKEN }, &mut rng, &mut out)
-                }
-                _ => return got,
-            }
-        }
+        let host = Host::new(cfg, [2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 10_000_000_000).unwrap();
+        let mut h = Harness::new(host, 1);
+        h.advance_to(end - 1);
+        h.take()
+            .into_iter()
+            .map(|t| {
+                let eth = inca_wire::EthernetFrame::new_checked(&t.frame[..]).unwrap();
+                let ip = inca_wire::Ipv4Packet::new_checked(eth.payload()).unwrap();
+                let udp = inca_wire::UdpDatagram::new_checked(ip.payload()).unwrap();
+                let probe = super::super::host::Probe::parse(udp.payload()).is_some();
+                (ip.src_addr(), udp.src_port(), probe)
+            })
+            .collect()
     }
 
     #[test]

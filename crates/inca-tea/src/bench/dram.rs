@@ -1,4 +1,4 @@
-//! The TEA DRAM server's NIC in process: TEA-sized RDMA READ REQUEST →
+//! `dram`: the TEA DRAM server's NIC in process: TEA-sized RDMA READ REQUEST →
 //! READ RESPONSE ONLY per second on one core, as
 //! crates/inca-tea/benches/dram_server.rs; baseline: a copy of the same
 //! bytes into a new response-sized frame (what the work costs without the
@@ -16,13 +16,13 @@ use std::net::Ipv4Addr;
 
 use anyhow::ensure;
 use inca_switch::device::Output;
-use inca_tea::server::agent_proto::CreateQp;
-use inca_tea::server::memory::Access;
-use inca_tea::server::nic::{Nic, NicConfig, QPN_BASE};
 use inca_wire::{Endpoints, RethRepr, RoceFrameBuilder};
 
-use super::measure::{profiled, timed_rate};
-use super::{Baseline, Ctx, Measured};
+use inca_system::bench::{profiled, timed_rate, Baseline, Ctx, Measured};
+
+use crate::server::agent_proto::CreateQp;
+use crate::server::memory::Access;
+use crate::server::nic::{Nic, NicConfig, QPN_BASE};
 
 const KV_LEN: u32 = 80;
 const TRAILER: usize = 8 + 60;

@@ -1,22 +1,13 @@
-//! The RedPlane state store in requests per second:
-//!
-//! - `store` (in process, one core): LEASE_RENEW writes over 1,024 owned
-//!   keys, each carrying a 64-byte piggybacked packet, fed as frames into
-//!   one `StoreServer` (chain off, one worker) 300 ns apart in virtual time
-//!   (above its 250 ns modelled service time, so no queue builds); each
-//!   write is parsed, fenced, applied, committed and acked with its packet.
-//!   As crates/inca-redplane/benches/store.rs `chain_off`. A fresh store
-//!   per run, its leases granted before the clock starts.
-//! - `store-udp` (over UDP on loopback): the same store in a live runner
-//!   thread on a `UdpPort` (busy polling), and a client thread on the other
-//!   end of the link keeping [`WINDOW`] writes outstanding (4 clients ×
-//!   pipeline 64), sent in batches of 64 (`sendmmsg`, UDP GSO) and acked
-//!   through `recvmmsg`/GRO. Baseline: redis-server with `redis-benchmark
-//!   -t set -c 4 -P 64 -d 64 -r 1024` on loopback, started by the benchmark
-//!   ([`super::redis`]).
+//! `store-udp`: the RedPlane state store over UDP on loopback, in requests
+//! per second: the store of [`super::store`] in a live runner thread on a
+//! `UdpPort` (busy polling), and a client thread on the other end of the
+//! link keeping [`WINDOW`] writes outstanding (4 clients × pipeline 64),
+//! sent in batches of 64 (`sendmmsg`, UDP GSO) and acked through
+//! `recvmmsg`/GRO. Baseline: redis-server with `redis-benchmark -t set -c
+//! 4 -P 64 -d 64 -r 1024` on loopback, started by the benchmark
+//! ([`super::redis`]).
 
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,17 +16,13 @@ use anyhow::{ensure, Context};
 use inca_live::port::{Port, BATCH};
 use inca_live::runner::{Runner, RunnerConfig};
 use inca_live::udp::UdpPort;
-use inca_redplane::store::{AppConfig, StoreConfig, StoreServer, WorkerConfig};
-use inca_switch::device::{Nanos, SECONDS};
-use inca_wire::redplane::{build_request_frame, rp_endpoints, seq_next, ReqType, RequestRepr};
+use inca_system::bench::{count_over, Baseline, Ctx, Measured};
+use inca_wire::redplane::{seq_next, ReqType};
 
-use super::measure::{count_over, profiled, timed_rate};
 use super::redis;
-use super::{Baseline, Ctx, Measured};
-use inca_switch::feeder::Feeder;
+use super::store::{config, request, KEYS, PIGGYBACK};
+use crate::store::StoreServer;
 
-/// Keys the client owns.
-pub const KEYS: u32 = 1024;
 /// Concurrent clients of the baseline; the UDP client keeps as many
 /// pipelines' worth outstanding.
 pub const CLIENTS: usize = 4;
@@ -43,136 +30,6 @@ pub const CLIENTS: usize = 4;
 pub const PIPELINE: usize = 64;
 /// Writes the UDP client keeps outstanding.
 pub const WINDOW: usize = CLIENTS * PIPELINE;
-/// Bytes of the packet piggybacked on each write (the baseline's value
-/// size).
-pub const PIGGYBACK: usize = 64;
-/// Virtual time between writes in process.
-const GAP: Nanos = 300;
-const SWITCH: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
-const STORE: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 1);
-const WORKER_PORT: u16 = 8001;
-
-fn config(service_time: Nanos) -> StoreConfig {
-    let mut c = StoreConfig::new(
-        STORE,
-        vec![WorkerConfig {
-            worker: 1,
-            app: AppConfig::Kv,
-            shard: 0,
-            shards: 1,
-        }],
-    );
-    c.lease_period = 100 * SECONDS;
-    c.service_time = service_time;
-    c
-}
-
-/// A request frame from the switch for `key`.
-pub fn request(t: ReqType, seq: u16, key: u32) -> Vec<u8> {
-    let ep = rp_endpoints([2, 0, 0, 0, 0, 1], SWITCH, [2, 0, 0, 0, 0, 9], STORE, 7);
-    let r = RequestRepr {
-        req_type: t,
-        seq,
-        key: &key.to_be_bytes(),
-        value: &seq.to_be_bytes().repeat(2),
-        piggyback: &[0x45; PIGGYBACK],
-    };
-    build_request_frame(&ep, WORKER_PORT, &r).expect("a valid request frame")
-}
-
-/// A store with a lease on every key, ready for writes.
-fn leased_store() -> anyhow::Result<Feeder<StoreServer>> {
-    let store = StoreServer::new(config(250)).map_err(|e| anyhow::anyhow!("store: {e}"))?;
-    let news = (0..KEYS)
-        .map(|k| request(ReqType::LeaseNew, 0, k))
-        .collect();
-    let mut f = Feeder::new(store, 0, 0, 1_000, news);
-    f.start();
-    f.push(u64::from(KEYS));
-    f.advance_to(f.now() + 10_000_000);
-    let s = *f.dev.stats();
-    ensure!(
-        s.tx_new_ack == u64::from(KEYS),
-        "store set-up: {} NEW_ACKs",
-        s.tx_new_ack
-    );
-    Ok(f)
-}
-
-/// `rounds` writes to every key, seq 1, 2, …
-fn writes(rounds: u32) -> Vec<Vec<u8>> {
-    let mut seq = 0;
-    let mut v = Vec::with_capacity((rounds * KEYS) as usize);
-    for _ in 0..rounds {
-        seq = seq_next(seq);
-        v.extend((0..KEYS).map(|k| request(ReqType::LeaseRenew, seq, k)));
-    }
-    v
-}
-
-/// Feeds `writes` into a freshly leased store; returns it.
-fn run_writes(writes: &[Vec<u8>], rate_out: &mut f64) -> anyhow::Result<Feeder<StoreServer>> {
-    let mut f = leased_store()?;
-    let now = f.now();
-    f.set_stream(now, GAP, writes.to_vec());
-    let n = writes.len() as u64;
-    *rate_out = timed_rate(|| f.push(n));
-    f.advance_to(f.now() + 10_000_000);
-    Ok(f)
-}
-
-fn check_writes(f: &Feeder<StoreServer>, n: u64) -> anyhow::Result<()> {
-    let s = f.dev.stats();
-    ensure!(s.rx_write == n, "store saw {} writes of {n}", s.rx_write);
-    ensure!(
-        s.tx_renew_ack == n && s.fenced_or_not_owner == 0 && s.queue_drops == 0,
-        "store: {} acks, {} fenced, {} queue drops for {n} writes",
-        s.tx_renew_ack,
-        s.fenced_or_not_owner,
-        s.queue_drops
-    );
-    Ok(())
-}
-
-/// `store`: writes per second in process.
-pub fn in_process(ctx: &Ctx) -> anyhow::Result<Measured> {
-    let rounds = ctx.size(256, 16) as u32;
-    let w = writes(rounds);
-    let n = w.len() as u64;
-    let mut warm = 0.0;
-    run_writes(&w[..w.len() / 4], &mut warm)?;
-    let mut samples = Vec::new();
-    for _ in 0..ctx.runs {
-        let mut r = 0.0;
-        let f = run_writes(&w, &mut r)?;
-        check_writes(&f, n)?;
-        samples.push(r);
-    }
-    Ok(Measured {
-        samples,
-        baseline: Baseline::None,
-        notes: vec![format!(
-            "{n} LEASE_RENEW writes per run over {KEYS} keys, chain off, one worker"
-        )],
-    })
-}
-
-/// `store --profile-iterations N`: N writes (rounded up to whole rounds
-/// over the keys).
-pub fn profile(n: u64) -> anyhow::Result<String> {
-    let rounds = n.div_ceil(u64::from(KEYS)).max(1) as u32;
-    let w = writes(rounds);
-    let mut f = leased_store()?;
-    let now = f.now();
-    f.set_stream(now, GAP, w.clone());
-    profiled(|| f.push(w.len() as u64));
-    f.advance_to(f.now() + 10_000_000);
-    check_writes(&f, w.len() as u64)?;
-    Ok(format!("{} writes into the store", w.len()))
-}
-
-// ---------------------------------------------------------------------------
-// Over UDP on loopback.
 
 /// What the UDP client saw in one run.
 struct UdpSample {
@@ -293,7 +150,7 @@ fn udp_once(measure: Duration) -> anyhow::Result<UdpSample> {
 
     let stop = Arc::new(AtomicBool::new(false));
     let stop_store = stop.clone();
-    type StoreEnd = (inca_redplane::store::Stats, inca_live::port::PortStats, u64);
+    type StoreEnd = (crate::store::Stats, inca_live::port::PortStats, u64);
     let server = std::thread::spawn(move || -> anyhow::Result<StoreEnd> {
         // [our choice] 1 ns of modelled service time: the figure is the
         // real process's cost, not the model's capacity (250 ns, 4 M/s).
