@@ -351,7 +351,7 @@ impl TeaNet {
                         None => self.timers.push((node, token, at)),
                     }
                 }
-                Output::Control(_) => {}
+                Output::Control(_) | Output::Session { .. } => {}
             }
         }
     }

@@ -137,7 +137,7 @@ impl<D: Device> Feeder<D> {
                         self.pool.push(frame);
                     }
                 }
-                Output::Control(_) => {}
+                Output::Control(_) | Output::Session { .. } => {}
             }
         }
     }

@@ -7,7 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::device::{device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId};
+use crate::device::{
+    device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId, SessionEvent,
+    SessionId,
+};
 
 /// A frame a device transmitted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +36,8 @@ pub struct Harness<D: Device> {
     pub transmitted: Vec<Transmitted>,
     /// Control messages the device sent out.
     pub messages: Vec<ControlMessage>,
+    /// Messages the device sent on control sessions: (time, session, body).
+    pub session_sent: Vec<(Nanos, SessionId, Vec<u8>)>,
     /// When false, transmitted frames are counted but not kept (benchmarks).
     pub keep_frames: bool,
     /// Number of frames transmitted.
@@ -53,6 +58,7 @@ impl<D: Device> Harness<D> {
             out: Vec::new(),
             transmitted: Vec::new(),
             messages: Vec::new(),
+            session_sent: Vec::new(),
             keep_frames: true,
             transmit_count: 0,
         };
@@ -80,6 +86,10 @@ impl<D: Device> Harness<D> {
                     self.timers.insert(token, at);
                 }
                 Output::Control(m) => self.messages.push(m),
+                Output::Session { at, session, body } => {
+                    assert!(at >= self.now, "device sent on a session in the past");
+                    self.session_sent.push((at, session, body));
+                }
             }
         }
         self.out = out;
@@ -118,6 +128,12 @@ impl<D: Device> Harness<D> {
     pub fn control(&mut self, at: Nanos, message: ControlMessage) {
         self.advance_to(at);
         self.input(Input::Control(message));
+    }
+
+    /// Hands the device a control-session event at time `at`.
+    pub fn session(&mut self, at: Nanos, event: SessionEvent) {
+        self.advance_to(at);
+        self.input(Input::Session(event));
     }
 
     /// Tells the device its link on `port` went down or up at time `at`.
