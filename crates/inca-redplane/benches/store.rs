@@ -119,7 +119,7 @@ impl Net {
                     self.timers.insert((i, token), at);
                     self.timer_heap.push(Reverse((at, i, token)));
                 }
-                Output::Control(_) => {}
+                Output::Control(_) | Output::Session { .. } => {}
             }
         }
         self.out = out;

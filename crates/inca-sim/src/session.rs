@@ -432,7 +432,7 @@ impl<N: Copy + PartialEq> Session<N> {
         seed: u64,
         index: u64,
     ) -> Self {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x7365_7373_696f_6e);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x0073_6573_7369_6f6e);
         rng.set_stream(index);
         Session {
             id,

@@ -155,7 +155,7 @@ fn drain(out: &mut Vec<Output>, timer: &mut Option<u64>, pool: &mut Vec<Vec<u8>>
                     pool.push(frame);
                 }
             }
-            Output::Control(_) => {}
+            Output::Control(_) | Output::Session { .. } => {}
         }
     }
 }

@@ -278,7 +278,7 @@ mod tests {
                         got.push((ip.src_addr(), udp.src_port(), probe));
                     }
                     Output::Timer { at, .. } => wake = Some(at),
-                    Output::Control(_) => {}
+                    Output::Control(_) | Output::Session { .. } => {}
                 }
             }
             match wake {
