@@ -12,6 +12,7 @@
 //! - [`composite`] — several apps on one switch behind a classifier.
 //! - [`core`] — each NF's pure core (state transition and rewrite), which
 //!   the apps here, RedPlane's and TEA's adapt.
+//! - [`pingpong`] — a control-plane-only test device for control sessions.
 //! - [`catalog`] — the apps by name, for `inca check`.
 
 pub mod acl;
@@ -30,6 +31,7 @@ pub mod lb;
 pub mod nat;
 pub mod netcache;
 pub mod params;
+pub mod pingpong;
 pub mod ratelimit;
 pub mod superspreader;
 pub mod synproxy;

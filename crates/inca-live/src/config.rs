@@ -20,7 +20,15 @@
 //! [[port]]
 //! id = 1
 //! udp = { local = "127.0.0.1:40001", peer = "127.0.0.1:40002" }
+//!
+//! session_listen = "127.0.0.1:7700"   # control sessions (TCP) listen here
+//! [[session]]
+//! id = 1                          # what the devices call it
+//! peer = "127.0.0.1:7701"         # the peer node's session_listen
 //! ```
+//!
+//! (`session_listen`, like the other top-level keys, goes before the first
+//! table in a real file.) See [`crate::session`] for how sessions connect.
 //!
 //! A system's device (state store, DRAM server) is `kind = "server"` with
 //! `server = "redplane_store"`, `ip`, `params` and `neighbours` as a router's.
@@ -59,6 +67,22 @@ pub struct NodeConfig {
     /// Its ports.
     #[serde(default, rename = "port")]
     pub ports: Vec<PortSpec>,
+    /// Where its control sessions listen (needed if it has any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_listen: Option<SocketAddr>,
+    /// Its control sessions.
+    #[serde(default, rename = "session", skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<SessionSpec>,
+}
+
+/// A control session of a live node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSpec {
+    /// The id both ends' devices use.
+    pub id: u32,
+    /// The peer node's `session_listen` address.
+    pub peer: SocketAddr,
 }
 
 fn one() -> u64 {
@@ -194,6 +218,22 @@ impl NodeConfig {
         if ids.windows(2).any(|w| w[0] == w[1]) {
             return Err("two ports have the same id".into());
         }
+        if !c.sessions.is_empty() && c.session_listen.is_none() {
+            return Err("session: a node with control sessions needs `session_listen`".into());
+        }
+        let mut ids: Vec<u32> = c.sessions.iter().map(|s| s.id).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("session: two sessions have id {}", w[0]));
+        }
+        for s in &c.sessions {
+            if Some(s.peer) == c.session_listen {
+                return Err(format!(
+                    "session {}: peer {} is this node's own session_listen",
+                    s.id, s.peer
+                ));
+            }
+        }
         Ok(c)
     }
 
@@ -243,6 +283,17 @@ udp = { local = "127.0.0.1:40001", peer = "127.0.0.1:40002" }
         let bad = NodeConfig::from_toml(&text.replace("program", "progrm")).unwrap_err();
         assert!(bad.contains("progrm") && bad.contains("line"), "{bad}");
         assert_eq!(parse_mac("02:00:00:00:00:0a"), Some([2, 0, 0, 0, 0, 10]));
+        let with_sessions = text.replace(
+            "[device]",
+            "session_listen = \"127.0.0.1:7700\"\n[[session]]\nid = 1\npeer = \"127.0.0.1:7701\"\n[device]",
+        );
+        let c = NodeConfig::from_toml(&with_sessions).unwrap();
+        assert_eq!(c.sessions[0].id, 1);
+        assert_eq!(NodeConfig::from_toml(&c.to_toml()).unwrap(), c);
+        let e = NodeConfig::from_toml(&with_sessions.replace("session_listen", "# ")).unwrap_err();
+        assert!(e.contains("session_listen"), "{e}");
+        let e = NodeConfig::from_toml(&with_sessions.replace("peer", "pear")).unwrap_err();
+        assert!(e.contains("pear") && e.contains("line"), "{e}");
         assert_eq!(parse_mac("02:00"), None);
     }
 }

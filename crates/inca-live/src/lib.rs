@@ -8,6 +8,7 @@
 //!   AF_PACKET (root), so a switch process can sit between namespaces.
 //! - [`capture`] — a pcap of every frame a port carries.
 //! - [`config`] — what `inca node --config FILE` reads.
+//! - [`session`] — control sessions between nodes over real TCP.
 //! - [`runner`] — the live driver: wall-clock time, timers, batched frame
 //!   I/O, one device per thread.
 //! - [`testbed`] — a scenario's topology built live (namespaces, veth pairs,
@@ -18,5 +19,6 @@ pub mod config;
 pub mod packet;
 pub mod port;
 pub mod runner;
+pub mod session;
 pub mod testbed;
 pub mod udp;

@@ -16,6 +16,13 @@
 //! then withdraws the dead next hop after its detection delay. Links start
 //! up (the simulator's assumption); a port whose link is down when the
 //! runner starts is reported at the first poll.
+//!
+//! A runner given control sessions ([`crate::session`]) polls their TCP
+//! connections each step and hands their events to the device as
+//! `Input::Session`; a message the device sends on a session is written at
+//! once (its time is at most a CPU handler's cost away, below what the
+//! runner can time, as with `slack`), and a refusal comes back as an
+//! event in the next step.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -25,10 +32,12 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use inca_switch::device::{
-    device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId,
+    device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId, Refusal,
+    SessionEvent,
 };
 
 use crate::port::{Port, BATCH};
+use crate::session::LiveSessions;
 
 /// Bound on frames held for a later transmission; more are dropped (counted).
 pub const DELAYED_LIMIT: usize = 1 << 16;
@@ -115,6 +124,10 @@ pub struct Runner<D: Device> {
     link_up: Vec<bool>,
     /// When the links are next polled.
     next_link_poll: Nanos,
+    /// The node's control sessions, if it has any.
+    sessions: Option<LiveSessions>,
+    /// Session events waiting for the device (refusals, polled events).
+    session_events: Vec<SessionEvent>,
 }
 
 impl<D: Device> Runner<D> {
@@ -143,7 +156,20 @@ impl<D: Device> Runner<D> {
             stats: RunnerStats::default(),
             link_up: Vec::new(),
             next_link_poll: 0,
+            sessions: None,
+            session_events: Vec::new(),
         }
+    }
+
+    /// The same runner with control sessions.
+    pub fn with_sessions(mut self, sessions: LiveSessions) -> Self {
+        self.sessions = Some(sessions);
+        self
+    }
+
+    /// The control sessions, if any.
+    pub fn sessions(&self) -> Option<&LiveSessions> {
+        self.sessions.as_ref()
     }
 
     /// A sender for control messages to the device (from another thread).
@@ -205,6 +231,22 @@ impl<D: Device> Runner<D> {
                         self.messages.remove(0);
                     }
                     self.messages.push((now, m));
+                }
+                Output::Session { at, session, body } => {
+                    if at < now {
+                        self.stats.contract_violations += 1;
+                    }
+                    let result = match &mut self.sessions {
+                        Some(s) => s.send(session, &body),
+                        None => Err(Refusal::Unknown),
+                    };
+                    if let Err(reason) = result {
+                        self.session_events.push(SessionEvent::Refused {
+                            session,
+                            len: body.len(),
+                            reason,
+                        });
+                    }
                 }
             }
         }
@@ -284,6 +326,18 @@ impl<D: Device> Runner<D> {
             self.input(now, Input::Control(m));
             worked = true;
         }
+        if let Some(s) = &mut self.sessions {
+            s.poll(now, &mut self.session_events);
+        }
+        // Events the device's answers add are handled in the next step.
+        for e in std::mem::take(&mut self.session_events) {
+            self.input(now, Input::Session(e));
+            worked = true;
+        }
+        if let Some(s) = &mut self.sessions {
+            // Write what the device just sent.
+            s.poll(now, &mut self.session_events);
+        }
         for p in 0..self.ports.len() {
             self.rx.clear();
             let n = self.ports[p].recv_batch(&mut self.rx, BATCH)?;
@@ -331,6 +385,14 @@ impl<D: Device> Runner<D> {
         if self.config.link_poll > 0 {
             t = Some(t.map_or(self.next_link_poll, |t| t.min(self.next_link_poll)));
         }
+        if let Some(s) = &self.sessions {
+            if s.busy() || !self.session_events.is_empty() {
+                return Some(0);
+            }
+            if let Some(due) = s.next_due() {
+                t = Some(t.map_or(due, |t| t.min(due)));
+            }
+        }
         let d = self
             .delayed
             .peek()
@@ -358,11 +420,14 @@ impl<D: Device> Runner<D> {
             std::thread::yield_now();
             return Ok(());
         }
+        let session_fds = self.sessions.as_ref().map(|s| s.fds()).unwrap_or_default();
         let mut fds: Vec<libc::pollfd> = self
             .ports
             .iter()
-            .map(|p| libc::pollfd {
-                fd: p.fd(),
+            .map(|p| p.fd())
+            .chain(session_fds)
+            .map(|fd| libc::pollfd {
+                fd,
                 events: libc::POLLIN,
                 revents: 0,
             })

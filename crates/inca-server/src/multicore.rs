@@ -617,7 +617,7 @@ impl<N: SoftwareNf> Device for MultiCoreServer<N> {
                 }
             }
             Input::LinkState { .. } => self.stats.link_changes += 1,
-            Input::Timer { .. } | Input::Control(_) => {}
+            Input::Timer { .. } | Input::Control(_) | Input::Session(_) => {}
         }
         self.run_agenda(now, out);
     }

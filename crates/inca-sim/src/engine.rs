@@ -24,12 +24,19 @@
 //! it, so a device's residence and each link's time (queueing and
 //! serialisation included) can be told apart at the receiver. The engine
 //! does it, not the devices, so every node kind can be a telemetry point.
+//!
+//! Control sessions ([`crate::session`]) join pairs of nodes outside the
+//! data network: a node's `Output::Session` goes to the session's model,
+//! whose events (up, messages, resets, refusals) come back as
+//! `Input::Session`. A session is cut and reset by its own faults; a crash
+//! of either end resets it and a restart lets it reconnect.
 
 use std::any::Any;
 use std::path::Path;
 
 use inca_switch::device::{
-    device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId,
+    device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId, Refusal,
+    SessionEvent, SessionId,
 };
 use inca_wire::telemetry::{push_stamp, Pushed, Stamp, StampPoint};
 use inca_wire::PcapWriter;
@@ -37,6 +44,7 @@ use inca_wire::PcapWriter;
 use crate::lanes::LaneAgenda;
 use crate::link::{Channel, ChannelConfig, Fate, Impairment, LossModel};
 use crate::metrics::{NodeReport, Series};
+use crate::session::{Effects, Session, SessionConfig, SessionIdx, Timer as SessionTimer};
 
 /// A simulated device: the device contract, plus what the simulator needs
 /// to report on it.
@@ -107,6 +115,15 @@ pub enum Fault {
     HealSides(Box<Sides>),
     /// A control message for a node.
     Message(NodeId, ControlMessage),
+    /// A control session is cut: nothing gets through until
+    /// [`Fault::SessionHeal`]; a cut lasting the session's `reset_after`
+    /// resets it.
+    SessionCut(SessionIdx),
+    /// A cut of the session ends.
+    SessionHeal(SessionIdx),
+    /// A control session is reset: both ends hear it, what was in flight
+    /// is lost.
+    SessionReset(SessionIdx),
 }
 
 impl Fault {
@@ -121,7 +138,10 @@ impl Fault {
             Fault::Partition(..) | Fault::PartitionSides(_) => Some("partition"),
             Fault::SetLoss(..) => Some("loss"),
             Fault::Impair { .. } => Some("impair"),
-            Fault::LinkUp(_)
+            Fault::SessionCut(_) => Some("session_cut"),
+            Fault::SessionReset(_) => Some("session_reset"),
+            Fault::SessionHeal(_)
+            | Fault::LinkUp(_)
             | Fault::Restart(_)
             | Fault::Heal(..)
             | Fault::HealSides(_)
@@ -175,6 +195,9 @@ pub struct EngineStats {
     pub crashed_drops: u64,
     /// Inputs dropped because a paused node's backlog was full.
     pub paused_drops: u64,
+    /// Session messages a node sent on a session it is not an end of
+    /// (refused, the node told).
+    pub session_unknown: u64,
     /// Outputs that broke the device contract ([`inca_switch::device`]): a
     /// transmission or a timer set before the `now` of the call that made
     /// it. Each is carried out at `now` (time cannot go back) and counted;
@@ -276,6 +299,15 @@ enum Event {
     },
     Fault(Box<Fault>),
     Resume(NodeId),
+    /// A session's own timer.
+    Session {
+        session: SessionIdx,
+        timer: SessionTimer,
+    },
+    /// A session event for a node.
+    SessionInput(Box<(NodeId, SessionEvent)>),
+    /// A node's session message whose time has come.
+    SessionSend(Box<(NodeId, SessionId, Vec<u8>)>),
 }
 
 /// The simulation. See the module documentation.
@@ -285,6 +317,7 @@ pub struct Simulation {
     bin: Nanos,
     nodes: Vec<NodeSlot>,
     links: Vec<LinkSlot>,
+    sessions: Vec<Session<NodeId>>,
     agenda: LaneAgenda<Event>,
     out: Vec<Output>,
     started: bool,
@@ -312,6 +345,7 @@ impl Simulation {
             bin: bin.max(1),
             nodes: Vec::new(),
             links: Vec::new(),
+            sessions: Vec::new(),
             agenda: LaneAgenda::default(),
             out: Vec::new(),
             started: false,
@@ -466,6 +500,134 @@ impl Simulation {
         Ok(id)
     }
 
+    /// Declares control session `id` between nodes `a` and `b` (see
+    /// [`crate::session`]). An id must be unique at each of its ends.
+    /// Sessions are declared before the run starts.
+    pub fn add_session(
+        &mut self,
+        name: &str,
+        id: SessionId,
+        a: NodeId,
+        b: NodeId,
+        config: SessionConfig,
+    ) -> Result<SessionIdx, String> {
+        for n in [a, b] {
+            if n.0 as usize >= self.nodes.len() {
+                return Err(format!("no node with index {}", n.0));
+            }
+        }
+        if a == b {
+            return Err("a session joins two different nodes".into());
+        }
+        if self.started {
+            return Err("sessions are declared before the run starts".into());
+        }
+        config.check().map_err(|(f, e)| format!("{f}: {e}"))?;
+        if let Some(other) = self
+            .sessions
+            .iter()
+            .find(|s| s.id == id && (s.end_of(a).is_some() || s.end_of(b).is_some()))
+        {
+            return Err(format!(
+                "{id} is already session {:?} at one of these nodes: give it another id",
+                other.name
+            ));
+        }
+        if self.sessions.iter().any(|s| s.name == name) {
+            return Err(format!("two sessions are named {name:?}"));
+        }
+        let index = self.sessions.len() as u64;
+        let idx = SessionIdx(index as u32);
+        self.sessions
+            .push(Session::new(id, name, [a, b], config, self.seed, index));
+        Ok(idx)
+    }
+
+    /// The session named `name`.
+    pub fn session_id(&self, name: &str) -> Option<SessionIdx> {
+        self.sessions
+            .iter()
+            .position(|s| s.name == name)
+            .map(|i| SessionIdx(i as u32))
+    }
+
+    /// Session `idx`, for its state and counters.
+    pub fn session(&self, idx: SessionIdx) -> Option<&Session<NodeId>> {
+        self.sessions.get(idx.0 as usize)
+    }
+
+    /// Number of sessions.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Carries out what a session asked for: its timers onto the agenda,
+    /// its events to the nodes (through the agenda, now, so that a node
+    /// answering a refusal with another send does not recurse).
+    fn session_effects(&mut self, session: SessionIdx, fx: Effects<NodeId>) {
+        for (at, timer) in fx.schedule {
+            self.agenda
+                .push(lane::MISC, at, Event::Session { session, timer });
+        }
+        for d in fx.deliver {
+            self.agenda
+                .push(lane::MISC, self.now, Event::SessionInput(Box::new(d)));
+        }
+    }
+
+    /// Runs `f` on session `idx` now and carries out its effects.
+    fn with_session(
+        &mut self,
+        idx: SessionIdx,
+        f: impl FnOnce(&mut Session<NodeId>, Nanos, &mut Effects<NodeId>),
+    ) {
+        let now = self.now;
+        let Some(s) = self.sessions.get_mut(idx.0 as usize) else {
+            return;
+        };
+        let mut fx = Effects::default();
+        f(s, now, &mut fx);
+        self.session_effects(idx, fx);
+    }
+
+    /// Node `node` sends `body` on its session `id` now.
+    fn session_send(&mut self, node: NodeId, id: SessionId, body: Vec<u8>) {
+        let found = self
+            .sessions
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| Some((i, s.end_of(node)?)).filter(|_| s.id == id));
+        match found {
+            Some((i, end)) => self.with_session(SessionIdx(i as u32), |s, now, fx| {
+                s.send(now, end, body, fx)
+            }),
+            None => {
+                self.stats.session_unknown += 1;
+                let refused = SessionEvent::Refused {
+                    session: id,
+                    len: body.len(),
+                    reason: Refusal::Unknown,
+                };
+                self.agenda.push(
+                    lane::MISC,
+                    self.now,
+                    Event::SessionInput(Box::new((node, refused))),
+                );
+            }
+        }
+    }
+
+    /// Tells every session of `node` that it crashed or restarted.
+    fn sessions_end_state(&mut self, node: NodeId, up: bool) {
+        for i in 0..self.sessions.len() {
+            if let Some(end) = self.sessions[i].end_of(node) {
+                self.with_session(SessionIdx(i as u32), |s, now, fx| {
+                    s.end_state(now, end, up, fx)
+                });
+            }
+        }
+    }
+
     /// Writes every frame delivered on `link` (both directions) to a pcap
     /// file at `path`.
     pub fn capture(&mut self, link: LinkId, path: &Path) -> Result<(), inca_wire::PcapError> {
@@ -566,6 +728,9 @@ impl Simulation {
             self.apply(NodeId(i as u32), &mut out);
             self.out = out;
         }
+        for i in 0..self.sessions.len() {
+            self.with_session(SessionIdx(i as u32), |s, now, fx| s.start(now, fx));
+        }
     }
 
     /// Runs until virtual time `end` (events at `end` included), calling
@@ -629,6 +794,17 @@ impl Simulation {
             }
             Event::Fault(f) => self.fault(*f),
             Event::Resume(node) => self.resume(node),
+            Event::Session { session, timer } => {
+                self.with_session(session, |s, now, fx| s.on_timer(now, timer, fx))
+            }
+            Event::SessionInput(d) => {
+                let (node, event) = *d;
+                self.input(node, Input::Session(event));
+            }
+            Event::SessionSend(m) => {
+                let (node, session, body) = *m;
+                self.session_send(node, session, body);
+            }
         }
     }
 
@@ -716,6 +892,20 @@ impl Simulation {
                     );
                 }
                 Output::Control(m) => self.messages.push((self.now, node, m)),
+                Output::Session { at, session, body } => {
+                    if at < self.now {
+                        self.violation(node, "session message", at);
+                    }
+                    if at <= self.now {
+                        self.session_send(node, session, body);
+                    } else {
+                        self.agenda.push(
+                            lane::MISC,
+                            at,
+                            Event::SessionSend(Box::new((node, session, body))),
+                        );
+                    }
+                }
             }
         }
     }
@@ -857,6 +1047,7 @@ impl Simulation {
                 for l in self.links_of(n) {
                     self.refresh_link(l);
                 }
+                self.sessions_end_state(n, false);
             }
             Fault::Restart(n) => {
                 let Some(slot) = self.nodes.get_mut(n.0 as usize) else {
@@ -871,6 +1062,7 @@ impl Simulation {
                 slot.node.restart(self.now, &mut slot.rng, &mut out);
                 self.apply(n, &mut out);
                 self.out = out;
+                self.sessions_end_state(n, true);
                 for l in self.links_of(n) {
                     self.refresh_link(l);
                     // A link still held down: the restarted node, which
@@ -920,6 +1112,9 @@ impl Simulation {
                 }
             }
             Fault::Message(n, m) => self.input(n, Input::Control(m)),
+            Fault::SessionCut(x) => self.with_session(x, |s, now, fx| s.cut(now, fx)),
+            Fault::SessionHeal(x) => self.with_session(x, |s, now, fx| s.heal(now, fx)),
+            Fault::SessionReset(x) => self.with_session(x, |s, now, fx| s.reset(now, fx)),
         }
     }
 
@@ -992,15 +1187,51 @@ impl Simulation {
                 )
             }
             Fault::Message(x, m) => format!("message kind {} to {}", m.kind, n(x)),
+            Fault::SessionCut(x) | Fault::SessionHeal(x) | Fault::SessionReset(x) => {
+                let name = self
+                    .sessions
+                    .get(x.0 as usize)
+                    .map_or("?", |s| s.name.as_str());
+                let what = match fault {
+                    Fault::SessionCut(_) => "cut",
+                    Fault::SessionHeal(_) => "healed",
+                    _ => "reset",
+                };
+                format!("session {name} {what}")
+            }
         }
     }
 
-    /// Reports of every node, as of now.
+    /// Reports of every node, as of now; a session's counters are in the
+    /// report of each of its ends (`session/<name>/<counter>`, this end's).
     pub fn node_reports(&self) -> Vec<(String, &'static str, NodeReport)> {
-        self.nodes
+        let mut reports: Vec<_> = self
+            .nodes
             .iter()
             .map(|s| (s.name.clone(), s.node.kind(), s.node.report(self.now)))
-            .collect()
+            .collect();
+        for s in &self.sessions {
+            for (end, node) in s.ends.iter().enumerate() {
+                let st = &s.stats[end];
+                let counters = &mut reports[node.0 as usize].2.counters;
+                for (k, v) in [
+                    ("messages_sent", st.messages_sent),
+                    ("bytes_sent", st.bytes_sent),
+                    ("messages_received", st.messages_received),
+                    ("refused", st.refused),
+                    ("segments", st.segments),
+                    ("retransmits", st.retransmits),
+                    ("segments_lost", st.segments_lost),
+                    ("cut_drops", st.cut_drops),
+                    ("messages_lost", st.messages_lost),
+                    ("ups", st.ups),
+                    ("resets", st.resets),
+                ] {
+                    counters.insert(format!("session/{}/{k}", s.name), v);
+                }
+            }
+        }
+        reports
     }
 
     /// (name, ends, stats, configuration, throughput and queue series) of

@@ -15,6 +15,9 @@
 //! - [`partition`] — which side of a partition every node is on.
 //! - [`quantity`] — times, rates and sizes as scenario files write them.
 //! - [`random_faults`] — fault schedules drawn from a seed, for campaigns.
+//! - [`session`] — control sessions between nodes (a reliable, ordered
+//!   message stream over a management network: rate, latency, loss with
+//!   retransmission, cut and reset).
 //! - [`scenario`] — scenario files (TOML) and how they become a simulation;
 //!   [`run`] — running one and writing its results.
 //! - [`tcp`] — TCP endpoints (smoltcp) for hosts.
@@ -29,6 +32,7 @@ pub mod quantity;
 pub mod random_faults;
 pub mod run;
 pub mod scenario;
+pub mod session;
 pub mod smartnic;
 pub mod tcp;
 

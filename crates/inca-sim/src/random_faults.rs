@@ -13,7 +13,10 @@
 //!   restored to what the link is configured with;
 //! - `partition`: the partition nodes are split into two random non-empty
 //!   groups, the network is cut between them ([`crate::partition`]), then
-//!   healed.
+//!   healed;
+//! - `session_cut`: a candidate control session is cut, then healed (a cut
+//!   longer than the session's `reset_after` resets it);
+//! - `session_reset`: a candidate control session is reset.
 //!
 //! ```toml
 //! [random_faults]
@@ -26,6 +29,7 @@
 //! links = ["agg1-core"]             # link flap targets
 //! impair = { loss = 0.05, duplicate = 0.01, reorder = 0.05, reorder_delay = "200us", jitter = "50us", links = ["agg1-tors"], for = "4ms" }
 //! partition_nodes = ["agg1", "agg2", "st1", "st2", "st3"]
+//! sessions = ["hub-dev1"]           # session_cut / session_reset targets (default: all)
 //! ```
 
 use inca_switch::device::Nanos;
@@ -37,6 +41,7 @@ use toml::Spanned;
 use crate::engine::{Fault, LinkId, NodeId, Simulation};
 use crate::link::{Impairment, LossModel};
 use crate::quantity::{de_opt_time, de_time};
+use crate::session::SessionIdx;
 
 /// `[random_faults]` as written. See the module documentation.
 #[derive(Debug, Deserialize)]
@@ -69,6 +74,10 @@ pub struct RandomFaults {
     /// Nodes a partition splits (default: `nodes`).
     #[serde(default)]
     pub partition_nodes: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Candidate control sessions for session cuts and resets (default:
+    /// every session).
+    #[serde(default)]
+    pub sessions: Option<Vec<Spanned<String>>>,
 }
 
 /// `impair = { .. }` as written: the largest value each impairment may be
@@ -112,16 +121,22 @@ pub enum Kind {
     Impair,
     /// Partition, then heal.
     Partition,
+    /// Control-session cut, then heal.
+    SessionCut,
+    /// Control-session reset.
+    SessionReset,
 }
 
 impl Kind {
     /// Every kind and its name in scenarios.
-    pub const ALL: [(Kind, &'static str); 5] = [
+    pub const ALL: [(Kind, &'static str); 7] = [
         (Kind::Link, "link"),
         (Kind::Crash, "crash"),
         (Kind::Pause, "pause"),
         (Kind::Impair, "impair"),
         (Kind::Partition, "partition"),
+        (Kind::SessionCut, "session_cut"),
+        (Kind::SessionReset, "session_reset"),
     ];
 
     /// The kind called `name`.
@@ -196,6 +211,8 @@ pub struct Plan {
     pub impair_for: Nanos,
     /// Nodes a partition splits (two or more, distinct).
     pub partition_nodes: Vec<NodeId>,
+    /// Control sessions cut or reset.
+    pub sessions: Vec<SessionIdx>,
 }
 
 impl Plan {
@@ -208,6 +225,12 @@ impl Plan {
             self.impair
                 .check()
                 .map_err(|(f, e)| format!("impair.{f}: {e}"))?;
+        }
+        let session_kinds = [Kind::SessionCut, Kind::SessionReset];
+        if self.sessions.is_empty() && self.kinds.iter().any(|k| session_kinds.contains(k)) {
+            return Err(
+                "kinds: session_cut and session_reset need a control session ([[session]])".into(),
+            );
         }
         if self.kinds.contains(&Kind::Partition) {
             let mut p = self.partition_nodes.clone();
@@ -284,6 +307,15 @@ pub fn schedule(plan: &Plan, sim: &mut Simulation, seed: u64) -> usize {
                 let sides = crate::partition::sides(sim, [nodes, b], &mut rng);
                 sim.schedule(t, Fault::PartitionSides(Box::new(sides.clone())));
                 sim.schedule(end, Fault::HealSides(Box::new(sides)));
+            }
+            Kind::SessionCut if !plan.sessions.is_empty() => {
+                let x = plan.sessions[rng.gen_range(0..plan.sessions.len())];
+                sim.schedule(t, Fault::SessionCut(x));
+                sim.schedule(end, Fault::SessionHeal(x));
+            }
+            Kind::SessionReset if !plan.sessions.is_empty() => {
+                let x = plan.sessions[rng.gen_range(0..plan.sessions.len())];
+                sim.schedule(t, Fault::SessionReset(x));
             }
             _ => continue,
         }

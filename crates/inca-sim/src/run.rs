@@ -55,6 +55,22 @@ pub fn run(
     for (t, what) in &built.sim.fault_log {
         highlights.push(format!("{:>10}  fault: {what}", format_time(*t)));
     }
+    for i in 0..built.sim.session_count() {
+        let Some(s) = built.sim.session(crate::session::SessionIdx(i as u32)) else {
+            continue;
+        };
+        let [a, b] = s.stats;
+        highlights.push(format!(
+            "session {}: {} + {} messages delivered, {} retransmits, {} resets, {} messages lost, {} refused",
+            s.name,
+            b.messages_received,
+            a.messages_received,
+            a.retransmits + b.retransmits,
+            s.resets,
+            a.messages_lost + b.messages_lost,
+            a.refused + b.refused
+        ));
+    }
     for (name, kind, report) in &nodes {
         if *kind == "host" {
             for note in &report.notes {

@@ -49,10 +49,16 @@
 //! loss = 0.001                      # or { p_good_to_bad = .., p_bad_to_good = .., loss_good = .., loss_bad = .. }
 //! capture = "h1-tor1.pcap"
 //!
+//! [[session]]                       # a control session (crate::session)
+//! a = "agg1"
+//! b = "store1"
+//! id = 1
+//!
 //! [[fault]]
 //! at = "5ms"
 //! crash = "agg1"                    # or link_down / link_up = "link name",
-//! for = "1ms"                       # restart / pause / partition / heal / loss
+//! for = "1ms"                       # restart / pause / partition / heal / loss,
+//!                                   # session_cut / session_reset = "session name"
 //! ```
 //!
 //! `[random_faults]` draws faults from the seed: see [`crate::random_faults`].
@@ -127,6 +133,9 @@ pub struct Scenario {
     /// Links.
     #[serde(default)]
     pub link: Vec<LinkSpec>,
+    /// Control sessions.
+    #[serde(default)]
+    pub session: Vec<crate::session::SessionSpec>,
     /// Scheduled faults.
     #[serde(default)]
     pub fault: Vec<FaultSpec>,
@@ -407,6 +416,10 @@ pub struct FaultSpec {
     pub heal: Option<Spanned<[Vec<String>; 2]>>,
     /// A link's loss changes: `{ link = "..", loss = .. }`.
     pub loss: Option<Spanned<LossChange>>,
+    /// A control session is cut (healed after `for`, if given).
+    pub session_cut: Option<Spanned<String>>,
+    /// A control session is reset.
+    pub session_reset: Option<Spanned<String>>,
 }
 
 /// A loss-rate change.
@@ -1191,6 +1204,33 @@ impl Loaded {
             }
         }
 
+        // Control sessions.
+        let mut session_ids = BTreeMap::new();
+        let declared = crate::session::resolve(&sc.session, &names)
+            .map_err(|(span, f, e)| self.err_at(span, &format!("session.{f}"), e))?;
+        for (d, spec) in declared.into_iter().zip(&sc.session) {
+            let [a, b] = d.ends;
+            let idx = sim
+                .add_session(&d.name, d.id, a, b, d.config)
+                .map_err(|e| {
+                    let span = spec.id.as_ref().map_or(spec.a.span(), |i| i.span());
+                    self.err_at(span, "session", e)
+                })?;
+            session_ids.insert(d.name, idx);
+        }
+        let session = |s: &Spanned<String>, field: &str| {
+            session_ids.get(s.get_ref()).copied().ok_or_else(|| {
+                self.err_at(
+                    s.span(),
+                    field,
+                    format!(
+                        "no session named {:?} (sessions are named a-b by their nodes unless given a name)",
+                        s.get_ref()
+                    ),
+                )
+            })
+        };
+
         // Faults.
         let node = |s: &Spanned<String>, field: &str| {
             names.get(s.get_ref()).copied().ok_or_else(|| {
@@ -1225,13 +1265,15 @@ impl Loaded {
                 f.partition.is_some(),
                 f.heal.is_some(),
                 f.loss.is_some(),
+                f.session_cut.is_some(),
+                f.session_reset.is_some(),
             ];
             if kinds.iter().filter(|&&k| k).count() != 1 {
                 return Err(self.err_at(
                     self.table_header("fault", i).unwrap_or(0..0),
                     "fault",
                     format!(
-                        "fault at {} ns: give exactly one of link_down, link_up, crash, restart, pause, partition, heal, loss",
+                        "fault at {} ns: give exactly one of link_down, link_up, crash, restart, pause, partition, heal, loss, session_cut, session_reset",
                         f.at
                     ),
                 ));
@@ -1288,10 +1330,24 @@ impl Loaded {
                     .model()
                     .map_err(|e| self.err_at(c.span(), "loss", e))?;
                 sim.schedule(f.at, Fault::SetLoss(id, model));
+            } else if let Some(x) = &f.session_cut {
+                let id = session(x, "session_cut")?;
+                sim.schedule(f.at, Fault::SessionCut(id));
+                if let Some(t) = after {
+                    sim.schedule(t, Fault::SessionHeal(id));
+                }
+            } else if let Some(x) = &f.session_reset {
+                sim.schedule(f.at, Fault::SessionReset(session(x, "session_reset")?));
             }
         }
         if let Some(r) = &sc.random_faults {
-            self.random_faults(r, &mut sim, seed, &names, &link_ids, &is_host, sc.duration)?;
+            let targets = Targets {
+                names: &names,
+                links: &link_ids,
+                sessions: &session_ids,
+                is_host: &is_host,
+            };
+            self.random_faults(r, &mut sim, seed, &targets, sc.duration)?;
         }
         if let (false, Some(dir)) = (captures.is_empty(), out) {
             std::fs::create_dir_all(dir)
@@ -1310,17 +1366,15 @@ impl Loaded {
 
     /// Resolves `[random_faults]` against the topology and schedules the
     /// draw for `seed` (see [`crate::random_faults`]).
-    #[allow(clippy::too_many_arguments)]
     fn random_faults(
         &self,
         r: &RandomFaults,
         sim: &mut Simulation,
         seed: u64,
-        names: &BTreeMap<String, NodeId>,
-        links: &BTreeMap<String, LinkId>,
-        is_host: &[bool],
+        t: &Targets<'_>,
         duration: Nanos,
     ) -> Result<(), ScenarioError> {
+        let (names, links, is_host) = (t.names, t.links, t.is_host);
         self.check_random_faults(r)?;
         let field = |f: &str| format!("random_faults.{f}");
         let nodes_of = |list: &[Spanned<String>], f: &str| -> Result<Vec<NodeId>, ScenarioError> {
@@ -1370,6 +1424,21 @@ impl Loaded {
             Some(p) => nodes_of(p.get_ref(), "partition_nodes")?,
             None => nodes.clone(),
         };
+        let sessions = match &r.sessions {
+            Some(list) => list
+                .iter()
+                .map(|x| {
+                    t.sessions.get(x.get_ref()).copied().ok_or_else(|| {
+                        self.err_at(
+                            x.span(),
+                            &field("sessions"),
+                            format!("no session named {:?}", x.get_ref()),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            None => t.sessions.values().copied().collect(),
+        };
         let plan = Plan {
             start: r.start.unwrap_or(0),
             stop: r.stop.unwrap_or(duration),
@@ -1387,12 +1456,21 @@ impl Loaded {
             impair_links,
             impair_for: impair.and_then(|i| i.window).unwrap_or(r.down_for),
             partition_nodes,
+            sessions,
         };
         plan.check()
             .map_err(|e| self.err_at(self.section_header("random_faults"), "random_faults", e))?;
         crate::random_faults::schedule(&plan, sim, seed);
         Ok(())
     }
+}
+
+/// What random faults may hit, by name.
+struct Targets<'a> {
+    names: &'a BTreeMap<String, NodeId>,
+    links: &'a BTreeMap<String, LinkId>,
+    sessions: &'a BTreeMap<String, crate::session::SessionIdx>,
+    is_host: &'a [bool],
 }
 
 /// The maxima an `impair` table gives (absent: zero, left as configured).

@@ -41,7 +41,10 @@ impl Device for Reflector {
                     token: REPORT,
                 });
             }
-            Input::Timer { .. } | Input::Control(_) | Input::LinkState { .. } => {}
+            Input::Timer { .. }
+            | Input::Control(_)
+            | Input::LinkState { .. }
+            | Input::Session(_) => {}
         }
     }
 

@@ -1,9 +1,10 @@
 //! The device contract: every device in inca is a sans-IO state machine.
 //!
 //! A device is handed one [`Input`] at a time — a frame that arrived on one of
-//! its ports, a timer it set earlier that has now fired, or a control message —
-//! together with the current time in integer nanoseconds. It answers by pushing
-//! [`Output`]s: frames to transmit on its ports and timers to set. It never
+//! its ports, a timer it set earlier that has now fired, a control message or
+//! an event of one of its control sessions — together with the current time
+//! in integer nanoseconds. It answers by pushing [`Output`]s: frames to
+//! transmit on its ports, timers to set and messages to send on a session. It never
 //! reads a clock, a socket or a global RNG; randomness comes from the
 //! [`DeviceRng`] the driver seeded and handed to it. The simulator and the live
 //! runtime are two drivers of the same device code (DESIGN.md, principle 1).
@@ -19,6 +20,17 @@
 //!   at most one pending timer per token). Drivers deliver a fired timer with
 //!   [`Input::Timer`] at exactly its time in simulation, as soon as possible
 //!   after it in live mode.
+//!
+//! Control sessions ([`SessionId`], [`SessionEvent`]) are reliable, ordered,
+//! message-oriented channels between two nodes over a management network
+//! (TCP between `inca node` processes live; a modelled stream in the
+//! simulator). The driver, not the device, declares them and keeps them up:
+//! a device learns a session is usable from [`SessionEvent::Up`], gets the
+//! peer's messages in the order they were sent, exactly once, and hears of a
+//! reset ([`SessionEvent::Reset`]) at both ends, after which nothing it sent
+//! before is delivered. A message sent while the session is not up, or that
+//! does not fit the bounded send buffer, is refused
+//! ([`SessionEvent::Refused`]), never dropped silently.
 
 use rand::SeedableRng;
 
@@ -61,6 +73,85 @@ pub struct ControlMessage {
     pub body: Vec<u8>,
 }
 
+/// A control session, by the number its declaration gives it (both ends
+/// use the same number; see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct SessionId(pub u32);
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "session {}", self.0)
+    }
+}
+
+/// Bound on one session message's body, both drivers (a larger one is
+/// refused): 16 MiB, far above any control message.
+pub const SESSION_MESSAGE_LIMIT: usize = 16 << 20;
+
+/// Something that happened on one of a device's control sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEvent {
+    /// The session is established: messages can be sent on it.
+    Up {
+        /// The session.
+        session: SessionId,
+    },
+    /// A message from the peer, in the order the peer sent it.
+    Message {
+        /// The session.
+        session: SessionId,
+        /// The message body.
+        body: Vec<u8>,
+    },
+    /// The session was reset (cut too long, reset by a fault, the peer
+    /// crashed, the connection dropped). Both ends hear it. Messages this
+    /// end had sent and the peer had not yet received are lost: `lost`
+    /// counts them. The driver re-establishes the session and says so with
+    /// [`SessionEvent::Up`].
+    Reset {
+        /// The session.
+        session: SessionId,
+        /// This end's messages lost with the reset.
+        lost: u64,
+    },
+    /// A message this device sent was not accepted: the session is not up,
+    /// unknown here, the send buffer is full, or the body is over
+    /// [`SESSION_MESSAGE_LIMIT`].
+    Refused {
+        /// The session.
+        session: SessionId,
+        /// The refused message's length.
+        len: usize,
+        /// Why.
+        reason: Refusal,
+    },
+}
+
+impl SessionEvent {
+    /// The session the event is about.
+    pub fn session(&self) -> SessionId {
+        match self {
+            SessionEvent::Up { session }
+            | SessionEvent::Message { session, .. }
+            | SessionEvent::Reset { session, .. }
+            | SessionEvent::Refused { session, .. } => *session,
+        }
+    }
+}
+
+/// Why a session message was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No session with that id at this node.
+    Unknown,
+    /// The session is not up (not yet established, or reset).
+    Down,
+    /// The send buffer has no room for it.
+    BufferFull,
+    /// The body is over [`SESSION_MESSAGE_LIMIT`].
+    TooLarge,
+}
+
 /// What a device is handed.
 #[derive(Debug)]
 pub enum Input {
@@ -72,6 +163,8 @@ pub enum Input {
     Control(ControlMessage),
     /// The link on `port` went down (`up == false`) or came back up.
     LinkState { port: PortId, up: bool },
+    /// Something happened on one of the device's control sessions.
+    Session(SessionEvent),
 }
 
 /// What a device answers with.
@@ -87,6 +180,13 @@ pub enum Output {
     Timer { at: Nanos, token: u64 },
     /// A control message for whoever drives the device (an experiment, a test).
     Control(ControlMessage),
+    /// Send `body` to the peer on `session` at time `at` (after what the
+    /// device sent on it before).
+    Session {
+        at: Nanos,
+        session: SessionId,
+        body: Vec<u8>,
+    },
 }
 
 /// A sans-IO device. See the module documentation for the contract.

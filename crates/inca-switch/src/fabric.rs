@@ -13,7 +13,9 @@
 //! one per packet). A frame sent on a port with no wire leaves the fabric: it is
 //! counted per port and either kept ([`Fabric::keep_egress`]) or its buffer
 //! recycled. A tap ([`Fabric::tap`]) copies what a node sends on a port;
-//! control messages devices send are captured. Frames fed from templates
+//! control messages and session messages devices send are captured (the
+//! fabric models no sessions: a test hands session events in with
+//! [`Fabric::session`]). Frames fed from templates
 //! ([`Fabric::set_stream`], [`Fabric::push`]) are cut into recycled
 //! buffers, so the loop allocates nothing per event beyond the frames and a
 //! benchmark measures the devices, not the allocator.
@@ -35,7 +37,10 @@ use std::any::Any;
 use rand::Rng;
 
 use crate::agenda::Agenda;
-use crate::device::{device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId};
+use crate::device::{
+    device_rng, ControlMessage, Device, DeviceRng, Input, Nanos, Output, PortId, SessionEvent,
+    SessionId,
+};
 
 /// A node of a fabric: its index, in the order devices were added.
 pub type NodeIx = usize;
@@ -211,7 +216,21 @@ pub(crate) struct Core {
     pub(crate) egress: Vec<Sent>,
     pub(crate) tapped: Vec<Sent>,
     pub(crate) messages: Vec<(Nanos, NodeIx, ControlMessage)>,
+    pub(crate) session_sent: Vec<SessionSent>,
     pub(crate) stats: FabricStats,
+}
+
+/// A message a device sent on a control session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSent {
+    /// When it leaves the device.
+    pub at: Nanos,
+    /// The node that sent it.
+    pub node: NodeIx,
+    /// The session.
+    pub session: SessionId,
+    /// The message.
+    pub body: Vec<u8>,
 }
 
 impl Core {
@@ -231,6 +250,7 @@ impl Core {
             egress: Vec::new(),
             tapped: Vec::new(),
             messages: Vec::new(),
+            session_sent: Vec::new(),
             stats: FabricStats::default(),
         }
     }
@@ -339,6 +359,19 @@ impl Core {
                 Output::Control(m) => {
                     if self.messages.len() < MAX_MESSAGES {
                         self.messages.push((self.now, node, m));
+                    } else {
+                        self.stats.message_drops += 1;
+                    }
+                }
+                Output::Session { at, session, body } => {
+                    let at = self.on_time(at);
+                    if self.session_sent.len() < MAX_MESSAGES {
+                        self.session_sent.push(SessionSent {
+                            at,
+                            node,
+                            session,
+                            body,
+                        });
                     } else {
                         self.stats.message_drops += 1;
                     }
@@ -484,6 +517,17 @@ impl Core {
         self.run_until(devs, at);
         self.stats.injected += 1;
         self.input(devs, node, Input::Frame { port, frame });
+    }
+
+    pub(crate) fn session<D: Device>(
+        &mut self,
+        devs: &mut [D],
+        at: Nanos,
+        node: NodeIx,
+        event: SessionEvent,
+    ) {
+        self.run_until(devs, at);
+        self.input(devs, node, Input::Session(event));
     }
 
     pub(crate) fn control<D: Device>(
@@ -655,6 +699,11 @@ impl<D: Device> Fabric<D> {
         self.core.control(&mut self.devices, at, node, message);
     }
 
+    /// Hands a control-session event to `node` at `at`.
+    pub fn session(&mut self, at: Nanos, node: NodeIx, event: SessionEvent) {
+        self.core.session(&mut self.devices, at, node, event);
+    }
+
     /// Takes `node`'s `port` (and its wire) down or up at `at`.
     pub fn link(&mut self, at: Nanos, node: NodeIx, port: PortId, up: bool) {
         self.core.link(&mut self.devices, at, node, port, up);
@@ -709,6 +758,11 @@ impl<D: Device> Fabric<D> {
     /// Takes the control messages devices sent: (time, node, message).
     pub fn take_messages(&mut self) -> Vec<(Nanos, NodeIx, ControlMessage)> {
         std::mem::take(&mut self.core.messages)
+    }
+
+    /// Takes the messages devices sent on control sessions.
+    pub fn take_session_sent(&mut self) -> Vec<SessionSent> {
+        std::mem::take(&mut self.core.session_sent)
     }
 }
 

@@ -1,11 +1,11 @@
 //! A driver for one device on its own, for tests: a one-node
 //! [`crate::fabric`] whose every port is open, recording what the device
-//! transmits and the control messages it sends. It fires the device's
+//! transmits and the control and session messages it sends. It fires the device's
 //! timers in time order as virtual time advances, and panics when the
 //! device breaks the contract (an output in the past): in a test that is
 //! the bug to see. The simulator (`inca-sim`) is the general driver.
 
-use crate::device::{ControlMessage, Device, Nanos, PortId};
+use crate::device::{ControlMessage, Device, Nanos, PortId, SessionEvent, SessionId};
 use crate::fabric::Core;
 
 /// A frame a device transmitted.
@@ -28,6 +28,8 @@ pub struct Harness<D: Device> {
     pub transmitted: Vec<Transmitted>,
     /// Control messages the device sent out.
     pub messages: Vec<ControlMessage>,
+    /// Messages the device sent on control sessions: (time, session, body).
+    pub session_sent: Vec<(Nanos, SessionId, Vec<u8>)>,
     /// When false, transmitted frames are counted but not kept (benchmarks).
     pub keep_frames: bool,
     /// Number of frames transmitted.
@@ -44,6 +46,7 @@ impl<D: Device> Harness<D> {
             core,
             transmitted: Vec::new(),
             messages: Vec::new(),
+            session_sent: Vec::new(),
             keep_frames: true,
             transmit_count: 0,
         };
@@ -74,6 +77,12 @@ impl<D: Device> Harness<D> {
             }));
         self.messages
             .extend(self.core.messages.drain(..).map(|(_, _, m)| m));
+        self.session_sent.extend(
+            self.core
+                .session_sent
+                .drain(..)
+                .map(|s| (s.at, s.session, s.body)),
+        );
     }
 
     /// Advances virtual time to `t`, firing every timer due by then in time
@@ -90,6 +99,11 @@ impl<D: Device> Harness<D> {
     /// Delivers a control message at time `at`.
     pub fn control(&mut self, at: Nanos, message: ControlMessage) {
         self.step(|core, dev| core.control(dev, at, 0, message));
+    }
+
+    /// Hands the device a control-session event at time `at`.
+    pub fn session(&mut self, at: Nanos, event: SessionEvent) {
+        self.step(|core, dev| core.session(dev, at, 0, event));
     }
 
     /// Tells the device its link on `port` went down or up at time `at`.

@@ -881,6 +881,16 @@ impl<P: Program> Switch<P> {
             self.schedule(at.max(done), Event::CpuTimer(token));
         }
         out.extend(requests.messages.into_iter().map(Output::Control));
+        out.extend(
+            requests
+                .sessions
+                .into_iter()
+                .map(|(session, body)| Output::Session {
+                    at: done,
+                    session,
+                    body,
+                }),
+        );
         if self.cpu_queue.is_empty() {
             self.cpu_busy = false;
         } else {
@@ -1007,6 +1017,7 @@ impl<P: Program> Device for Switch<P> {
                 }
             }
             Input::Control(msg) => self.cpu_arrive(now, ControlEvent::Message(msg)),
+            Input::Session(ev) => self.cpu_arrive(now, ControlEvent::Session(ev)),
             Input::LinkState { port, up } => {
                 if let Some(state) = self.ports_up.get_mut(usize::from(port)) {
                     let was = std::mem::replace(state, up);

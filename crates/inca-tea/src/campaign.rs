@@ -180,6 +180,7 @@ fn fault_plan(rig: &Rig, t0: Nanos, span: Nanos) -> inca_sim::random_faults::Pla
         impair_links: rig.server_links.clone(),
         impair_for: 6_000_000,
         partition_nodes,
+        sessions: Vec::new(),
     }
 }
 

@@ -94,7 +94,7 @@ impl Device for Probe {
                     frame: m.body,
                 });
             }
-            Input::Control(_) | Input::LinkState { .. } => {}
+            Input::Control(_) | Input::LinkState { .. } | Input::Session(_) => {}
         }
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Builds the device (a switch running a catalog app, or a router), binds its
 //! ports (UDP links or Linux interfaces), optionally captures every port to
-//! pcap, and runs it until SIGTERM or SIGINT. Counters are served in
+//! pcap, opens its control sessions (TCP, `inca_live::session`), and runs
+//! it until SIGTERM or SIGINT. Counters are served in
 //! Prometheus text format on `metrics` and logged every few seconds; on
 //! shutdown the captures are closed and a final summary is logged.
 
@@ -19,6 +20,7 @@ use inca_live::config::{parse_mac, DeviceSpec, NodeConfig};
 use inca_live::packet::PacketPort;
 use inca_live::port::Port;
 use inca_live::runner::{Runner, RunnerConfig};
+use inca_live::session::{LiveSessions, SessionDecl};
 use inca_live::udp::UdpPort;
 use inca_sim::engine::Node;
 use inca_sim::nodes::host::{Host, HostConfig};
@@ -57,6 +59,20 @@ pub fn run(config_path: &Path) -> anyhow::Result<()> {
         tracing::info!(node = %config.name, port = %p.describe(), "port");
     }
     let mut runner = Runner::new(device, ports, config.seed, RunnerConfig::default());
+    if let Some(listen) = config.session_listen {
+        let decls: Vec<SessionDecl> = config
+            .sessions
+            .iter()
+            .map(|s| SessionDecl {
+                id: inca_switch::device::SessionId(s.id),
+                peer: s.peer,
+            })
+            .collect();
+        let sessions = LiveSessions::bind(listen, &decls)
+            .with_context(|| format!("session_listen {listen}"))?;
+        tracing::info!(node = %config.name, %listen, sessions = decls.len(), "control sessions");
+        runner = runner.with_sessions(sessions);
+    }
     tracing::info!(node = %config.name, "running");
     let (mut last_snapshot, mut last_log) = (Instant::now(), Instant::now());
     while !stop.load(Ordering::Relaxed) {
@@ -271,6 +287,21 @@ fn prometheus(node: &str, runner: &Runner<Box<dyn Node>>) -> String {
         ("runner_invariant_violations", rs.invariant_violations),
     ] {
         s.push_str(&format!("inca_{k}{{node=\"{node}\"}} {v}\n"));
+    }
+    if let Some(ss) = runner.sessions().map(|s| s.stats()) {
+        for (k, v) in [
+            ("session_messages_sent", ss.messages_sent),
+            ("session_messages_received", ss.messages_received),
+            ("session_refused", ss.refused),
+            ("session_ups", ss.ups),
+            ("session_resets", ss.resets),
+            ("session_messages_lost", ss.messages_lost),
+            ("session_connect_failures", ss.connect_failures),
+            ("session_rejected", ss.rejected),
+            ("session_malformed", ss.malformed),
+        ] {
+            s.push_str(&format!("inca_{k}{{node=\"{node}\"}} {v}\n"));
+        }
     }
     for (i, p) in runner.ports().iter().enumerate() {
         let st = p.stats();

@@ -18,6 +18,7 @@ use crate::lb::LoadBalancer;
 use crate::nat::Nat;
 use crate::netcache::NetCache;
 use crate::params::{ParamError, Params};
+use crate::pingpong::PingPong;
 use crate::ratelimit::RateLimiter;
 use crate::superspreader::SuperSpreader;
 use crate::synproxy::SynProxy;
@@ -116,6 +117,11 @@ pub const APPS: &[(&str, &str, &[&str])] = &[
         "several apps on one switch behind a classifier",
         composite::PARAMS,
     ),
+    (
+        "session_pingpong",
+        "control-session test device: pings and pongs over a session",
+        PingPong::PARAMS,
+    ),
 ];
 
 /// Something to do with an app once its concrete type is known: the catalog
@@ -152,6 +158,7 @@ pub fn with_app<V: AppVisitor>(
         "ratelimit" => Ok(visitor.visit(RateLimiter::from_params(params)?)),
         "acl" => Ok(visitor.visit(Acl::from_params(params)?)),
         composite::NAME => Ok(visitor.visit(composite::from_params(params)?)),
+        "session_pingpong" => Ok(visitor.visit(PingPong::from_params(params)?)),
         _ => Err(CatalogError::Unknown {
             name: name.to_string(),
             known: APPS.iter().map(|a| a.0).collect::<Vec<_>>().join(", "),

@@ -803,7 +803,7 @@ impl Device for StoreServer {
         match input {
             Input::Frame { frame, .. } => self.on_frame(now, &frame),
             Input::Timer { token } => self.on_timer(now, token),
-            Input::Control(_) | Input::LinkState { .. } => {}
+            Input::Control(_) | Input::LinkState { .. } | Input::Session(_) => {}
         }
         self.flush(now, out);
     }

@@ -239,7 +239,7 @@ impl Device for Router {
                     *r = phys;
                 }
             }
-            Input::Control(_) => {}
+            Input::Control(_) | Input::Session(_) => {}
         }
     }
 

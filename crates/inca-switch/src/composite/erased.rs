@@ -224,6 +224,7 @@ where
             ControlEvent::Timer { token } => ControlEvent::Timer { token },
             ControlEvent::PortStatus { port, up } => ControlEvent::PortStatus { port, up },
             ControlEvent::Message(m) => ControlEvent::Message(m),
+            ControlEvent::Session(e) => ControlEvent::Session(e),
         };
         self.program.control(event, cp)
     }

@@ -15,7 +15,12 @@
 //! - idle timeouts go to the block that declared the table;
 //! - a message addressed to a block ([`addressed`]) goes to that block;
 //!   start, port status and unaddressed messages go to every block, in
-//!   order.
+//!   order;
+//! - a control session belongs to the block that first sends on it: the
+//!   session's messages and refusals go to that block (to every block
+//!   while no block has sent on it); its up and reset events go to every
+//!   block, so that a block can claim a session by greeting its peer when
+//!   it comes up.
 //!
 //! Two ways to run blocks:
 //!
@@ -40,7 +45,7 @@ mod erased;
 use std::collections::BTreeMap;
 
 use crate::control::{ControlPlane, REQUEST_SEQ_BITS};
-use crate::device::ControlMessage;
+use crate::device::{ControlMessage, SessionEvent, SessionId};
 use crate::objects::{
     AccessError, BlockSpan, DataPlane, Declare, DeclareError, TableDecl, TableHandle,
 };
@@ -216,6 +221,8 @@ pub struct Composite {
     spans: Vec<BlockSpan>,
     punts: PuntCodes,
     timers: TimerTokens,
+    /// Which block owns each control session (the first to send on it).
+    session_owners: BTreeMap<SessionId, u16>,
     counters: CompositeCounters,
 }
 
@@ -240,6 +247,7 @@ impl Composite {
             spans: Vec::new(),
             punts: PuntCodes::default(),
             timers: TimerTokens::default(),
+            session_owners: BTreeMap::new(),
             counters: CompositeCounters {
                 classified,
                 ..CompositeCounters::default()
@@ -364,11 +372,15 @@ impl Composite {
             return;
         };
         let first_timer = cp.requests.timers.len();
+        let first_session = cp.requests.sessions.len();
         block.0.control(event, &mut cp.tagged(u64::from(index) + 1));
         for (_, token) in &mut cp.requests.timers[first_timer..] {
             self.timers.next += 1;
             self.timers.live.insert(self.timers.next, (index, *token));
             *token = self.timers.next;
+        }
+        for (session, _) in &cp.requests.sessions[first_session..] {
+            self.session_owners.entry(*session).or_insert(index);
         }
     }
 
@@ -381,6 +393,7 @@ impl Composite {
                     up: *up,
                 },
                 ControlEvent::Message(m) => ControlEvent::Message(m.clone()),
+                ControlEvent::Session(e) => ControlEvent::Session(e.clone()),
                 _ => return,
             };
             self.call(i as u16, e, cp);
@@ -625,6 +638,18 @@ impl Program for Composite {
             ControlEvent::Message(m) => self.broadcast(ControlEvent::Message(m), cp),
             ControlEvent::PortStatus { port, up } => {
                 self.broadcast(ControlEvent::PortStatus { port, up }, cp)
+            }
+            ControlEvent::Session(e) => {
+                let owner = match e {
+                    SessionEvent::Message { .. } | SessionEvent::Refused { .. } => {
+                        self.session_owners.get(&e.session()).copied()
+                    }
+                    SessionEvent::Up { .. } | SessionEvent::Reset { .. } => None,
+                };
+                match owner {
+                    Some(i) => self.call(i, ControlEvent::Session(e), cp),
+                    None => self.broadcast(ControlEvent::Session(e), cp),
+                }
             }
         }
     }

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 pub use write::ControlWrite;
 
-use crate::device::{ControlMessage, DeviceRng, Nanos, PortId};
+use crate::device::{ControlMessage, DeviceRng, Nanos, PortId, SessionEvent, SessionId};
 use crate::meter::MeterConfig;
 use crate::objects::{Handle, ObjectId, Objects, RegisterHandle, TableHandle};
 use crate::pktgen::StreamConfig;
@@ -131,6 +131,8 @@ pub(crate) struct Requests {
     pub ops: Vec<IssuedOp>,
     pub timers: Vec<(Nanos, u64)>,
     pub messages: Vec<ControlMessage>,
+    /// Messages for control sessions, in send order.
+    pub sessions: Vec<(SessionId, Vec<u8>)>,
     /// Describe object writes in `described` as they are issued
     /// ([`crate::capture`]); off on a running switch.
     pub capture: bool,
@@ -515,6 +517,15 @@ impl ControlPlane<'_> {
     pub fn send(&mut self, message: ControlMessage) {
         self.requests.messages.push(message);
     }
+
+    /// Sends `body` to the peer of control session `session` (a management
+    /// network connection, not the control channel to the ASIC: no
+    /// operation latency; it leaves when the handler's CPU time is over).
+    /// A refusal comes back as [`crate::ControlEvent::Session`] with
+    /// [`SessionEvent::Refused`].
+    pub fn session_send(&mut self, session: SessionId, body: Vec<u8>) {
+        self.requests.sessions.push((session, body));
+    }
 }
 
 /// Time to serialise `bytes` at `bps` bits per second, rounded up.
@@ -719,6 +730,9 @@ pub enum ControlEvent<D> {
     },
     /// A message from outside the switch (management network, experiment).
     Message(ControlMessage),
+    /// Something happened on a control session (up, a message, reset,
+    /// refusal).
+    Session(SessionEvent),
 }
 
 #[cfg(test)]

@@ -42,6 +42,13 @@ impl Device for Relay {
                 frame: vec![0],
             }),
             Input::LinkState { port, up } => self.seen.push((now, format!("link {port} {up}"))),
+            // Echoes a session message back on its session, one delay later.
+            Input::Session(SessionEvent::Message { session, body }) => out.push(Output::Session {
+                at: now + self.delay,
+                session,
+                body,
+            }),
+            Input::Session(e) => self.seen.push((now, format!("session {}", e.session()))),
         }
     }
 
@@ -319,4 +326,43 @@ fn devices_of_different_types_come_back_as_themselves() {
     assert_eq!(f.get_mut::<Relay>(r).map(|r| r.seen.len()), Some(2));
     let sink: Sink = f.into_device(s).expect("node 1 is the sink");
     assert_eq!(sink.0, 1);
+}
+
+#[test]
+fn session_events_reach_the_node_and_session_sends_are_captured() {
+    let mut f = Fabric::new(7);
+    let a = f.add(Relay {
+        delay: 5,
+        seen: Vec::new(),
+    });
+    f.session(
+        10,
+        a,
+        SessionEvent::Up {
+            session: SessionId(3),
+        },
+    );
+    f.session(
+        20,
+        a,
+        SessionEvent::Message {
+            session: SessionId(3),
+            body: vec![1, 2],
+        },
+    );
+    assert_eq!(
+        f.device(a).seen.last().unwrap(),
+        &(10, "session 3".to_string())
+    );
+    let sent = f.take_session_sent();
+    assert_eq!(
+        sent,
+        vec![SessionSent {
+            at: 25,
+            node: a,
+            session: SessionId(3),
+            body: vec![1, 2],
+        }]
+    );
+    assert!(f.take_session_sent().is_empty());
 }

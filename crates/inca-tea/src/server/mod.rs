@@ -301,7 +301,7 @@ impl Device for DramServer {
         match input {
             Input::Frame { frame, .. } => self.on_frame(now, &frame, out),
             Input::Timer { token } => self.agent.on_timer(now, token, &mut self.nic, out),
-            Input::Control(_) => self.stats.control_ignored += 1,
+            Input::Control(_) | Input::Session(_) => self.stats.control_ignored += 1,
             Input::LinkState { .. } => {}
         }
     }

@@ -257,7 +257,8 @@ impl<N: TeaNf> TeaSwitch<N> {
             ControlEvent::PacketIn { .. }
             | ControlEvent::IdleTimeout { .. }
             | ControlEvent::EntryActivity { .. }
-            | ControlEvent::CounterValues { .. } => {}
+            | ControlEvent::CounterValues { .. }
+            | ControlEvent::Session(_) => {}
             ControlEvent::Digest(d) => self.on_digest(d, cp),
             ControlEvent::OpFailed { .. } => self.cp.stats.malformed += 1,
             ControlEvent::PortStatus { port, up } => self.on_port_status(port, up, cp),

@@ -867,7 +867,7 @@ impl Device for Host {
                     self.state.wake_pending = None;
                 }
             }
-            Input::Control(_) => self.metrics.stats.control_ignored += 1,
+            Input::Control(_) | Input::Session(_) => self.metrics.stats.control_ignored += 1,
             Input::LinkState { up, .. } => {
                 if up {
                     self.metrics.stats.link_up += 1;
