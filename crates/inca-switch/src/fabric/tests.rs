@@ -48,7 +48,7 @@ impl Device for Relay {
                 session,
                 body,
             }),
-            Input::Session(e) => self.seen.push((now, format!("session {}", e.session()))),
+            Input::Session(e) => self.seen.push((now, e.session().to_string())),
         }
     }
 
