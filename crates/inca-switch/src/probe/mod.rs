@@ -348,6 +348,8 @@ fn first_after(trace: &[Access], from: usize, object: usize) -> Option<(usize, u
 /// Analyses one pass of `program` over `pkt` (see the module
 /// documentation); the objects are left as they were, the caller then runs
 /// the pass for real.
+#[cold]
+#[inline(never)]
 pub(crate) fn probe_pass<P: Program>(
     prober: &mut Prober,
     program: &P,
