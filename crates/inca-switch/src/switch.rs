@@ -305,6 +305,23 @@ impl<P: Program> Switch<P> {
         self.prober = Some(Box::new(prober));
     }
 
+    /// Analyses a pass for the load-time check before it runs for real
+    /// (out of line and cold, so the check costs the normal path one branch).
+    #[cold]
+    #[inline(never)]
+    fn probe(
+        &mut self,
+        pkt: &PacketCtx<P::Meta, P::Digest>,
+        gress: Gress,
+        now: Nanos,
+        rng: &mut DeviceRng,
+    ) {
+        if let Some(p) = self.prober.as_deref_mut() {
+            probe_pass(p, &self.program, &mut self.objects, pkt, gress, now, rng);
+            self.objects.begin_pass(gress);
+        }
+    }
+
     /// What the load-time check found so far (see [`Switch::attach_prober`]).
     pub fn prober(&self) -> Option<&Prober> {
         self.prober.as_deref()
@@ -577,17 +594,8 @@ impl<P: Program> Switch<P> {
             return;
         }
         let mut pkt = PacketCtx::new(frame, depth, meta, port, now, kind);
-        if let Some(p) = self.prober.as_deref_mut() {
-            probe_pass(
-                p,
-                &self.program,
-                &mut self.objects,
-                &pkt,
-                Gress::Ingress,
-                now,
-                rng,
-            );
-            self.objects.begin_pass(Gress::Ingress);
+        if self.prober.is_some() {
+            self.probe(&pkt, Gress::Ingress, now, rng);
         }
         let mut dp = DataPlane {
             objects: &mut self.objects,
@@ -780,17 +788,8 @@ impl<P: Program> Switch<P> {
         pkt.egress.enq_queue_bytes = q.queue_bytes_ahead;
         pkt.egress.queue_delay = now - q.arrival;
         pkt.egress.rid = q.rid;
-        if let Some(p) = self.prober.as_deref_mut() {
-            probe_pass(
-                p,
-                &self.program,
-                &mut self.objects,
-                &pkt,
-                Gress::Egress,
-                now,
-                rng,
-            );
-            self.objects.begin_pass(Gress::Egress);
+        if self.prober.is_some() {
+            self.probe(&pkt, Gress::Egress, now, rng);
         }
         let mut dp = DataPlane {
             objects: &mut self.objects,
