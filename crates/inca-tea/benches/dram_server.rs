@@ -6,73 +6,19 @@
 //!
 //! A TEA READ (spec §4.2, trailer mode) of the IPv4 NAT table: DMALength =
 //! KV_LEN 80 + shim 8 + a 60-byte frame, and the request carries the same
-//! 68 bytes as its trailer.
+//! 68 bytes as its trailer. The NIC and the requests come from
+//! `inca_tea::bench::dram::read_rig`, the set-up `inca bench dram` uses.
 
 use std::hint::black_box;
-use std::net::Ipv4Addr;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use inca_switch::device::Output;
-use inca_tea::server::agent_proto::CreateQp;
-use inca_tea::server::memory::Access;
-use inca_tea::server::nic::{Nic, NicConfig, QPN_BASE};
-use inca_wire::{Endpoints, RethRepr, RoceFrameBuilder};
 
 const KV_LEN: u32 = 80;
 const TRAILER: usize = 8 + 60;
-const RING: u32 = 1024;
-
-fn setup() -> (Nic, Vec<Vec<u8>>, u64) {
-    let switch_mac = [0x02, 0, 0, 0, 0x0a, 0xfe];
-    let switch_ip = Ipv4Addr::new(10, 0, 0, 254);
-    let server_mac = [0x02, 0, 0, 0, 0x0a, 0x01];
-    let server_ip = Ipv4Addr::new(10, 0, 0, 1);
-    let mut nic = Nic::new(NicConfig::default(), server_mac, server_ip, 0, 64 << 30, 0);
-    let rows: u64 = 4096;
-    let row_bytes: u64 = 2048;
-    let region = nic
-        .memory_mut()
-        .register(0, rows * row_bytes, Access::READ_WRITE)
-        .unwrap();
-    // Fill every row's buckets and scratchpad so reads copy real bytes.
-    let fill: Vec<u8> = (0..row_bytes).map(|i| i as u8 | 1).collect();
-    for r in 0..rows {
-        nic.memory_mut().write(
-            region.base_va + r * row_bytes,
-            &fill[..(KV_LEN as usize + TRAILER)],
-        );
-    }
-    nic.create_qp(&CreateQp {
-        qp_idx: 0,
-        remote_qpn: 0x0001,
-        remote_mac: switch_mac,
-        remote_ip: switch_ip,
-        init_psn: 0,
-        pmtu: 4096,
-        max_rd_atomic: 16,
-    })
-    .unwrap();
-    let ep = Endpoints {
-        tos: 0x68,
-        ..Endpoints::new(switch_mac, switch_ip, server_mac, server_ip)
-    };
-    let b = RoceFrameBuilder::new(ep, 0xC000, QPN_BASE);
-    let trailer = [0x5Au8; TRAILER];
-    let frames = (0..RING)
-        .map(|psn| {
-            let reth = RethRepr {
-                virtual_addr: region.base_va + u64::from(psn * 7 % rows as u32) * row_bytes,
-                rkey: region.rkey,
-                dma_len: KV_LEN + TRAILER as u32,
-            };
-            b.read_request(psn, reth, &trailer).unwrap()
-        })
-        .collect();
-    (nic, frames, region.base_va)
-}
 
 fn bench(c: &mut Criterion) {
-    let (mut nic, frames, base_va) = setup();
+    let (mut nic, frames, base_va) = inca_tea::bench::dram::read_rig().unwrap();
     let mut g = c.benchmark_group("dram_server");
     g.throughput(Throughput::Elements(1));
 

@@ -39,59 +39,68 @@ struct Rig {
     next: usize,
 }
 
+/// The NIC every DRAM-server bench reads from: one QP to the switch, 4,096
+/// rows of 2,048 bytes filled so reads copy real bytes, and the READ
+/// REQUESTs of one lap of PSNs; with the rows' base address. Shared with
+/// the criterion bench (`benches/dram_server.rs`).
+pub fn read_rig() -> anyhow::Result<(Nic, Vec<Vec<u8>>, u64)> {
+    let switch_mac = [0x02, 0, 0, 0, 0x0a, 0xfe];
+    let switch_ip = Ipv4Addr::new(10, 0, 0, 254);
+    let server_mac = [0x02, 0, 0, 0, 0x0a, 0x01];
+    let server_ip = Ipv4Addr::new(10, 0, 0, 1);
+    let mut nic = Nic::new(NicConfig::default(), server_mac, server_ip, 0, 64 << 30, 0);
+    let rows: u64 = 4096;
+    let row_bytes: u64 = 2048;
+    let region = nic
+        .memory_mut()
+        .register(0, rows * row_bytes, Access::READ_WRITE)
+        .map_err(|e| anyhow::anyhow!("register: {e:?}"))?;
+    // Fill every row's buckets and scratchpad so reads copy real bytes.
+    let fill: Vec<u8> = (0..row_bytes).map(|i| i as u8 | 1).collect();
+    for r in 0..rows {
+        nic.memory_mut().write(
+            region.base_va + r * row_bytes,
+            &fill[..(KV_LEN as usize + TRAILER)],
+        );
+    }
+    nic.create_qp(&CreateQp {
+        qp_idx: 0,
+        remote_qpn: 0x0001,
+        remote_mac: switch_mac,
+        remote_ip: switch_ip,
+        init_psn: 0,
+        pmtu: 4096,
+        max_rd_atomic: 16,
+    })
+    .map_err(|e| anyhow::anyhow!("create_qp: {e:?}"))?;
+    let ep = Endpoints {
+        tos: 0x68,
+        ..Endpoints::new(switch_mac, switch_ip, server_mac, server_ip)
+    };
+    let b = RoceFrameBuilder::new(ep, 0xC000, QPN_BASE);
+    let trailer = [0x5Au8; TRAILER];
+    let mut frames = Vec::new();
+    for psn in 0..RING {
+        let reth = RethRepr {
+            virtual_addr: region.base_va + u64::from(psn * 7 % rows as u32) * row_bytes,
+            rkey: region.rkey,
+            dma_len: KV_LEN + TRAILER as u32,
+        };
+        frames.push(
+            b.read_request(psn, reth, &trailer)
+                .map_err(|e| anyhow::anyhow!("read request: {e:?}"))?,
+        );
+    }
+    Ok((nic, frames, region.base_va))
+}
+
 impl Rig {
     fn new() -> anyhow::Result<Rig> {
-        let switch_mac = [0x02, 0, 0, 0, 0x0a, 0xfe];
-        let switch_ip = Ipv4Addr::new(10, 0, 0, 254);
-        let server_mac = [0x02, 0, 0, 0, 0x0a, 0x01];
-        let server_ip = Ipv4Addr::new(10, 0, 0, 1);
-        let mut nic = Nic::new(NicConfig::default(), server_mac, server_ip, 0, 64 << 30, 0);
-        let rows: u64 = 4096;
-        let row_bytes: u64 = 2048;
-        let region = nic
-            .memory_mut()
-            .register(0, rows * row_bytes, Access::READ_WRITE)
-            .map_err(|e| anyhow::anyhow!("register: {e:?}"))?;
-        // Fill every row's buckets and scratchpad so reads copy real bytes.
-        let fill: Vec<u8> = (0..row_bytes).map(|i| i as u8 | 1).collect();
-        for r in 0..rows {
-            nic.memory_mut().write(
-                region.base_va + r * row_bytes,
-                &fill[..(KV_LEN as usize + TRAILER)],
-            );
-        }
-        nic.create_qp(&CreateQp {
-            qp_idx: 0,
-            remote_qpn: 0x0001,
-            remote_mac: switch_mac,
-            remote_ip: switch_ip,
-            init_psn: 0,
-            pmtu: 4096,
-            max_rd_atomic: 16,
-        })
-        .map_err(|e| anyhow::anyhow!("create_qp: {e:?}"))?;
-        let ep = Endpoints {
-            tos: 0x68,
-            ..Endpoints::new(switch_mac, switch_ip, server_mac, server_ip)
-        };
-        let b = RoceFrameBuilder::new(ep, 0xC000, QPN_BASE);
-        let trailer = [0x5Au8; TRAILER];
-        let mut frames = Vec::new();
-        for psn in 0..RING {
-            let reth = RethRepr {
-                virtual_addr: region.base_va + u64::from(psn * 7 % rows as u32) * row_bytes,
-                rkey: region.rkey,
-                dma_len: KV_LEN + TRAILER as u32,
-            };
-            frames.push(
-                b.read_request(psn, reth, &trailer)
-                    .map_err(|e| anyhow::anyhow!("read request: {e:?}"))?,
-            );
-        }
+        let (nic, frames, base_va) = read_rig()?;
         Ok(Rig {
             nic,
             frames,
-            base_va: region.base_va,
+            base_va,
             out: Vec::with_capacity(4),
             now: 0,
             next: 0,
