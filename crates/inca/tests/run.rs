@@ -4,33 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("inca-run-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-/// Runs `inca run` with `args`; returns (success, stdout, stderr).
-fn inca_run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::cargo_bin("inca")
-        .unwrap()
-        .arg("run")
-        .arg("-q")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod inca_run;
+use inca_run::{inca_run, repo, tmp};
 
 /// Every file of a results folder, as bytes, except the wall-clock time in
 /// the summary (the one thing that may differ between identical runs).

@@ -4,34 +4,8 @@
 //! report and the printed summary, with per-hop latency through them;
 //! `[[smartnic]]` mistakes name the field.
 
-use std::path::{Path, PathBuf};
-
-use assert_cmd::Command;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("inca-smartnic-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn inca_run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::cargo_bin("inca")
-        .unwrap()
-        .arg("run")
-        .arg("-q")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod inca_run;
+use inca_run::{inca_run, repo, tmp};
 
 #[test]
 fn the_switch_and_two_smartnics_scenario_reports_both_nics() {
