@@ -1,0 +1,14 @@
+//! ExoPlane (specs/exoplane.md; Kim, CMU-CS-21-143, ch. 4): many stateful
+//! apps share one switch and spill their long tail of flows to smart NICs.
+//! Popular flows are served entirely in the switch pipeline, the rest
+//! entirely on one external device ("packet pinning"); a hub on the switch
+//! control plane keeps table entries strongly consistent across copies and
+//! data-plane counters consistent within a bound.
+//!
+//! The crate is built up in parts, each a sans-IO component that the
+//! simulator and the live runtime drive:
+//!
+//! - [`ids`] — the small identifiers every part shares (app, object,
+//!   logical and physical device, union key, version, sync round).
+
+pub mod ids;
