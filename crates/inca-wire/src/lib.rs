@@ -13,6 +13,7 @@
 //! - [`roce`] — RoCEv2 BTH, RETH, AETH, opcodes, whole-packet view.
 //! - [`icrc`] — the RoCEv2 invariant CRC (IBA Annex A17).
 //! - [`builder`] — whole frames: UDP, TCP and RoCEv2 WRITE/READ/response/ACK.
+//! - [`exoplane`] — ExoPlane shim, merge body and control protocol.
 //! - [`redplane`] — RedPlane request/ack/chain messages, serial numbers, frames.
 //! - [`udp_frame`] — the one parser of whole Ethernet/IPv4/UDP frames.
 //! - [`probe`] — the traffic generators' probe header (flow, sequence, send time).
@@ -30,6 +31,7 @@ pub mod builder;
 pub mod checksum;
 mod error;
 pub mod ethernet;
+pub mod exoplane;
 pub mod icrc;
 pub mod ipv4;
 pub mod pcap;
