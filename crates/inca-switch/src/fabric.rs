@@ -318,9 +318,21 @@ impl Core {
         self.out = out;
     }
 
+    // Inlined: timers fire through it on the per-packet path.
+    #[inline(always)]
     fn input<D: Device>(&mut self, devs: &mut [D], node: NodeIx, input: Input) {
         let mut out = std::mem::take(&mut self.out);
         devs[node].handle(self.now, input, &mut self.nodes[node].rng, &mut out);
+        self.apply(node, &mut out);
+        self.out = out;
+    }
+
+    /// [`Core::input`] of a frame, through [`Device::handle_frame`]: the
+    /// per-packet path, kept free of [`Input`] moves.
+    #[inline(always)]
+    fn frame<D: Device>(&mut self, devs: &mut [D], node: NodeIx, port: PortId, frame: Vec<u8>) {
+        let mut out = std::mem::take(&mut self.out);
+        devs[node].handle_frame(self.now, port, frame, &mut self.nodes[node].rng, &mut out);
         self.apply(node, &mut out);
         self.out = out;
     }
@@ -344,7 +356,7 @@ impl Core {
     }
 
     /// Carries out `node`'s outputs.
-    #[inline]
+    #[inline(always)]
     fn apply(&mut self, node: NodeIx, out: &mut Vec<Output>) {
         for o in out.drain(..) {
             match o {
@@ -469,7 +481,7 @@ impl Core {
             self.now = self.now.max(at);
             self.in_flight -= 1;
             self.stats.delivered += 1;
-            self.input(devs, node, Input::Frame { port, frame });
+            self.frame(devs, node, port, frame);
         }
         self.now = self.now.max(t);
     }
@@ -494,6 +506,7 @@ impl Core {
 
     /// The earliest pending timer, (time, node, token), by a scan: nodes
     /// are few and each has a handful.
+    #[inline]
     fn earliest_timer(&self) -> Option<(Nanos, NodeIx, u64)> {
         let mut best: Option<(Nanos, NodeIx, u64)> = None;
         for (node, slot) in self.nodes.iter().enumerate() {
@@ -516,7 +529,7 @@ impl Core {
     ) {
         self.run_until(devs, at);
         self.stats.injected += 1;
-        self.input(devs, node, Input::Frame { port, frame });
+        self.frame(devs, node, port, frame);
     }
 
     pub(crate) fn session<D: Device>(
@@ -597,7 +610,7 @@ impl Core {
             frame.extend_from_slice(template);
             self.run_until(devs, t);
             self.stats.injected += 1;
-            self.input(devs, node, Input::Frame { port, frame });
+            self.frame(devs, node, port, frame);
         }
         n
     }

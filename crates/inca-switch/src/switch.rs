@@ -19,7 +19,7 @@ use crate::line::LineClock;
 use crate::control::{
     serialisation, ControlPlane, ControlPlaneAgent, Op, PacketOutDest, Requests, CPU_QUEUE_LIMIT,
 };
-use crate::device::{Device, DeviceRng, Input, Nanos, Output, PortId};
+use crate::device::{push_output, Device, DeviceRng, Input, Nanos, Output, PortId};
 use crate::objects::{DataPlane, Declare, DeclareError, Objects, Violation};
 use crate::pktgen::{PacketGenerator, Trigger};
 use crate::placement::{place, Gress, Location, Placement, PlacementError};
@@ -361,6 +361,19 @@ impl<P: Program> Switch<P> {
 
     /// Runs every agenda entry due at or before `now`, then asks the driver
     /// for a timer at the next one.
+    /// A frame arriving on `port`: counted, then admitted to the pipeline.
+    #[inline]
+    fn receive(&mut self, now: Nanos, port: PortId, frame: Vec<u8>, rng: &mut DeviceRng) {
+        match self.stats.ports.get_mut(usize::from(port)) {
+            Some(c) => {
+                c.rx_packets += 1;
+                c.rx_bytes += frame.len() as u64;
+                self.admit(now, port, frame, rng);
+            }
+            None => self.stats.bad_port_drops += 1,
+        }
+    }
+
     fn run_agenda(&mut self, now: Nanos, rng: &mut DeviceRng, out: &mut Vec<Output>) {
         self.drain(now, rng, out);
         let lane = self.pipeline.front().map(|&(at, _, _)| at);
@@ -371,7 +384,7 @@ impl<P: Program> Switch<P> {
         if let Some(next) = next {
             if self.timer_at.is_none_or(|t| next < t || t <= now) {
                 self.timer_at = Some(next);
-                out.push(Output::Timer { at: next, token: 0 });
+                push_output(out, || Output::Timer { at: next, token: 0 });
             }
         }
     }
@@ -820,7 +833,7 @@ impl<P: Program> Switch<P> {
         let c = &mut self.tm.counters[usize::from(port)];
         c.tx_packets += 1;
         c.tx_bytes += frame.len() as u64;
-        out.push(Output::Transmit {
+        push_output(out, || Output::Transmit {
             at: at_wire,
             port,
             frame,
@@ -1002,14 +1015,7 @@ impl<P: Program> Device for Switch<P> {
             self.drain(now, rng, out);
         }
         match input {
-            Input::Frame { port, frame } => match self.stats.ports.get_mut(usize::from(port)) {
-                Some(c) => {
-                    c.rx_packets += 1;
-                    c.rx_bytes += frame.len() as u64;
-                    self.admit(now, port, frame, rng);
-                }
-                None => self.stats.bad_port_drops += 1,
-            },
+            Input::Frame { port, frame } => self.receive(now, port, frame, rng),
             Input::Timer { .. } => {
                 if self.timer_at.is_some_and(|t| t <= now) {
                     self.timer_at = None;
@@ -1032,6 +1038,20 @@ impl<P: Program> Device for Switch<P> {
                 }
             }
         }
+        self.run_agenda(now, rng, out);
+    }
+
+    fn handle_frame(
+        &mut self,
+        now: Nanos,
+        port: PortId,
+        frame: Vec<u8>,
+        rng: &mut DeviceRng,
+        out: &mut Vec<Output>,
+    ) {
+        // `handle` for a frame, without the input enum.
+        self.drain(now, rng, out);
+        self.receive(now, port, frame, rng);
         self.run_agenda(now, rng, out);
     }
 
