@@ -776,7 +776,7 @@ impl Simulation {
                 let (node, port) = l.ends[1 - dir];
                 self.stats.frames_delivered += 1;
                 self.stamp(node, StampPoint::Ingress, now, &mut frame);
-                self.input(node, Input::Frame { port, frame });
+                self.frame(node, port, frame);
             }
             Event::Transmit { link, dir, frame } => self.offer(link, dir, frame),
             Event::Timer {
@@ -833,6 +833,23 @@ impl Simulation {
         }
         let mut out = std::mem::take(&mut self.out);
         slot.node.handle(self.now, input, &mut slot.rng, &mut out);
+        self.apply(node, &mut out);
+        self.out = out;
+    }
+
+    /// [`Self::input`] of a frame, handed over with
+    /// [`Device::handle_frame`] (no input enum built and moved on the
+    /// per-packet path; docs/performance.md).
+    fn frame(&mut self, node: NodeId, port: PortId, frame: Vec<u8>) {
+        let Some(slot) = self.nodes.get_mut(node.0 as usize) else {
+            return;
+        };
+        if !matches!(slot.state, NodeState::Up) {
+            return self.input(node, Input::Frame { port, frame });
+        }
+        let mut out = std::mem::take(&mut self.out);
+        slot.node
+            .handle_frame(self.now, port, frame, &mut slot.rng, &mut out);
         self.apply(node, &mut out);
         self.out = out;
     }
