@@ -492,3 +492,33 @@ fn limits_refuse_and_count() {
         "a refused request does not advance the round"
     );
 }
+
+#[test]
+fn a_newer_request_abandons_an_unfinished_answer() {
+    let mut r = Rig::new(1, HubConfig::default());
+    let (k1, k2) = (key(1), key(2));
+    r.hold(&k1, add(), &[0], true);
+    r.hold(&k2, add(), &[0], true);
+    *r.sw.get_mut(&k1).unwrap() += 4;
+    let reqs = r.start_round();
+    r.devs[0].0.handle_sync_req(&reqs[0].1);
+    r.daemon_outputs(0, true);
+    assert_eq!(r.dev_held.len(), 1, "k1's merge stalls (daemon pause)");
+    // Round 2 asks again; k1 waits for its merge, k2 is answered at once.
+    let mut next = reqs[0].1.clone();
+    next.round += 1;
+    r.devs[0].0.handle_sync_req(&next);
+    assert!(r.daemon_outputs(0, false).is_none(), "k1 still waits");
+    // Round 3 arrives before the stall ends: round 2's answer is abandoned.
+    let mut third = next.clone();
+    third.round += 1;
+    r.devs[0].0.handle_sync_req(&third);
+    assert_eq!(r.devs[0].0.stats().abandoned, 1);
+    let stalled = r.dev_held.pop().unwrap();
+    *r.devs[0].1.get_mut(&k1).unwrap() += stalled.delta;
+    r.devs[0].0.handle_merge_ack(&k1);
+    let resp = r.daemon_outputs(0, false).expect("round 3 answered");
+    assert_eq!(resp.round, third.round);
+    assert_eq!(resp.items.len(), 2);
+    assert_eq!(r.devs[0].1[&k1], 4, "the stalled merge counted once");
+}
