@@ -10,13 +10,20 @@ use std::time::Instant;
 use inca_exoplane::sync::Variant;
 use sync_world::{run_seeds, Faults, RunStats, MS};
 
-const SEEDS: u64 = 1000;
+/// Seeds per fault set; `SYNC_SEEDS=n` runs more (a longer campaign).
+fn seeds() -> u64 {
+    std::env::var("SYNC_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000)
+}
 
 fn report(name: &str, faults: Faults, s: &RunStats, started: Instant) {
     println!(
-        "{name}: {SEEDS} seeds in {:.1} s: {} checks, {} rounds, {} crashes, {} rejoins, \
+        "{name}: {} seeds in {:.1} s: {} checks, {} rounds, {} crashes, {} rejoins, \
          {} evictions, {} drops, {} dups, {} pauses, lost {}; discarded {} responses and {} \
          requests, {} rounds timed out, {} answers abandoned; max lag {} ms (B = {} ms)",
+        seeds(),
         started.elapsed().as_secs_f64(),
         s.checks,
         s.rounds,
@@ -38,7 +45,7 @@ fn report(name: &str, faults: Faults, s: &RunStats, started: Instant) {
 
 fn must_hold(name: &str, faults: Faults) {
     let started = Instant::now();
-    match run_seeds(0..SEEDS, faults, Variant::Correct, true) {
+    match run_seeds(0..seeds(), faults, Variant::Correct, true) {
         Ok(s) => report(name, faults, &s, started),
         Err((seed, e)) => panic!("{name}: seed {seed}: {e}"),
     }

@@ -11,8 +11,8 @@
 //! `I_e[k]`, and merges the switch's news into its own copy. The invariant
 //! kept on both sides:
 //!
-//! - switch snapshot = own_switch ⊕ (⊕_e H[e][k]),
-//! - device snapshot = own_e ⊕ I_e[k],
+//! - switch snapshot = own_switch ⊕ (⊕_e `H[e][k]`),
+//! - device snapshot = own_e ⊕ `I_e[k]`,
 //!
 //! so every delta is exact, and a lost, duplicated or reordered message
 //! only delays propagation. No snapshot is read while a MERGE of the same
