@@ -10,5 +10,9 @@
 //!
 //! - [`ids`] — the small identifiers every part shares (app, object,
 //!   logical and physical device, union key, version, sync round).
+//! - [`sync`] — bounded-inconsistency synchronisation of shared registers
+//!   (§5.6, Algorithms 3–4): merge operators, the hub's rounds and the
+//!   daemon's replies, as sans-IO state machines.
 
 pub mod ids;
+pub mod sync;
