@@ -10,5 +10,13 @@
 //!
 //! - [`ids`] — the small identifiers every part shares (app, object,
 //!   logical and physical device, union key, version, sync round).
+//! - [`hub`] — the hub on the switch control plane: entry directory and
+//!   per-key write sequencer, flow directory with two-phase promotion and
+//!   eviction, device status with DUMP/REJOIN, and an op log for checks.
+//! - [`daemon`] — the daemon on each external device: new-flow setup with
+//!   buffered packets, ordered WRITE_APPLY/DUMP application, and the
+//!   count-min popularity reporter.
 
+pub mod daemon;
+pub mod hub;
 pub mod ids;
