@@ -117,6 +117,28 @@ impl Daemon {
         true
     }
 
+    /// Removes a key the hub's DUMP did not mention, keeping its version
+    /// (the hub did not assign one to this removal).
+    fn remove_local(&mut self, key: EntryKey) {
+        let Some(slot) = self.table.slots.get_mut(&key) else {
+            return;
+        };
+        slot.removed = true;
+        let version = slot.sent;
+        self.table.next_op += 1;
+        let id = self.table.next_op;
+        self.table.in_flight.insert(id, (key.clone(), version));
+        self.out.push_back(DaemonOutput::Device {
+            id: DeviceOpId(id),
+            op: DeviceOp::Remove {
+                app: key.app,
+                obj: key.obj,
+                key: key.key,
+                version,
+            },
+        });
+    }
+
     pub(super) fn on_apply(&mut self, req_id: u64, app: AppId, entries: Vec<EntryRec>) {
         let mut keys = Vec::new();
         for rec in entries {
@@ -150,17 +172,7 @@ impl Daemon {
                     .map(|(k, _)| k.clone())
                     .collect();
                 for k in stale {
-                    let version = self.table.slots[&k].sent + 1;
-                    self.store(
-                        k.app,
-                        EntryRec {
-                            op: WriteOp::Delete,
-                            obj: k.obj,
-                            key: k.key,
-                            value: Vec::new(),
-                            version,
-                        },
-                    );
+                    self.remove_local(k);
                 }
             }
             self.table.dump_done = true;

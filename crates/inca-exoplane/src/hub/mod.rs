@@ -14,13 +14,15 @@
 //! - `writes` — the per-key FIFO write sequencer (strong consistency);
 //! - `flows` — the flow directory, promotion and two-phase insert/evict;
 //! - `devices` — device status UP/DOWN/REBUILDING, DUMP and REJOIN;
-//! - [`oplog`] — the append-only log the P3/P4 checkers read.
+//! - [`oplog`] — the append-only log the P3/P4 checkers read;
+//! - [`check`] — those checkers.
 //!
 //! Switch-side actions are [`SwitchOp`] outputs whose acknowledgements come
 //! back as [`HubInput::SwitchAck`]; a driver executes them on the switch's
 //! control plane in issue order (as one BfRt session does) [our choice].
 
 pub mod app;
+pub mod check;
 mod devices;
 pub mod entries;
 mod flows;
@@ -74,6 +76,9 @@ pub enum Breakage {
     /// Add the FM entry in the same step as the object installs, without
     /// waiting for their acknowledgements (violates P3/P1).
     FmInsertBeforeObjectAcks,
+    /// Complete a write as soon as its WRITE_APPLYs are sent, without
+    /// waiting for the holders (violates P4).
+    AckBeforeHoldersApplied,
 }
 
 /// Hub parameters; [`HubConfig::new`] fills the spec's values.
@@ -486,6 +491,11 @@ impl Hub {
     /// The directory entry of `entry`: (value, version, holders, refcount).
     pub fn entry(&self, entry: &EntryKey) -> Option<&entries::Entry> {
         self.dir.map.get(entry)
+    }
+
+    /// Every directory entry, in key order.
+    pub fn entries(&self) -> impl Iterator<Item = (&EntryKey, &entries::Entry)> {
+        self.dir.map.iter()
     }
 
     /// Flows of `app` whose FM entry is PRESENT.

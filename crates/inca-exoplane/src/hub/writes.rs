@@ -154,7 +154,10 @@ impl Hub {
                 return;
             };
             self.seq.queued -= 1;
-            let active = self.begin(now, &key, &q);
+            let mut active = self.begin(now, &key, &q);
+            if self.config.breakage == Some(super::Breakage::AckBeforeHoldersApplied) {
+                active.awaiting = 0;
+            }
             if active.awaiting != 0 || active.blocked {
                 self.seq.active.insert(key, active);
                 return;
