@@ -4,7 +4,7 @@
 //! the switch copy, and its switch slot. Also the per-object slot
 //! allocators of the switch instance.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::hub::oplog::EntryKey;
 use crate::ids::{Pdev, UnionKey, Version};
@@ -22,6 +22,9 @@ pub fn pdev_bit(pdev: Pdev) -> u64 {
 pub enum SwitchCopy {
     /// Not on the switch.
     Absent,
+    /// A flow needs it but the object has no free slot yet; installed when
+    /// an eviction's removal frees one.
+    WaitingSlot,
     /// Install issued, not acknowledged.
     Installing,
     /// On the switch.
@@ -76,6 +79,10 @@ pub struct SlotPool {
     capacity: u32,
     next: u32,
     free: BTreeSet<u32>,
+    /// Entries waiting for a slot, first come first served.
+    pub waiters: VecDeque<EntryKey>,
+    /// Removals issued and not yet acknowledged: slots about to be free.
+    pub removing: u32,
 }
 
 impl SlotPool {
@@ -85,12 +92,20 @@ impl SlotPool {
             capacity,
             next: 0,
             free: BTreeSet::new(),
+            waiters: VecDeque::new(),
+            removing: 0,
         }
     }
 
     /// Slots still free.
     pub fn available(&self) -> u32 {
         self.capacity - self.next + self.free.len() as u32
+    }
+
+    /// Slots a new install can count on: free now, or freed by removals in
+    /// flight, less those already promised to waiting entries.
+    pub fn obtainable(&self) -> u32 {
+        (self.available() + self.removing).saturating_sub(self.waiters.len() as u32)
     }
 
     /// Takes a slot, or `None` when the object is full.

@@ -167,20 +167,40 @@ impl Hub {
             }
             entries.push(ek);
         }
-        if need
-            .iter()
-            .any(|(obj, n)| state.slots.get(obj).is_none_or(|p| p.available() < *n))
-        {
-            return false;
-        }
+        let mut victim = None;
         if state.flows.occupancy() >= state.fm_capacity {
-            let Some((victim, victim_rate)) = state.flows.victim() else {
+            let Some((v, victim_rate)) = state.flows.victim() else {
                 return false;
             };
             if rate * 100.0 <= victim_rate * HYSTERESIS_PERCENT as f64 {
                 return false;
             }
-            self.start_evict(now, app, victim);
+            victim = Some(v);
+        }
+        // Slots: free now, freed by removals in flight, or freed by the
+        // victim's entries that no other flow uses; installs beyond what is
+        // free wait for those (an object sized exactly n_p·Q_p is full
+        // whenever the FM is).
+        let mut freed: BTreeMap<crate::ids::ObjId, u32> = BTreeMap::new();
+        if let Some(v) = &victim {
+            for e in &state.flows.flows[v].entries {
+                if self.dir.map.get(e).is_some_and(|x| x.refcount() == 1) {
+                    *freed.entry(e.obj).or_default() += 1;
+                }
+            }
+        }
+        let short = need.iter().any(|(obj, n)| {
+            let extra = freed.get(obj).copied().unwrap_or(0);
+            state
+                .slots
+                .get(obj)
+                .is_none_or(|p| p.obtainable() + extra < *n)
+        });
+        if short {
+            return false;
+        }
+        if let Some(v) = victim {
+            self.start_evict(now, app, v);
         }
         self.start_insert(now, app, uk, entries, rate);
         true
@@ -231,7 +251,7 @@ impl Hub {
         entry.users.insert(uk.clone());
         match entry.switch {
             SwitchCopy::Installed => true,
-            SwitchCopy::Installing | SwitchCopy::Removing => false,
+            SwitchCopy::Installing | SwitchCopy::Removing | SwitchCopy::WaitingSlot => false,
             SwitchCopy::Absent => {
                 self.install(now, e);
                 false
@@ -247,10 +267,14 @@ impl Hub {
             .and_then(|p| p.take());
         let entry = self.dir.map.get_mut(e).expect("present");
         let Some(slot) = slot else {
-            // Checked before the insert started; only a reinstall after a
-            // removal can find the object full. Treat it as a failed install.
-            self.stats.switch_errors += 1;
-            self.install_acked(now, e.clone(), false);
+            entry.switch = SwitchCopy::WaitingSlot;
+            if let Some(p) = self
+                .apps
+                .get_mut(&e.app)
+                .and_then(|a| a.slots.get_mut(&e.obj))
+            {
+                p.waiters.push_back(e.clone());
+            }
             return;
         };
         entry.slot = Some(slot);
@@ -515,6 +539,13 @@ impl Hub {
                     entry.holders &= !SWITCH_BIT;
                     let slot = entry.slot.unwrap_or(0);
                     let refcount = entry.refcount();
+                    if let Some(p) = self
+                        .apps
+                        .get_mut(&e.app)
+                        .and_then(|a| a.slots.get_mut(&e.obj))
+                    {
+                        p.removing += 1;
+                    }
                     self.log.push(
                         now,
                         Op::ObjectRemove {
@@ -535,14 +566,20 @@ impl Hub {
             return;
         };
         entry.switch = SwitchCopy::Absent;
-        if let Some(slot) = entry.slot.take() {
-            if let Some(p) = self
-                .apps
-                .get_mut(&e.app)
-                .and_then(|a| a.slots.get_mut(&e.obj))
-            {
-                p.put(slot);
-            }
+        let slot = entry.slot.take();
+        let pool = self
+            .apps
+            .get_mut(&e.app)
+            .and_then(|a| a.slots.get_mut(&e.obj))
+            .expect("known object");
+        pool.removing = pool.removing.saturating_sub(1);
+        if let Some(slot) = slot {
+            pool.put(slot);
+        }
+        // Entries waiting for a slot go first.
+        let waiter = pool.waiters.pop_front();
+        if let Some(w) = waiter {
+            self.install(now, &w);
         }
         let entry = &self.dir.map[&e];
         if !entry.users.is_empty() {

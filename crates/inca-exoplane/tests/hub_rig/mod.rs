@@ -213,6 +213,7 @@ pub struct Rig {
     pub apps: Vec<AppId>,
     pub violations: Vec<String>,
     pub chaos: Option<Chaos>,
+    pub app_set: fn() -> Vec<TestApp>,
     pub reinjected: u64,
     pub acks_checked: u64,
     events: BinaryHeap<Reverse<(Nanos, u64)>>,
@@ -272,6 +273,7 @@ impl Rig {
             apps: apps().iter().map(|a| a.id).collect(),
             violations: Vec::new(),
             chaos: None,
+            app_set: apps,
             reinjected: 0,
             acks_checked: 0,
             events: BinaryHeap::new(),
@@ -449,8 +451,10 @@ impl Rig {
             }
             Ev::Restart { pdev } => {
                 let i = usize::from(pdev.0);
-                let logic: Vec<Box<dyn ControlLogic>> =
-                    test_apps().into_iter().map(|a| Box::new(a) as _).collect();
+                let logic: Vec<Box<dyn ControlLogic>> = (self.app_set)()
+                    .into_iter()
+                    .map(|a| Box::new(a) as _)
+                    .collect();
                 self.daemons[i] = Some(Daemon::new(DaemonConfig::new(pdev), logic, self.now, true));
                 let t = self.now + self.rng.gen_range(MS..20 * MS);
                 self.at(t, Ev::Reconnect { pdev });
@@ -681,7 +685,7 @@ impl Rig {
     }
 
     fn switch_done(&mut self, id: SwitchOpId, op: SwitchOp) {
-        let apps = test_apps();
+        let apps = (self.app_set)();
         let keys_of = |app: AppId, uk: &UnionKey| -> Vec<EntryKey> {
             let a = apps.iter().find(|a| a.id == app).unwrap();
             a.objects
