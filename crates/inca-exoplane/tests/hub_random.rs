@@ -103,3 +103,18 @@ fn ack_before_holders_applied_is_caught() {
         );
     }
 }
+
+#[test]
+fn a_seed_replays_the_same_run() {
+    let seed = 7;
+    println!("seed {seed}");
+    let a = chaos_run(seed, HubConfig::new(4), 3);
+    let b = chaos_run(seed, HubConfig::new(4), 3);
+    let (la, lb): (Vec<_>, Vec<_>) = (
+        a.hub.op_log().records().collect(),
+        b.hub.op_log().records().collect(),
+    );
+    assert!(la.len() > 1000, "{} records", la.len());
+    assert_eq!(la, lb);
+    assert_eq!(a.hub.stats(), b.hub.stats());
+}
