@@ -309,13 +309,7 @@ impl Hub {
             entry.switch = SwitchCopy::Absent;
             entry.holders &= !SWITCH_BIT;
             if let Some(slot) = entry.slot.take() {
-                if let Some(p) = self
-                    .apps
-                    .get_mut(&e.app)
-                    .and_then(|a| a.slots.get_mut(&e.obj))
-                {
-                    p.put(slot);
-                }
+                self.free_slot(now, &e, slot);
             }
         }
         let users: Vec<UnionKey> = self.dir.map[&e].users.iter().cloned().collect();
@@ -561,25 +555,36 @@ impl Hub {
         }
     }
 
+    /// Returns `slot` of `e`'s object; an entry waiting for a slot gets it.
+    fn free_slot(&mut self, now: Nanos, e: &EntryKey, slot: u32) {
+        let Some(pool) = self
+            .apps
+            .get_mut(&e.app)
+            .and_then(|a| a.slots.get_mut(&e.obj))
+        else {
+            return;
+        };
+        pool.put(slot);
+        if let Some(waiter) = pool.waiters.pop_front() {
+            self.install(now, &waiter);
+        }
+    }
+
     pub(super) fn remove_acked(&mut self, now: Nanos, e: EntryKey) {
         let Some(entry) = self.dir.map.get_mut(&e) else {
             return;
         };
         entry.switch = SwitchCopy::Absent;
         let slot = entry.slot.take();
-        let pool = self
+        if let Some(pool) = self
             .apps
             .get_mut(&e.app)
             .and_then(|a| a.slots.get_mut(&e.obj))
-            .expect("known object");
-        pool.removing = pool.removing.saturating_sub(1);
-        if let Some(slot) = slot {
-            pool.put(slot);
+        {
+            pool.removing = pool.removing.saturating_sub(1);
         }
-        // Entries waiting for a slot go first.
-        let waiter = pool.waiters.pop_front();
-        if let Some(w) = waiter {
-            self.install(now, &w);
+        if let Some(slot) = slot {
+            self.free_slot(now, &e, slot);
         }
         let entry = &self.dir.map[&e];
         if !entry.users.is_empty() {
