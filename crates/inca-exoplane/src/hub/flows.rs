@@ -52,6 +52,8 @@ pub(super) struct FlowDir {
     flows: BTreeMap<UnionKey, Flow>,
     /// FM entries on the switch or being added.
     fm_installed: u32,
+    /// INSERTING + PRESENT flows, kept as the states change.
+    occupied: u32,
     /// Flows whose phase 1 is done, waiting for FM room (an eviction's FM
     /// delete not yet acknowledged).
     fm_wait: VecDeque<UnionKey>,
@@ -68,10 +70,21 @@ impl FlowDir {
 
     /// INSERTING + PRESENT flows: what the FM capacity limits.
     pub fn occupancy(&self) -> u32 {
-        self.flows
-            .values()
-            .filter(|f| matches!(f.state, FlowState::Inserting | FlowState::Present))
-            .count() as u32
+        self.occupied
+    }
+
+    fn insert(&mut self, uk: UnionKey, flow: Flow) {
+        debug_assert_eq!(flow.state, FlowState::Inserting);
+        self.occupied += 1;
+        self.flows.insert(uk, flow);
+    }
+
+    fn remove(&mut self, uk: &UnionKey) -> Option<Flow> {
+        let f = self.flows.remove(uk)?;
+        if f.state != FlowState::Evicting {
+            self.occupied -= 1;
+        }
+        Some(f)
     }
 
     fn victim(&self) -> Option<(UnionKey, f64)> {
@@ -233,7 +246,6 @@ impl Hub {
         self.apps
             .get_mut(&app)
             .expect("known")
-            .flows
             .flows
             .insert(uk.clone(), flow);
         if self.config.breakage == Some(Breakage::FmInsertBeforeObjectAcks) {
@@ -427,17 +439,17 @@ impl Hub {
 
     /// Phase 1 of eviction: delete the FM entry.
     fn start_evict(&mut self, now: Nanos, app: AppId, uk: UnionKey) {
-        let Some(f) = self
-            .apps
-            .get_mut(&app)
-            .and_then(|a| a.flows.flows.get_mut(&uk))
-        else {
+        let Some(dir) = self.apps.get_mut(&app).map(|a| &mut a.flows) else {
+            return;
+        };
+        let Some(f) = dir.flows.get_mut(&uk) else {
             return;
         };
         if f.state == FlowState::Evicting {
             return;
         }
         f.state = FlowState::Evicting;
+        dir.occupied -= 1;
         self.stats.evictions += 1;
         self.log.push(
             now,
@@ -510,11 +522,7 @@ impl Hub {
     /// Phase 2 of eviction (or undo of an aborted insert): drop the flow's
     /// references; entries at refcount 0 leave the switch. Flow ABSENT.
     fn release(&mut self, now: Nanos, app: AppId, uk: UnionKey) {
-        let Some(f) = self
-            .apps
-            .get_mut(&app)
-            .and_then(|a| a.flows.flows.remove(&uk))
-        else {
+        let Some(f) = self.apps.get_mut(&app).and_then(|a| a.flows.remove(&uk)) else {
             return;
         };
         for e in f.entries {

@@ -214,6 +214,7 @@ pub struct Rig {
     pub violations: Vec<String>,
     pub chaos: Option<Chaos>,
     pub app_set: fn() -> Vec<TestApp>,
+    pub fm_caps: Vec<u32>,
     pub reinjected: u64,
     pub acks_checked: u64,
     events: BinaryHeap<Reverse<(Nanos, u64)>>,
@@ -241,6 +242,7 @@ impl Rig {
         apps: fn() -> Vec<TestApp>,
         caps: Vec<u32>,
     ) -> Rig {
+        let caps_kept = caps.clone();
         let hub_apps = apps()
             .into_iter()
             .zip(caps)
@@ -274,6 +276,7 @@ impl Rig {
             violations: Vec::new(),
             chaos: None,
             app_set: apps,
+            fm_caps: caps_kept,
             reinjected: 0,
             acks_checked: 0,
             events: BinaryHeap::new(),
@@ -730,6 +733,14 @@ impl Rig {
                     }
                 }
                 self.switch.fm.insert((app, uk), 0);
+                let used = self.switch.fm.keys().filter(|(a, _)| *a == app).count();
+                let cap = self.fm_caps[self.apps.iter().position(|a| *a == app).unwrap()];
+                if used > cap as usize {
+                    self.violations.push(format!(
+                        "FM t={}: app {} holds {used} FM entries, capacity {cap}",
+                        self.now, app.0
+                    ));
+                }
             }
             SwitchOp::FmDelete { app, uk } => {
                 self.switch.fm.remove(&(app, uk));
