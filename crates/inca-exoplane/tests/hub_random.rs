@@ -1,6 +1,7 @@
 //! Randomized runs of a hub, several daemons and a fake switch that acks
 //! after random delays, with session resets (the resend path), device
 //! crashes (holder death by silence and by port-down, then rebuild),
+//! daemon pauses (declared dead after three PINGs, rebuilt by DUMP),
 //! concurrent writes to the same and different keys, aging and promotion
 //! storms. Checks P3 and P4 over the hub's op log, P1/P4 at the fake
 //! switch and devices, and convergence of every holder after quiescence.
@@ -34,6 +35,7 @@ fn chaos_run(seed: u64, config: HubConfig, secs: u64) -> Rig {
 #[test]
 fn chaos_runs_keep_p3_p4_and_converge() {
     let mut totals = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut pauses = 0;
     for seed in 0..seeds() {
         println!("seed {seed}");
         let mut rig = chaos_run(seed, HubConfig::new(4), 20);
@@ -51,9 +53,10 @@ fn chaos_runs_keep_p3_p4_and_converge() {
         }
         let s = rig.hub.stats().clone();
         println!(
-            "  hub {s:?}\n  reinjected {} acks checked {}",
-            rig.reinjected, rig.acks_checked
+            "  hub {s:?}\n  reinjected {} acks checked {} pauses {}",
+            rig.reinjected, rig.acks_checked, rig.pauses
         );
+        pauses += rig.pauses;
         totals.0 += s.promotions;
         totals.1 += s.evictions;
         totals.2 += s.applies_resent;
@@ -64,7 +67,10 @@ fn chaos_runs_keep_p3_p4_and_converge() {
     // The runs exercised every path the checks are about.
     let (promotions, evictions, resent, dead, reinjected, acks) = totals;
     assert!(promotions > 100 && evictions > 50, "{totals:?}");
-    assert!(resent > 0 && dead > 0, "{totals:?}");
+    assert!(
+        resent > 0 && dead > 0 && pauses > 0,
+        "{totals:?} pauses {pauses}"
+    );
     assert!(reinjected > 1000 && acks > 1000, "{totals:?}");
 }
 

@@ -16,7 +16,7 @@ use inca_exoplane::daemon::{
 use inca_exoplane::hub::msg::{DaemonMsg, EntryRec, HubMsg, Write, WriteOp, WriteStatus};
 use inca_exoplane::hub::{
     DeviceStatus, Hub, HubApp, HubConfig, HubEvent, HubInput, HubOutput, SwitchOp, SwitchOpId,
-    HOLDER_TIMEOUT, PROMOTION_INTERVAL, T_FLUSH,
+    HOLDER_TIMEOUT, PING_INTERVAL, PING_MISSES, PROMOTION_INTERVAL, T_FLUSH,
 };
 use inca_exoplane::ids::{AppId, Pdev, UnionKey};
 
@@ -48,6 +48,30 @@ fn hello(h: &mut Hub, now: u64, p: u16, lost: bool) -> Vec<HubOutput> {
         },
     );
     drain(h)
+}
+
+/// Answers every PING in the hub's outputs; returns the other outputs.
+fn pong_all(h: &mut Hub, now: u64) -> Vec<HubOutput> {
+    let mut rest = Vec::new();
+    for o in drain(h) {
+        match o {
+            HubOutput::ToDaemon(td) if matches!(td.msg, HubMsg::Ping { .. }) => {
+                let HubMsg::Ping { ts } = td.msg else {
+                    unreachable!()
+                };
+                h.handle(
+                    now,
+                    HubInput::Daemon {
+                        pdev: td.pdev,
+                        req_id: td.req_id,
+                        msg: DaemonMsg::Pong { ts },
+                    },
+                );
+            }
+            o => rest.push(o),
+        }
+    }
+    rest
 }
 
 fn uk(t: u8, f: u8) -> UnionKey {
@@ -221,13 +245,13 @@ fn shared_entry_leaves_the_switch_only_at_refcount_zero() {
             .map(|(_, op)| op)
             .collect()
     };
-    let first = evict(&mut h, &a, S);
+    let first = evict(&mut h, &a, 100 * MS);
     assert!(
         matches!(first.as_slice(), [SwitchOp::RemoveEntry { entry, .. }] if entry.obj == FLOW_OBJ),
         "only a's own entry leaves: {first:?}"
     );
     assert_eq!(h.entry(&tenant).unwrap().refcount(), 1);
-    let second = evict(&mut h, &b, 2 * S);
+    let second = evict(&mut h, &b, 200 * MS);
     assert_eq!(
         second.len(),
         2,
@@ -320,15 +344,17 @@ fn silent_holder_is_declared_dead_after_the_holder_timeout() {
     assert!(drain(&mut h).iter().all(
         |o| !matches!(o, HubOutput::ToDaemon(td) if matches!(td.msg, HubMsg::WriteAck { .. }))
     ));
-    h.handle_timeout(HOLDER_TIMEOUT - 1);
-    let early = drain(&mut h);
-    assert!(
-        switch_ops(&early).is_empty()
-            && !early
-                .iter()
-                .any(|o| matches!(o, HubOutput::Event(_) | HubOutput::ToDaemon(_))),
-        "{early:?}"
-    );
+    // Both daemons answer PINGs (alive), but pdev 1 never applies.
+    let mut t = 0;
+    while t < HOLDER_TIMEOUT - 1 {
+        t = (t + PING_INTERVAL).min(HOLDER_TIMEOUT - 1);
+        h.handle_timeout(t);
+        let early = pong_all(&mut h, t);
+        assert!(
+            !early.iter().any(|o| matches!(o, HubOutput::Event(_))),
+            "t={t}: {early:?}"
+        );
+    }
     h.handle_timeout(HOLDER_TIMEOUT);
     let outs = drain(&mut h);
     assert!(
@@ -640,4 +666,43 @@ fn reports_once_per_window_exactly_at_theta_and_only_promotable_flows() {
         1,
         "reported again in the next window"
     );
+}
+
+#[test]
+fn a_daemon_silent_for_three_pings_is_declared_dead() {
+    let mut h = hub(2, 8);
+    hello(&mut h, 0, 0, false);
+    hello(&mut h, 0, 1, false);
+    // pdev 0 answers, pdev 1 (paused, link up) does not.
+    let mut dead_at = None;
+    let mut t = 0;
+    while dead_at.is_none() && t < 10 * PING_INTERVAL {
+        t += PING_INTERVAL;
+        h.handle_timeout(t);
+        for o in drain(&mut h) {
+            match o {
+                HubOutput::ToDaemon(td) if td.pdev == Pdev(0) => {
+                    if let HubMsg::Ping { ts } = td.msg {
+                        h.handle(
+                            t,
+                            HubInput::Daemon {
+                                pdev: Pdev(0),
+                                req_id: 0,
+                                msg: DaemonMsg::Pong { ts },
+                            },
+                        );
+                    }
+                }
+                HubOutput::Event(HubEvent::HolderDead(p)) => {
+                    assert_eq!(p, Pdev(1));
+                    dead_at = Some(t);
+                }
+                _ => {}
+            }
+        }
+    }
+    // Silent for more than PING_MISSES periods: declared at the next PING.
+    assert_eq!(dead_at, Some((PING_MISSES + 1) * PING_INTERVAL));
+    assert_eq!(h.device_status(Pdev(0)), Some(DeviceStatus::Up));
+    assert_eq!(h.device_status(Pdev(1)), Some(DeviceStatus::Down));
 }

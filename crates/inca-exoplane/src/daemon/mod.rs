@@ -381,6 +381,8 @@ impl Daemon {
             HubMsg::WriteApply { app, entries } => self.on_apply(req_id, app, entries),
             HubMsg::WriteAck { results } => self.on_ack(now, req_id, results),
             HubMsg::Dump { app, entries, last } => self.on_dump(app, entries, last),
+            HubMsg::Ping { ts } => self.send_hub(req_id, DaemonMsg::Pong { ts }),
+            HubMsg::Pong { .. } => {}
             HubMsg::Rejoin { .. } => {
                 // Call point for the sync part (§5.6 recovery): restore each
                 // shared register to H and set I = 0 before REJOIN_DONE.

@@ -16,6 +16,8 @@ use crate::ids::{AppId, LogicalId, Pdev};
 pub(super) struct Devices {
     status: Vec<DeviceStatus>,
     session: Vec<bool>,
+    /// When the hub last heard anything from each daemon.
+    last_heard: Vec<Nanos>,
 }
 
 impl Devices {
@@ -23,6 +25,7 @@ impl Devices {
         Devices {
             status: vec![DeviceStatus::Up; usize::from(n)],
             session: vec![false; usize::from(n)],
+            last_heard: vec![0; usize::from(n)],
         }
     }
 
@@ -45,6 +48,12 @@ impl Devices {
             .get(usize::from(pdev.0))
             .copied()
             .unwrap_or(false)
+    }
+
+    pub fn heard(&mut self, pdev: Pdev, now: Nanos) {
+        if let Some(t) = self.last_heard.get_mut(usize::from(pdev.0)) {
+            *t = now;
+        }
     }
 
     pub fn session_reset(&mut self, pdev: Pdev) {
@@ -133,6 +142,24 @@ impl Hub {
                     last: i + 1 == n,
                 },
             );
+        }
+    }
+
+    /// PINGs every daemon with an open session; one silent for
+    /// `ping_misses` periods (daemon dead or paused without link loss) is
+    /// declared dead.
+    pub(super) fn ping_all(&mut self, now: Nanos) {
+        let silence = self.config.ping_interval * self.config.ping_misses;
+        for p in 0..u16::from(self.config.n_devices) {
+            let pdev = Pdev(p);
+            if !self.devices.session_up(pdev) {
+                continue;
+            }
+            if now.saturating_sub(self.devices.last_heard[usize::from(p)]) > silence {
+                self.declare_dead(now, pdev);
+            } else {
+                self.send(pdev, 0, HubMsg::Ping { ts: now });
+            }
         }
     }
 

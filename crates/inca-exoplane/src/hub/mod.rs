@@ -67,6 +67,12 @@ pub const MAX_QUEUED_WRITES: usize = 65_536;
 /// Entries in the directory [our choice: 2 GB device DRAM holds millions;
 /// the hub bound is the ExoPlane evaluation's scale ×10].
 pub const MAX_ENTRIES: usize = 10_000_000;
+/// PING period (spec §4.6: every 250 ms [our choice]).
+pub const PING_INTERVAL: Nanos = 250 * MS;
+/// PINGs a daemon may leave unanswered (no message at all from it) before
+/// the hub declares it dead and writes `pdev_alive` = 0 itself (spec §4.6,
+/// §5.8: 3 misses [our choice]).
+pub const PING_MISSES: u64 = 3;
 /// Entries per DUMP message [our choice].
 pub const DUMP_BATCH: usize = 256;
 
@@ -102,6 +108,10 @@ pub struct HubConfig {
     pub max_entries: usize,
     /// See [`DUMP_BATCH`].
     pub dump_batch: usize,
+    /// See [`PING_INTERVAL`].
+    pub ping_interval: Nanos,
+    /// See [`PING_MISSES`].
+    pub ping_misses: u64,
     /// Op-log ring size.
     pub op_log_capacity: usize,
     /// A deliberate fault (tests only); `None` in every real run.
@@ -121,6 +131,8 @@ impl HubConfig {
             max_queued_writes: MAX_QUEUED_WRITES,
             max_entries: MAX_ENTRIES,
             dump_batch: DUMP_BATCH,
+            ping_interval: PING_INTERVAL,
+            ping_misses: PING_MISSES,
             op_log_capacity: oplog::OP_LOG_CAPACITY,
             breakage: None,
         }
@@ -412,6 +424,7 @@ impl Hub {
         }
         let mut timers = Timers::default();
         timers.set(now + config.counter_poll, Timer::CounterPoll);
+        timers.set(now + config.ping_interval, Timer::Ping);
         Ok(Hub {
             devices: devices::Devices::new(config.n_devices),
             promo: flows::PromotionQueue::default(),
@@ -464,6 +477,11 @@ impl Hub {
                 Timer::ApplyDeadline(id) => self.apply_deadline(now, id),
                 Timer::Flush(app, uk) => self.flush_done(now, app, uk),
                 Timer::Promote => self.drain_promotions(now),
+                Timer::Ping => {
+                    self.ping_all(now);
+                    self.timers
+                        .set(now + self.config.ping_interval, Timer::Ping);
+                }
             }
         }
     }
@@ -516,6 +534,7 @@ impl Hub {
             self.stats.unknown += 1;
             return;
         }
+        self.devices.heard(pdev, now);
         match msg {
             DaemonMsg::Hello {
                 pdev: said,
@@ -539,6 +558,8 @@ impl Hub {
                 elapsed_us,
             } => self.on_report(now, app, uk, estimate, elapsed_us),
             DaemonMsg::RejoinDone => self.on_rejoin_done(now, pdev),
+            DaemonMsg::Ping { ts } => self.send(pdev, req_id, msg::HubMsg::Pong { ts }),
+            DaemonMsg::Pong { .. } => {}
         }
     }
 

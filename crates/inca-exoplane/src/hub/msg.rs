@@ -102,6 +102,16 @@ pub enum DaemonMsg {
     },
     /// REJOIN_DONE: a rebuilt device restored its registers and may serve.
     RejoinDone,
+    /// PING (liveness; either side may send it).
+    Ping {
+        /// Sender's timestamp, echoed in the PONG.
+        ts: u64,
+    },
+    /// PONG: the answer to a PING.
+    Pong {
+        /// The PING's timestamp.
+        ts: u64,
+    },
 }
 
 /// A hub → daemon message.
@@ -141,6 +151,16 @@ pub enum HubMsg {
     Rejoin {
         /// `(obj, key, H)` items.
         items: Vec<(ObjId, Vec<u8>, u64)>,
+    },
+    /// PING (liveness).
+    Ping {
+        /// Sender's timestamp, echoed in the PONG.
+        ts: u64,
+    },
+    /// PONG: the answer to a PING.
+    Pong {
+        /// The PING's timestamp.
+        ts: u64,
     },
 }
 

@@ -19,6 +19,8 @@ pub enum Timer {
     Flush(AppId, UnionKey),
     /// The promotion rate limit allows the next promotion.
     Promote,
+    /// PING every daemon; declare silent ones dead.
+    Ping,
 }
 
 /// The heap.

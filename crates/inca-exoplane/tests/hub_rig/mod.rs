@@ -182,6 +182,9 @@ pub struct Chaos {
     pub p_storm: f64,
     /// Per tick: probability of an aging callback for a random FM flow.
     pub p_idle: f64,
+    /// Per tick: probability that a daemon pauses (link up, no progress)
+    /// for 100 ms–1.5 s: longer than three PINGs gets it declared dead.
+    pub p_pause: f64,
 }
 
 impl Default for Chaos {
@@ -193,6 +196,7 @@ impl Default for Chaos {
             p_crash: 0.0003,
             p_storm: 0.002,
             p_idle: 0.01,
+            p_pause: 0.0005,
         }
     }
 }
@@ -224,6 +228,8 @@ pub struct Rig {
     requests: HashMap<(Pdev, u64), SentReq>,
     acks: HashMap<(Pdev, AppId, UnionKey), AckedReq>,
     up_since: Vec<Option<Nanos>>,
+    paused_until: Vec<Nanos>,
+    pub pauses: u64,
 }
 
 pub fn test_apps() -> Vec<TestApp> {
@@ -293,6 +299,8 @@ impl Rig {
             requests: HashMap::new(),
             acks: HashMap::new(),
             up_since: vec![Some(0); usize::from(n)],
+            paused_until: vec![0; usize::from(n)],
+            pauses: 0,
         };
         for p in 0..n {
             rig.at(
@@ -322,8 +330,8 @@ impl Rig {
             let d_t = self
                 .daemons
                 .iter()
-                .flatten()
-                .filter_map(|d| d.poll_timeout())
+                .zip(&self.paused_until)
+                .filter_map(|(d, until)| d.as_ref()?.poll_timeout().map(|t| t.max(*until)))
                 .min();
             let Some(t) = [ev_t, hub_t, d_t].into_iter().flatten().min() else {
                 break;
@@ -339,9 +347,11 @@ impl Rig {
             }
             if d_t == Some(t) {
                 for p in 0..self.n {
+                    let until = self.paused_until[usize::from(p)];
                     let due = self.daemons[usize::from(p)]
                         .as_ref()
                         .and_then(|d| d.poll_timeout())
+                        .map(|d| d.max(until))
                         == Some(t);
                     if due {
                         self.daemons[usize::from(p)]
@@ -361,6 +371,21 @@ impl Rig {
     }
 
     fn process(&mut self, ev: Ev) {
+        // A paused daemon takes no input: what is addressed to it waits
+        // (TCP and the device's completion queue buffer it), in order.
+        let target = match &ev {
+            Ev::ToDaemon { pdev, .. } | Ev::DeviceDone { pdev, .. } | Ev::Reconnect { pdev } => {
+                Some(*pdev)
+            }
+            _ => None,
+        };
+        if let Some(p) = target {
+            let until = self.paused_until[usize::from(p.0)];
+            if until > self.now {
+                self.at(until, ev);
+                return;
+            }
+        }
         match ev {
             Ev::ToHub {
                 pdev,
@@ -782,6 +807,9 @@ impl Rig {
 
     pub fn miss(&mut self, app: AppId, uk: UnionKey, frame: Vec<u8>) {
         if let Some(p) = self.route(app, &uk) {
+            if self.paused_until[usize::from(p.0)] > self.now {
+                return; // lost at the paused device
+            }
             self.daemons[usize::from(p.0)]
                 .as_mut()
                 .unwrap()
@@ -827,12 +855,20 @@ impl Rig {
                 self.crash(p, port_down, after);
             }
         }
+        if self.rng.gen_bool(c.p_pause) {
+            let p = self.rng.gen_range(0..usize::from(self.n));
+            if self.daemons[p].is_some() && self.paused_until[p] <= self.now {
+                self.pauses += 1;
+                self.paused_until[p] = self.now + self.delay(100 * MS, 1500 * MS);
+            }
+        }
         if self.rng.gen_bool(c.p_storm) {
             for _ in 0..200 {
                 let app = self.apps[self.rng.gen_range(0..self.apps.len())];
                 let uk = Self::uk(self.rng.gen_range(0..c.flows));
                 let estimate = self.rng.gen_range(64..5000);
-                if let Some(p) = self.route(app, &uk) {
+                let p = self.route(app, &uk);
+                if let Some(p) = p.filter(|p| self.paused_until[usize::from(p.0)] <= self.now) {
                     self.daemons[usize::from(p.0)]
                         .as_mut()
                         .unwrap()
