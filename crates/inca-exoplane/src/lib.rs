@@ -13,6 +13,14 @@
 //! - [`sync`] — bounded-inconsistency synchronisation of shared registers
 //!   (§5.6, Algorithms 3–4): merge operators, the hub's rounds and the
 //!   daemon's replies, as sans-IO state machines.
+//! - [`hub`] — the hub on the switch control plane: entry directory and
+//!   per-key write sequencer, flow directory with two-phase promotion and
+//!   eviction, device status with DUMP/REJOIN, and an op log for checks.
+//! - [`daemon`] — the daemon on each external device: new-flow setup with
+//!   buffered packets, ordered WRITE_APPLY/DUMP application, and the
+//!   count-min popularity reporter.
 
+pub mod daemon;
+pub mod hub;
 pub mod ids;
 pub mod sync;

@@ -1,0 +1,428 @@
+//! The device daemon (spec §2, §3.3, §5.4, §5.5, §5.8) as a sans-IO state
+//! machine: it runs on an external device's control plane, talks to the hub
+//! over one control session and to its device's data plane through
+//! [`DeviceOp`]s acknowledged by [`DaemonInput::DeviceAck`].
+//!
+//! - New flows (`setup`): a MISS creates a pending setup holding up to
+//!   [`MAX_BUFFERED`] frames, asks the app's [`ControlLogic`] for writes
+//!   and sends WRITE_REQ; WRITE_ACK OK/EXISTS re-injects the frames,
+//!   FAILED or [`SETUP_TIMEOUT`] drops them.
+//! - Table copies (`table`): WRITE_APPLY and DUMP entries are written to
+//!   the device per key in arrival order, versions ≤ the applied one
+//!   ignored; WRITE_APPLIED goes back once the device acknowledged.
+//! - Popularity ([`cms`]): a count-min sketch per app; a flow whose
+//!   estimate reaches θ in a window is reported once per window, if it has
+//!   an entry in every object it touches.
+
+pub mod cms;
+mod setup;
+mod table;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashSet, VecDeque};
+
+use inca_switch::device::Nanos;
+
+use crate::hub::app::FlowKeys;
+use crate::hub::msg::{DaemonMsg, HubMsg, Write};
+use crate::ids::{AppId, ObjId, Pdev, UnionKey, Version};
+use cms::CountMin;
+
+const MS: Nanos = 1_000_000;
+
+/// A pending setup with no WRITE_ACK after this long drops its frames
+/// (spec §5.4: 1 s [our choice]).
+pub const SETUP_TIMEOUT: Nanos = 1_000 * MS;
+/// Frames buffered per pending setup (spec §3.3: 16).
+pub const MAX_BUFFERED: usize = 16;
+/// Pending setups at once [our choice: a second of new flows at the
+/// device's control-plane rate, ≤ 64 RPCs of 20 ms batches].
+pub const MAX_PENDING: usize = 4_096;
+/// Popularity window `T_win` (spec §3.3: 1 s [our choice]).
+pub const T_WIN: Nanos = 1_000 * MS;
+/// Report threshold θ in packets per window (spec §3.3: 64 [our choice]).
+pub const THETA: u32 = 64;
+/// Distinct flows reported per window [our choice: θ = 64 at the device's
+/// 40 Gbps of 64 B packets is < 1.2 M per second; the hub's queue admits
+/// 1,000 anyway].
+pub const MAX_REPORTED: usize = 65_536;
+
+/// An app's control logic: the writes a new flow needs.
+pub trait ControlLogic: FlowKeys {
+    /// The writes that set up flow `uk`, whose first packet is `frame`.
+    /// Empty means the app installs nothing (the frame is dropped).
+    fn writes_for(&self, uk: &UnionKey, frame: &[u8]) -> Vec<Write>;
+}
+
+/// Daemon parameters; [`DaemonConfig::new`] fills the spec's values.
+#[derive(Clone, Debug)]
+pub struct DaemonConfig {
+    /// The device this daemon runs.
+    pub pdev: Pdev,
+    /// See [`SETUP_TIMEOUT`].
+    pub setup_timeout: Nanos,
+    /// See [`MAX_BUFFERED`].
+    pub max_buffered: usize,
+    /// See [`MAX_PENDING`].
+    pub max_pending: usize,
+    /// See [`T_WIN`].
+    pub t_win: Nanos,
+    /// See [`THETA`].
+    pub theta: u32,
+    /// See [`MAX_REPORTED`].
+    pub max_reported: usize,
+}
+
+impl DaemonConfig {
+    /// The spec's values for device `pdev`.
+    pub fn new(pdev: Pdev) -> Self {
+        DaemonConfig {
+            pdev,
+            setup_timeout: SETUP_TIMEOUT,
+            max_buffered: MAX_BUFFERED,
+            max_pending: MAX_PENDING,
+            t_win: T_WIN,
+            theta: THETA,
+            max_reported: MAX_REPORTED,
+        }
+    }
+}
+
+/// An identifier the daemon gives each device operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceOpId(pub u64);
+
+/// A write to the device's data-plane tables, acknowledged by
+/// [`DaemonInput::DeviceAck`]; the device applies them in issue order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceOp {
+    /// Store `value` for `key` of `obj`.
+    Store {
+        /// The app.
+        app: AppId,
+        /// The object.
+        obj: ObjId,
+        /// The key.
+        key: Vec<u8>,
+        /// The value.
+        value: Vec<u8>,
+        /// The hub's version (for checks).
+        version: Version,
+    },
+    /// Remove `key` of `obj`.
+    Remove {
+        /// The app.
+        app: AppId,
+        /// The object.
+        obj: ObjId,
+        /// The key.
+        key: Vec<u8>,
+        /// The hub's version (for checks).
+        version: Version,
+    },
+}
+
+/// What the daemon is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DaemonInput {
+    /// The session to the hub is up (the daemon says HELLO).
+    SessionUp,
+    /// The session broke.
+    SessionReset,
+    /// A message from the hub.
+    FromHub {
+        /// The frame header's request id.
+        req_id: u64,
+        /// The message.
+        msg: HubMsg,
+    },
+    /// A MISS digest: the device's app sent a packet of `uk` to its
+    /// control plane.
+    Miss {
+        /// The app.
+        app: AppId,
+        /// The flow.
+        uk: UnionKey,
+        /// The whole frame.
+        frame: Vec<u8>,
+    },
+    /// A tail packet of `uk` passed the device: count it in the app's
+    /// sketch (the daemon hosts the sketch model the data plane runs).
+    TailPacket {
+        /// The app.
+        app: AppId,
+        /// The flow.
+        uk: UnionKey,
+    },
+    /// A REPORT digest from a data plane that runs the sketch itself.
+    Report {
+        /// The app.
+        app: AppId,
+        /// The flow.
+        uk: UnionKey,
+        /// The estimate.
+        estimate: u32,
+    },
+    /// The device finished an operation.
+    DeviceAck {
+        /// Which.
+        id: DeviceOpId,
+        /// False when the device could not store it.
+        ok: bool,
+    },
+}
+
+/// What the daemon asks its driver to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DaemonOutput {
+    /// Send a message to the hub.
+    ToHub {
+        /// The frame header's request id.
+        req_id: u64,
+        /// The message.
+        msg: DaemonMsg,
+    },
+    /// Run a device operation.
+    Device {
+        /// Its id, echoed in the acknowledgement.
+        id: DeviceOpId,
+        /// The operation.
+        op: DeviceOp,
+    },
+    /// Inject a buffered frame back into the device pipeline (its setup
+    /// was acknowledged).
+    Reinject {
+        /// The app.
+        app: AppId,
+        /// The flow.
+        uk: UnionKey,
+        /// The frame.
+        frame: Vec<u8>,
+    },
+}
+
+/// Counters of everything the daemon dropped or refused.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DaemonStats {
+    /// Setups started (WRITE_REQ sent).
+    pub setups: u64,
+    /// Setups acknowledged OK/EXISTS.
+    pub setups_ok: u64,
+    /// Setups answered FAILED.
+    pub setups_failed: u64,
+    /// Setups that timed out.
+    pub setups_timed_out: u64,
+    /// Frames dropped: buffer full, pending table full, failed or timed
+    /// out setup, or no writes.
+    pub frames_dropped: u64,
+    /// Frames re-injected after an ack.
+    pub frames_reinjected: u64,
+    /// WRITE_APPLY entries ignored as not newer than the applied version.
+    pub stale_applies: u64,
+    /// PROMOTE_REPORTs sent.
+    pub reports: u64,
+    /// Reports suppressed (already reported this window, not promotable,
+    /// or the per-window set full).
+    pub reports_suppressed: u64,
+    /// Messages not sent because the session was down.
+    pub unsent: u64,
+    /// Messages or inputs naming an unknown app, request or operation.
+    pub unknown: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    Setup(u64),
+    Window,
+}
+
+/// The daemon.
+pub struct Daemon {
+    config: DaemonConfig,
+    apps: BTreeMap<AppId, Box<dyn ControlLogic>>,
+    sketches: BTreeMap<AppId, CountMin>,
+    reported: HashSet<(AppId, UnionKey)>,
+    window_start: Nanos,
+    session: bool,
+    lost_state: bool,
+    next_req: u64,
+    setups: setup::Setups,
+    table: table::Table,
+    timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
+    timer_seq: u64,
+    out: VecDeque<DaemonOutput>,
+    stats: DaemonStats,
+}
+
+impl Daemon {
+    /// A daemon for `apps` starting at `now`; `lost_state` is what its
+    /// first HELLO says (a restarted device with empty tables).
+    pub fn new(
+        config: DaemonConfig,
+        apps: Vec<Box<dyn ControlLogic>>,
+        now: Nanos,
+        lost_state: bool,
+    ) -> Daemon {
+        let mut map = BTreeMap::new();
+        let mut sketches = BTreeMap::new();
+        for a in apps {
+            sketches.insert(a.app(), CountMin::standard());
+            map.insert(a.app(), a);
+        }
+        let mut d = Daemon {
+            config,
+            apps: map,
+            sketches,
+            reported: HashSet::new(),
+            window_start: now,
+            session: false,
+            lost_state,
+            next_req: 0,
+            setups: setup::Setups::default(),
+            table: table::Table::default(),
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            out: VecDeque::new(),
+            stats: DaemonStats::default(),
+        };
+        d.set_timer(now + d.config.t_win, Timer::Window);
+        d
+    }
+
+    /// Handles one input at `now`.
+    pub fn handle(&mut self, now: Nanos, input: DaemonInput) {
+        match input {
+            DaemonInput::SessionUp => {
+                self.session = true;
+                let msg = DaemonMsg::Hello {
+                    pdev: self.config.pdev,
+                    caps: 0,
+                    lost_state: self.lost_state,
+                };
+                self.send_hub(0, msg);
+            }
+            DaemonInput::SessionReset => self.session = false,
+            DaemonInput::FromHub { req_id, msg } => self.on_hub(now, req_id, msg),
+            DaemonInput::Miss { app, uk, frame } => self.on_miss(now, app, uk, frame),
+            DaemonInput::TailPacket { app, uk } => {
+                let Some(cms) = self.sketches.get_mut(&app) else {
+                    self.stats.unknown += 1;
+                    return;
+                };
+                if cms.add(&uk.0) == self.config.theta {
+                    self.on_report(now, app, uk, self.config.theta);
+                }
+            }
+            DaemonInput::Report { app, uk, estimate } => self.on_report(now, app, uk, estimate),
+            DaemonInput::DeviceAck { id, ok } => self.on_device_ack(id, ok),
+        }
+    }
+
+    /// The earliest time [`Daemon::handle_timeout`] must be called.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        self.timers.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    /// Runs every timer due at or before `now`.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        while self.poll_timeout().is_some_and(|at| at <= now) {
+            let Reverse((_, _, timer)) = self.timers.pop().expect("peeked");
+            match timer {
+                Timer::Setup(req_id) => self.setup_deadline(req_id),
+                Timer::Window => {
+                    for cms in self.sketches.values_mut() {
+                        cms.flip();
+                    }
+                    self.reported.clear();
+                    self.window_start = now;
+                    self.set_timer(now + self.config.t_win, Timer::Window);
+                }
+            }
+        }
+    }
+
+    /// The next output, if any.
+    pub fn poll_output(&mut self) -> Option<DaemonOutput> {
+        self.out.pop_front()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &DaemonStats {
+        &self.stats
+    }
+
+    /// The version of `key` of `obj` the device acknowledged, if it holds
+    /// the key.
+    pub fn applied_version(&self, app: AppId, obj: ObjId, key: &[u8]) -> Option<Version> {
+        self.table.acked(app, obj, key)
+    }
+
+    /// Setups waiting for their WRITE_ACK.
+    pub fn pending_setups(&self) -> usize {
+        self.setups.len()
+    }
+
+    fn set_timer(&mut self, at: Nanos, timer: Timer) {
+        self.timer_seq += 1;
+        self.timers.push(Reverse((at, self.timer_seq, timer)));
+    }
+
+    fn send_hub(&mut self, req_id: u64, msg: DaemonMsg) {
+        if self.session {
+            self.out.push_back(DaemonOutput::ToHub { req_id, msg });
+        } else {
+            self.stats.unsent += 1;
+        }
+    }
+
+    fn on_hub(&mut self, now: Nanos, req_id: u64, msg: HubMsg) {
+        match msg {
+            HubMsg::HelloAck { .. } => self.table.start_dump_window(),
+            HubMsg::WriteApply { app, entries } => self.on_apply(req_id, app, entries),
+            HubMsg::WriteAck { results } => self.on_ack(now, req_id, results),
+            HubMsg::Dump { app, entries, last } => self.on_dump(app, entries, last),
+            HubMsg::Ping { ts } => self.send_hub(req_id, DaemonMsg::Pong { ts }),
+            HubMsg::Pong { .. } => {}
+            HubMsg::Rejoin { .. } => {
+                // Call point for the sync part (§5.6 recovery): restore each
+                // shared register to H and set I = 0 before REJOIN_DONE.
+                self.table.rejoin_requested = true;
+                self.maybe_rejoin_done();
+            }
+        }
+    }
+
+    /// PROMOTE_REPORT for `uk` unless already reported this window or not
+    /// promotable (an object the flow touches has no entry here).
+    fn on_report(&mut self, now: Nanos, app: AppId, uk: UnionKey, estimate: u32) {
+        let Some(logic) = self.apps.get(&app) else {
+            self.stats.unknown += 1;
+            return;
+        };
+        let promotable = logic.objects().iter().all(|o| {
+            logic
+                .object_key(o.obj, &uk)
+                .is_none_or(|k| self.table.acked(app, o.obj, &k).is_some())
+        });
+        if !promotable
+            || self.reported.len() >= self.config.max_reported
+            || !self.reported.insert((app, uk.clone()))
+        {
+            self.stats.reports_suppressed += 1;
+            return;
+        }
+        let elapsed_us = ((now - self.window_start) / 1_000).min(u64::from(u32::MAX)) as u32;
+        self.stats.reports += 1;
+        self.next_req += 1;
+        let req_id = self.next_req;
+        self.send_hub(
+            req_id,
+            DaemonMsg::PromoteReport {
+                app,
+                uk,
+                estimate,
+                elapsed_us,
+            },
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! The daemon's copy of the hub-managed entries (spec §5.4, §5.8): what it
+//! sent to the device and what the device acknowledged, per key. Entries
+//! of WRITE_APPLY and DUMP go to the device in arrival order; a version not
+//! newer than the one already sent is ignored. WRITE_APPLIED is answered
+//! only when the device acknowledged every entry of the apply at its
+//! version or later, so the hub's ack means the device serves the value.
+//! A DUMP stream replaces the table: keys it does not mention are removed
+//! [our choice: a device declared dead may hold keys deleted meanwhile].
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::{Daemon, DaemonOutput, DeviceOp, DeviceOpId};
+use crate::hub::msg::{DaemonMsg, EntryRec, WriteOp};
+use crate::hub::oplog::EntryKey;
+use crate::ids::{AppId, ObjId, Version};
+
+struct Slot {
+    sent: Version,
+    acked: Version,
+    /// The last op sent removes the key.
+    removed: bool,
+}
+
+/// A WRITE_APPLIED to send once the device acknowledged `keys` at
+/// their versions.
+struct Reply {
+    req_id: u64,
+    ok: bool,
+    keys: Vec<(EntryKey, Version)>,
+}
+
+/// The table and the replies waiting for device acknowledgements.
+#[derive(Default)]
+pub(super) struct Table {
+    slots: BTreeMap<EntryKey, Slot>,
+    in_flight: HashMap<u64, (EntryKey, Version)>,
+    next_op: u64,
+    /// WRITE_APPLIED replies waiting for device acknowledgements.
+    replies: Vec<Reply>,
+    dump_seen: Option<HashSet<EntryKey>>,
+    dump_done: bool,
+    pub rejoin_requested: bool,
+}
+
+impl Table {
+    /// The acknowledged version of a key the device holds.
+    pub fn acked(&self, app: AppId, obj: ObjId, key: &[u8]) -> Option<Version> {
+        let k = EntryKey {
+            app,
+            obj,
+            key: key.to_vec(),
+        };
+        self.slots
+            .get(&k)
+            .filter(|s| !s.removed && s.acked > 0 && s.acked >= s.sent)
+            .map(|s| s.acked)
+    }
+
+    /// A HELLO_ACK starts a possible DUMP stream.
+    pub fn start_dump_window(&mut self) {
+        self.dump_seen = Some(HashSet::new());
+        self.dump_done = false;
+        self.rejoin_requested = false;
+    }
+
+    fn satisfied(&self, key: &EntryKey, version: Version) -> bool {
+        self.slots.get(key).is_none_or(|s| s.acked >= version)
+    }
+}
+
+impl Daemon {
+    /// Sends `rec` to the device unless not newer; returns whether it did.
+    fn store(&mut self, app: AppId, rec: EntryRec) -> bool {
+        let key = EntryKey {
+            app,
+            obj: rec.obj,
+            key: rec.key.clone(),
+        };
+        if let Some(seen) = self.table.dump_seen.as_mut() {
+            seen.insert(key.clone());
+        }
+        let slot = self.table.slots.entry(key.clone()).or_insert(Slot {
+            sent: 0,
+            acked: 0,
+            removed: true,
+        });
+        if rec.version <= slot.sent {
+            self.stats.stale_applies += 1;
+            return false;
+        }
+        slot.sent = rec.version;
+        let delete = rec.op == WriteOp::Delete;
+        slot.removed = delete;
+        self.table.next_op += 1;
+        let id = self.table.next_op;
+        self.table.in_flight.insert(id, (key, rec.version));
+        let op = if delete {
+            DeviceOp::Remove {
+                app,
+                obj: rec.obj,
+                key: rec.key,
+                version: rec.version,
+            }
+        } else {
+            DeviceOp::Store {
+                app,
+                obj: rec.obj,
+                key: rec.key,
+                value: rec.value,
+                version: rec.version,
+            }
+        };
+        self.out.push_back(DaemonOutput::Device {
+            id: DeviceOpId(id),
+            op,
+        });
+        true
+    }
+
+    /// Removes a key the hub's DUMP did not mention, keeping its version
+    /// (the hub did not assign one to this removal).
+    fn remove_local(&mut self, key: EntryKey) {
+        let Some(slot) = self.table.slots.get_mut(&key) else {
+            return;
+        };
+        slot.removed = true;
+        let version = slot.sent;
+        self.table.next_op += 1;
+        let id = self.table.next_op;
+        self.table.in_flight.insert(id, (key.clone(), version));
+        self.out.push_back(DaemonOutput::Device {
+            id: DeviceOpId(id),
+            op: DeviceOp::Remove {
+                app: key.app,
+                obj: key.obj,
+                key: key.key,
+                version,
+            },
+        });
+    }
+
+    pub(super) fn on_apply(&mut self, req_id: u64, app: AppId, entries: Vec<EntryRec>) {
+        let mut keys = Vec::new();
+        for rec in entries {
+            let key = EntryKey {
+                app,
+                obj: rec.obj,
+                key: rec.key.clone(),
+            };
+            keys.push((key, rec.version));
+            self.store(app, rec);
+        }
+        self.table.replies.push(Reply {
+            req_id,
+            ok: true,
+            keys,
+        });
+        self.flush_replies();
+    }
+
+    pub(super) fn on_dump(&mut self, app: AppId, entries: Vec<EntryRec>, last: bool) {
+        for rec in entries {
+            self.store(app, rec);
+        }
+        if last {
+            if let Some(seen) = self.table.dump_seen.take() {
+                let stale: Vec<EntryKey> = self
+                    .table
+                    .slots
+                    .iter()
+                    .filter(|(k, s)| !s.removed && !seen.contains(*k))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in stale {
+                    self.remove_local(k);
+                }
+            }
+            self.table.dump_done = true;
+            self.lost_state = false;
+            self.maybe_rejoin_done();
+        }
+    }
+
+    pub(super) fn on_device_ack(&mut self, id: DeviceOpId, ok: bool) {
+        let Some((key, version)) = self.table.in_flight.remove(&id.0) else {
+            self.stats.unknown += 1;
+            return;
+        };
+        if let Some(slot) = self.table.slots.get_mut(&key) {
+            slot.acked = slot.acked.max(version);
+            if slot.removed && slot.acked >= slot.sent {
+                self.table.slots.remove(&key);
+            }
+        }
+        if !ok {
+            for r in &mut self.table.replies {
+                if r.keys.iter().any(|(k, v)| *k == key && *v == version) {
+                    r.ok = false;
+                }
+            }
+        }
+        self.flush_replies();
+        self.maybe_rejoin_done();
+    }
+
+    /// Sends every WRITE_APPLIED whose entries the device acknowledged, in
+    /// request order.
+    fn flush_replies(&mut self) {
+        let mut i = 0;
+        while i < self.table.replies.len() {
+            let done = self.table.replies[i]
+                .keys
+                .iter()
+                .all(|(k, v)| self.table.satisfied(k, *v));
+            if done {
+                let r = self.table.replies.remove(i);
+                self.send_hub(r.req_id, DaemonMsg::WriteApplied { ok: r.ok });
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// REJOIN_DONE once the DUMP is complete, REJOIN arrived and the
+    /// device acknowledged everything.
+    pub(super) fn maybe_rejoin_done(&mut self) {
+        if self.table.rejoin_requested && self.table.dump_done && self.table.in_flight.is_empty() {
+            self.table.rejoin_requested = false;
+            self.send_hub(0, DaemonMsg::RejoinDone);
+        }
+    }
+}
