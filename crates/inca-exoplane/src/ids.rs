@@ -37,3 +37,16 @@ pub type Version = u64;
 
 /// A synchronisation round number (§5.6).
 pub type Round = u64;
+
+/// An entry of an app's object: (app, object, key bytes). The hub's entry
+/// directory (§3.2) and the synchronisation state (§5.6) are both keyed by
+/// it; slots differ per device, so they do not name an entry across copies.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EntryKey {
+    /// The app.
+    pub app: AppId,
+    /// The object.
+    pub obj: ObjId,
+    /// The object's key bytes (at most [`MAX_KEY_LEN`]).
+    pub key: Vec<u8>,
+}

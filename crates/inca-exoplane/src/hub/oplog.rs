@@ -6,23 +6,14 @@
 
 use std::collections::VecDeque;
 
-use crate::ids::{AppId, ObjId, Pdev, UnionKey, Version};
+use crate::ids::{AppId, Pdev, UnionKey, Version};
 use inca_switch::device::Nanos;
 
 /// Records kept by default [our choice: enough for a randomized test run;
 /// a campaign checks incrementally].
 pub const OP_LOG_CAPACITY: usize = 1 << 20;
 
-/// An entry of the entry directory: (app, object, key).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct EntryKey {
-    /// The app.
-    pub app: AppId,
-    /// The object.
-    pub obj: ObjId,
-    /// The object's key bytes.
-    pub key: Vec<u8>,
-}
+pub use crate::ids::EntryKey;
 
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Eq)]

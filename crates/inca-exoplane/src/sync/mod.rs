@@ -32,7 +32,7 @@ pub mod daemon;
 pub mod hub;
 pub mod merge;
 
-use crate::ids::{AppId, ObjId, Round};
+use crate::ids::Round;
 use inca_switch::device::Nanos;
 
 pub use daemon::{Daemon, DaemonOutput, DaemonStats};
@@ -56,18 +56,7 @@ pub const MAX_ENTRIES: usize = 1 << 20;
 /// second message of the same round].
 pub const MAX_ITEMS: usize = 1 << 16;
 
-/// One shared entry: an object's key [our choice: (app, obj, key bytes),
-/// the entry directory's key (§3.2); slots differ per device, so they do
-/// not name an entry across copies].
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct EntryKey {
-    /// The app.
-    pub app: AppId,
-    /// The object.
-    pub obj: ObjId,
-    /// The object's key bytes (≤ 255).
-    pub key: Vec<u8>,
-}
+pub use crate::ids::EntryKey;
 
 /// One item of a SYNC_REQ or SYNC_RESP (§4.6: `obj`, Key, `snap`, `hist`).
 /// It carries the app as well: §4.6's item has no `app`, which only names
