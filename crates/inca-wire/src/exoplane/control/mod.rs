@@ -52,6 +52,10 @@ pub const HEADER_LEN: usize = 16;
 pub const MAX_BODY_LEN: usize = 1 << 20;
 /// The longest key or value (`len` is one byte).
 pub const MAX_KEY_LEN: usize = 255;
+/// How often each side PINGs (§4.6 [spec's choice]): 250 ms.
+pub const PING_INTERVAL_NS: u64 = 250_000_000;
+/// PINGs without a PONG after which the peer is declared dead (§4.6).
+pub const PING_MISSES: u32 = 3;
 
 /// Why control bytes could not be decoded or a message could not be encoded.
 ///
