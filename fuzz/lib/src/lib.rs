@@ -8,7 +8,8 @@
 //! one line each over [`run`]; the seed-corpus generator (`src/bin/seed.rs`)
 //! writes inputs in the formats [`input`] reads.
 //!
-//! - [`parsers`] — one target per inca-wire parser, and the TEA agent protocol.
+//! - [`parsers`] — one target per inca-wire parser (ExoPlane's control
+//!   protocol included), and the TEA agent protocol.
 //! - [`devices`] — one target per device frame handler: the switch with each
 //!   catalog program (inca-apps, RedPlane, TEA), the RedPlane state store,
 //!   the TEA DRAM server.
@@ -38,6 +39,7 @@ pub const TARGETS: &[&str] = &[
     "pcapng",
     "tea_agent_proto",
     "telemetry",
+    "exoplane_control",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
@@ -46,7 +48,7 @@ pub const TARGETS: &[&str] = &[
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 11;
+pub const PARSER_TARGETS: usize = 12;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -63,6 +65,7 @@ pub fn run(name: &str, data: &[u8]) {
         "pcapng" => parsers::pcapng(data),
         "tea_agent_proto" => parsers::tea_agent_proto(data),
         "telemetry" => parsers::telemetry(data),
+        "exoplane_control" => parsers::exoplane_control(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),

@@ -422,3 +422,66 @@ pub fn telemetry(data: &[u8]) {
         }
     }
 }
+
+/// The ExoPlane control protocol (hub ↔ daemon, TCP): a decoded frame,
+/// body or REPORT digest re-encodes to the same bytes (decoding is strict,
+/// so encoding is canonical); and the stream decoder, fed the bytes after
+/// the first in chunks of 1 + first % 32 bytes, yields exactly the frames
+/// and errors that walking the stream frame by frame gives, stopping at the
+/// first error that breaks frame sync.
+pub fn exoplane_control(data: &[u8]) {
+    use inca_wire::exoplane::control::{
+        ControlError, Frame, FrameDecoder, FrameHeader, Message, MsgType, ReportDigest,
+    };
+    if let Ok(f) = Frame::decode(data) {
+        assert_eq!(f.encode().expect("a decoded frame encodes"), data);
+    }
+    if let Ok(d) = ReportDigest::decode(data) {
+        assert_eq!(d.encode().expect("a decoded digest encodes"), data);
+    }
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    if let Ok(m) = MsgType::from_type_byte(first).and_then(|t| Message::decode(t, rest)) {
+        assert_eq!(m.encode().expect("a decoded body encodes"), rest);
+    }
+    // Reference: the stream walked frame by frame.
+    let mut expect = Vec::new();
+    let mut off = 0;
+    loop {
+        match FrameHeader::new_checked(&rest[off..]) {
+            Err(ControlError::Short { .. }) => break,
+            Err(e) => {
+                expect.push(Err(e));
+                break;
+            }
+            Ok(h) if rest.len() - off < h.frame_len() => break,
+            Ok(h) => {
+                expect.push(Frame::decode(&rest[off..off + h.frame_len()]));
+                off += h.frame_len();
+            }
+        }
+    }
+    let mut got = Vec::new();
+    let mut dec = FrameDecoder::new();
+    'feed: for mut piece in rest.chunks(usize::from(first % 32) + 1) {
+        while !piece.is_empty() {
+            let n = dec.push(piece);
+            piece = &piece[n..];
+            loop {
+                match dec.next_frame() {
+                    Ok(Some(f)) => got.push(Ok(f)),
+                    Ok(None) => break,
+                    Err(e) => {
+                        let fatal = e.is_fatal();
+                        got.push(Err(e));
+                        if fatal {
+                            break 'feed;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(got, expect);
+}

@@ -2,9 +2,10 @@
 //! `OUT/<target>/`, from the captures in the repository (every `*.pcap` and
 //! `*.pcapng` under REPO, found by `fuzz/seed-corpus.sh`) and from frames
 //! built the way the tests build them: UDP and TCP flows, RoCEv2 WRITEs and
-//! READs, RedPlane requests, acks, chain messages and heartbeats, TEA agent
-//! messages, and for the DRAM server a whole session (region, QP, WRITE,
-//! READ) whose keys and addresses come from running the server itself.
+//! READs, RedPlane requests, acks, chain messages and heartbeats, ExoPlane
+//! control frames, TEA agent messages, and for the DRAM server a whole
+//! session (region, QP, WRITE, READ) whose keys and addresses come from
+//! running the server itself.
 //!
 //! Each seed is replayed through its target before it is written, so a
 //! seed that already finds something stops the script.
@@ -402,6 +403,101 @@ fn pcapng_seeds(frames: &[Vec<u8>]) -> Vec<Vec<u8>> {
     out
 }
 
+/// ExoPlane control frames: each alone (a whole-frame decode), and all of
+/// them as one stream after a chunk-size byte (the stream decoder).
+fn exoplane_control_seeds() -> Vec<Vec<u8>> {
+    use inca_wire::exoplane::control::*;
+    let e = Entry {
+        obj: 4,
+        key: vec![10, 0, 0, 5, 0x30, 0x39],
+        val: vec![100, 64, 0, 1],
+        version: 41,
+    };
+    let msgs = [
+        Message::Hello {
+            pdev: 2,
+            caps: 0x15,
+            lost_state: false,
+        },
+        Message::HelloAck {
+            round: 1,
+            ldevs: vec![LdevRole {
+                ldev: 0,
+                role: Role::Primary,
+            }],
+        },
+        Message::WriteReq {
+            app: 1,
+            writes: vec![Write {
+                op: WriteOp::InsertIfAbsent,
+                obj: 4,
+                key: e.key.clone(),
+                val: e.val.clone(),
+            }],
+        },
+        Message::WriteApply {
+            app: 1,
+            entries: vec![OpEntry {
+                op: WriteOp::Upsert,
+                entry: e.clone(),
+            }],
+        },
+        Message::WriteAck {
+            results: vec![WriteResult {
+                status: AckStatus::Ok,
+                version: 41,
+            }],
+        },
+        Message::EventFwd {
+            app: 1,
+            frame: flow_frames().remove(0),
+        },
+        Message::SyncReq {
+            round: 2,
+            items: vec![SyncItem {
+                obj: 5,
+                key: vec![1, 2],
+                snap: 10,
+                hist: 9,
+            }],
+        },
+        Message::Dump {
+            entries: vec![OpEntry {
+                op: WriteOp::Upsert,
+                entry: e,
+            }],
+            last: true,
+        },
+        Message::Ping { ts: 250_000_000 },
+    ];
+    let frames: Vec<Vec<u8>> = msgs
+        .into_iter()
+        .enumerate()
+        .map(|(i, msg)| {
+            Frame {
+                req_id: i as u64,
+                msg,
+            }
+            .encode()
+            .unwrap()
+        })
+        .collect();
+    let mut v = frames.clone();
+    for chunk in [0u8, 6, 31] {
+        let mut s = vec![chunk];
+        s.extend(frames.iter().flatten());
+        v.push(s);
+    }
+    let digest = ReportDigest {
+        app_id: 1,
+        uk: vec![10, 0, 0, 5],
+        estimate: 64,
+        bank: 0,
+    };
+    v.push(digest.encode().unwrap());
+    v
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
@@ -470,6 +566,9 @@ fn main() {
     out.put("pcap", &w.finish().unwrap());
     for s in pcapng_seeds(&frames) {
         out.put("pcapng", &s);
+    }
+    for s in exoplane_control_seeds() {
+        out.put("exoplane_control", &s);
     }
     let cp = ep([10, 0, 0, 254], [10, 0, 0, 1]);
     for m in agent_messages() {
