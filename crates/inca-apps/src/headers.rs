@@ -82,14 +82,24 @@ impl Parsed {
 /// frame parses with `ipv4 == false`; fragments after the first carry no
 /// ports.
 pub fn parse(header: &[u8]) -> Result<Parsed, ParseError> {
+    let mut p = Parsed::default();
+    parse_into(header, &mut p)?;
+    Ok(p)
+}
+
+/// [`parse`] into `p`, the parser's metadata in place: returning a
+/// [`Parsed`] by value to copy it into the metadata costs a
+/// store-forwarding stall per packet (docs/performance.md). After an error
+/// `p` holds a partial parse (the switch drops the packet).
+pub fn parse_into(header: &[u8], p: &mut Parsed) -> Result<(), ParseError> {
     let eth = EthernetFrame::new_checked(header).map_err(|_| ParseError("short Ethernet frame"))?;
-    let mut p = Parsed {
+    *p = Parsed {
         dst_mac: eth.dst(),
         vlan: eth.vlan().map_or(0, |v| v.vid),
         ..Parsed::default()
     };
     if eth.ethertype() != inca_wire::ethernet::ethertype::IPV4 {
-        return Ok(p);
+        return Ok(());
     }
     let l3 = eth.header_len();
     p.l3 = l3 as u16;
@@ -123,7 +133,7 @@ pub fn parse(header: &[u8]) -> Result<Parsed, ParseError> {
             }
         }
     }
-    Ok(p)
+    Ok(())
 }
 
 /// The parser of an app whose egress does nothing: ingress extracts
@@ -134,7 +144,7 @@ pub fn parse_ingress_only(
     meta: &mut Parsed,
 ) -> Result<(), ParseError> {
     if gress == Gress::Ingress {
-        *meta = parse(header)?;
+        parse_into(header, meta)?;
     }
     Ok(())
 }
