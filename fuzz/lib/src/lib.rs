@@ -38,6 +38,7 @@ pub const TARGETS: &[&str] = &[
     "pcapng",
     "tea_agent_proto",
     "telemetry",
+    "exoplane_shim",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
@@ -46,7 +47,7 @@ pub const TARGETS: &[&str] = &[
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 11;
+pub const PARSER_TARGETS: usize = 12;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -63,6 +64,7 @@ pub fn run(name: &str, data: &[u8]) {
         "pcapng" => parsers::pcapng(data),
         "tea_agent_proto" => parsers::tea_agent_proto(data),
         "telemetry" => parsers::telemetry(data),
+        "exoplane_shim" => parsers::exoplane_shim(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),

@@ -11,3 +11,9 @@ pub const ETHERTYPE: u16 = 0x88B6;
 
 /// TCP port the hub listens on for device daemons (§4.6) [our choice].
 pub const HUB_PORT: u16 = 7700;
+
+pub mod merge;
+pub mod shim;
+
+pub use merge::{MergeOp, MergeRepr, MERGE_LEN};
+pub use shim::{Shim, ShimRepr, ShimType, FLAG_FAILOVER, SHIM_LEN};

@@ -426,6 +426,20 @@ fn main() {
         let mut t = vec![8u8];
         t.extend_from_slice(f);
         out.put("telemetry", &t);
+        out.put("exoplane_shim", f);
+        let mut shimmed = f.clone();
+        let to_dev = inca_wire::exoplane::ShimRepr {
+            shim_type: inca_wire::exoplane::ShimType::ToDev,
+            failover: false,
+            app_id: 1,
+            ldev: 0,
+            in_port: 2,
+            out_port: 0,
+            next_type: 0,
+        };
+        if inca_wire::exoplane::shim::push(&mut shimmed, to_dev).is_ok() {
+            out.put("exoplane_shim", &shimmed);
+        }
         out.put("icrc", f);
         out.put("redplane", f);
         let Ok(eth) = EthernetFrame::new_checked(&f[..]) else {
