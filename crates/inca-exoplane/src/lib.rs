@@ -10,5 +10,19 @@
 //!
 //! - [`ids`] — the small identifiers every part shares (app, object,
 //!   logical and physical device, union key, version, sync round).
+//! - [`app`] — the application model (§5.1): objects, consistency, union
+//!   key, affinity, over inca-apps programs.
+//! - [`switch`] — the switch program (§5.2): classifier, flow managers,
+//!   shard map, device liveness, shim, MERGE, port-down failover.
+//! - [`device`] — the device program (§5.3): dispatch, count-min
+//!   popularity, the app, MISS punts, MERGE.
+//! - [`manual`] — flow-manager and entry writes by control message, until
+//!   the hub writes them.
 
+pub mod app;
+pub mod device;
 pub mod ids;
+pub mod manual;
+mod step_m;
+pub use step_m::merge_frame;
+pub mod switch;

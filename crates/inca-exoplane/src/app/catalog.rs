@@ -1,0 +1,236 @@
+//! The apps ExoPlane deploys, each an inca-apps program (built on the
+//! shared NF cores) with its objects declared for the runtime.
+//!
+//! Today: per-VM NAT (`nat`, MEDIUM), per-VM stateful firewall with a
+//! per-source packet counter (`fw`, MEDIUM) and UnivMon (`univmon`, HIGH)
+//! — the leaf scenario's NAT and FW and the front-end's monitor (§7).
+//! Still to declare for §7: the per-tenant VPN gateway with `tenant_pkts`,
+//! per-tenant NAT and ACL (vid + 5-tuple keys; inca-apps' NAT and ACL key
+//! by 5-tuple only), the SYN proxy and NetCache.
+//!
+//! [our choice] Data-plane counters of inca-apps are indexed by a hash of
+//! their key (per-source counters: CRC-32 of the address), not through a
+//! control-plane key→slot table as §3.1 describes; their entries are
+//! therefore always "present", and a MERGE names the hashed index as its
+//! slot.
+
+use inca_apps::core::firewall as fw_core;
+use inca_apps::core::nat as nat_core;
+use inca_apps::counters::MonitorPath;
+use inca_apps::firewall::Firewall;
+use inca_apps::headers::Parsed;
+use inca_apps::nat::{Nat, Translate};
+use inca_apps::params::Params;
+use inca_apps::univmon::UnivMon;
+use inca_switch::composite::Block;
+use inca_switch::objects::ObjectId;
+use inca_switch::{ControlPlane, MatchSpec, PortId, TableHandle};
+
+use super::{
+    Affinity, AppSpec, Consistency, KeyField, MergeOp, ObjectKind, ObjectSpec, FIVE_TUPLE,
+};
+use crate::ids::{AppId, ObjId};
+
+/// An app's logic: one of the inca-apps programs, configured.
+#[derive(Clone)]
+pub enum AppProgram {
+    /// Source NAT (`inca_apps::nat`).
+    Nat(Nat),
+    /// Stateful firewall with per-source counters (`inca_apps::firewall`).
+    Firewall(Firewall),
+    /// UnivMon sketch (`inca_apps::univmon`).
+    UnivMon(UnivMon),
+}
+
+/// The NAT's outside port and the firewall's, as the app's own view.
+fn table(id: u16, name: &str, key: &'static [KeyField], value_bits: u32) -> ObjectSpec {
+    ObjectSpec {
+        id: ObjId(id),
+        name: name.to_string(),
+        kind: ObjectKind::Table,
+        key,
+        value_bits,
+        consistency: Consistency::Strong,
+    }
+}
+
+/// Per-VM NAT (§7): `nat_out` (5-tuple → public address, port, egress)
+/// and `nat_in` (the reply's 5-tuple → inside address, port, ingress),
+/// `flows` entries each, outside on switch port `outside_port`. MEDIUM.
+pub fn nat(id: AppId, name: &str, flows: usize, outside_port: PortId) -> AppSpec {
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::Medium,
+        objects: vec![
+            table(1, "nat_out", FIVE_TUPLE, 57),
+            table(2, "nat_in", FIVE_TUPLE, 57),
+        ],
+        program: AppProgram::Nat(Nat::new(flows, outside_port, [198, 51, 100, 1])),
+    }
+}
+
+/// Per-VM stateful firewall with per-source counter (§7): `fw_conn`
+/// (5-tuple → inside port) and `fw_by_source` (source address → packets,
+/// ADD), `flows` connections and `sources` counters, outside on switch
+/// port `outside_port`. MEDIUM.
+pub fn firewall(
+    id: AppId,
+    name: &str,
+    flows: usize,
+    outside_port: PortId,
+    sources: usize,
+) -> AppSpec {
+    let mut p = Params::default();
+    p.set("flows", flows)
+        .set("outside_port", outside_port)
+        .set("counters", sources)
+        .set("tenants", 1);
+    // The parameters are in range by construction; fall back to a firewall
+    // without counters only if inca-apps ever tightens them.
+    let fw = Firewall::from_params(&p)
+        .unwrap_or_else(|_| Firewall::new(flows, outside_port, 60_000_000_000));
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::Medium,
+        objects: vec![
+            table(1, "fw_conn", FIVE_TUPLE, 16),
+            ObjectSpec {
+                id: ObjId(2),
+                name: "fw_by_source".to_string(),
+                kind: ObjectKind::Counter,
+                key: &[KeyField::Src],
+                value_bits: 32,
+                consistency: Consistency::Bounded(MergeOp::Add),
+            },
+        ],
+        program: AppProgram::Firewall(fw),
+    }
+}
+
+/// UnivMon (§7): `levels × rows` count-min rows of `flows` 32-bit
+/// counters (ADD), object id `level · rows + row`. HIGH. inca-apps keys
+/// its sketch by the 5-tuple (the spec's UnivMon keys by source address).
+pub fn univmon(id: AppId, name: &str, levels: usize, rows: usize, flows: usize) -> AppSpec {
+    let u = UnivMon::new(levels, rows, flows, 1_000, 0, MonitorPath::default());
+    let mut objects = Vec::new();
+    for j in 0..levels {
+        for r in 0..rows {
+            objects.push(ObjectSpec {
+                id: ObjId((j * rows + r) as u16),
+                name: format!("um_l{j}_row{r}"),
+                kind: ObjectKind::Register,
+                key: FIVE_TUPLE,
+                value_bits: 32,
+                consistency: Consistency::Bounded(MergeOp::Add),
+            });
+        }
+    }
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::High,
+        objects,
+        program: AppProgram::UnivMon(u),
+    }
+}
+
+/// A NAT translation's value bytes: address 4 ‖ port 2 ‖ egress port 2.
+fn decode_translate(v: &[u8]) -> Result<Translate, &'static str> {
+    let v: &[u8; 8] = v.try_into().map_err(|_| "a NAT entry is 8 bytes")?;
+    Ok(Translate {
+        ip: [v[0], v[1], v[2], v[3]],
+        port: u16::from_be_bytes([v[4], v[5]]),
+        egress: u16::from_be_bytes([v[6], v[7]]),
+    })
+}
+
+/// A NAT translation's value bytes ([`AppSpec::install`]'s input).
+pub fn encode_translate(t: &Translate) -> Vec<u8> {
+    let mut v = t.ip.to_vec();
+    v.extend_from_slice(&t.port.to_be_bytes());
+    v.extend_from_slice(&t.egress.to_be_bytes());
+    v
+}
+
+fn exact(key: &[u8]) -> MatchSpec {
+    MatchSpec::Exact(key.to_vec().into())
+}
+
+impl AppProgram {
+    /// The program as block `name`.
+    pub fn block(&self, name: &str) -> Block {
+        match self {
+            AppProgram::Nat(p) => Block::new(name, p.clone()),
+            AppProgram::Firewall(p) => Block::new(name, p.clone()),
+            AppProgram::UnivMon(p) => Block::new(name, p.clone()),
+        }
+    }
+
+    /// See [`AppSpec::needs`]: the keys each program's ingress looks up,
+    /// computed with the same NF core functions it uses.
+    pub(super) fn needs(
+        &self,
+        objects: &[ObjectSpec],
+        p: &Parsed,
+        port: PortId,
+    ) -> Vec<(ObjId, Vec<u8>)> {
+        let id = |name: &str| objects.iter().find(|o| o.name == name).map(|o| o.id);
+        match self {
+            AppProgram::Nat(nat) => {
+                let Some(f) = nat_core::flow(p) else {
+                    return Vec::new();
+                };
+                let key = f.five_tuple().to_vec();
+                let table = match nat_core::Direction::by_port(port, nat.outside_port()) {
+                    nat_core::Direction::Inbound => "nat_in",
+                    nat_core::Direction::Outbound => "nat_out",
+                };
+                id(table).map(|o| vec![(o, key)]).unwrap_or_default()
+            }
+            AppProgram::Firewall(fw) => {
+                if !p.has_ports {
+                    return Vec::new();
+                }
+                let side = fw_core::Side::by_port(port, fw.outside_port());
+                let key = fw_core::conn_key(p, side, fw_core::Orientation::AsSentFromInside);
+                id("fw_conn")
+                    .map(|o| vec![(o, key.to_vec())])
+                    .unwrap_or_default()
+            }
+            AppProgram::UnivMon(_) => Vec::new(),
+        }
+    }
+
+    /// See [`AppSpec::install`].
+    pub(super) fn install(
+        &self,
+        cp: &mut ControlPlane<'_>,
+        table: ObjectId,
+        o: &ObjectSpec,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<u64, &'static str> {
+        match (self, o.name.as_str()) {
+            (AppProgram::Nat(_), "nat_out" | "nat_in") => {
+                let h = TableHandle::<Translate>::of_object(table);
+                Ok(match value {
+                    Some(v) => cp.table_add(h, exact(key), decode_translate(v)?),
+                    None => cp.table_delete(h, exact(key)),
+                })
+            }
+            (AppProgram::Firewall(_), "fw_conn") => {
+                let h = TableHandle::<PortId>::of_object(table);
+                Ok(match value {
+                    Some(v) => {
+                        let v: [u8; 2] = v.try_into().map_err(|_| "a connection is 2 bytes")?;
+                        cp.table_add(h, exact(key), u16::from_be_bytes(v))
+                    }
+                    None => cp.table_delete(h, exact(key)),
+                })
+            }
+            _ => Err("not a table of this program"),
+        }
+    }
+}
