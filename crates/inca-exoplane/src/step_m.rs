@@ -74,3 +74,13 @@ pub fn merge_frame(app_id: u8, m: &MergeRepr) -> Option<Vec<u8>> {
     m.emit(&mut f[at..]).ok()?;
     Some(f)
 }
+
+/// A UDP frame behind a shim, for the load-time check's samples: the
+/// programs' shim branches are unreachable from its generic packets.
+pub(crate) fn sample(repr: ShimRepr) -> Option<Vec<u8>> {
+    let udp = [0x9c, 0x40, 0x00, 0x50, 0x00, 0x0c, 0x00, 0x00, 1, 2, 3, 4];
+    let mut f =
+        inca_switch::loadcheck::packets::ipv4_frame([10, 0, 0, 1], [10, 0, 1, 1], 17, &udp, None);
+    inca_wire::exoplane::shim::push(&mut f, repr).ok()?;
+    Some(f)
+}

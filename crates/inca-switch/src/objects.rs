@@ -121,6 +121,12 @@ impl Handle {
     pub fn id(&self) -> ObjectId {
         self.0
     }
+
+    /// A handle to an untyped object declared by another program (see
+    /// [`TableHandle::of_object`]).
+    pub fn of_object(id: ObjectId) -> Self {
+        Handle(id)
+    }
 }
 
 /// Everything about a table a program declares.

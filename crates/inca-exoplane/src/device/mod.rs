@@ -30,7 +30,7 @@ use inca_switch::composite::{BlockDigest, CompositeMeta};
 use inca_switch::hash::HashAlgorithm;
 use inca_switch::objects::ObjectId;
 use inca_switch::{
-    AccessError, ArrayDecl, Composite, ControlEvent, ControlPlane, DataPlane, Declare,
+    AccessError, ArrayDecl, CheckHints, Composite, ControlEvent, ControlPlane, DataPlane, Declare,
     DeclareError, Destination, Gress, Handle, MatchKind, MatchSpec, PacketCtx, PacketKind,
     PacketOutDest, ParseError, PortId, Program, ProgramReport, RegisterHandle, TableDecl,
     TableHandle,
@@ -536,6 +536,29 @@ impl Program for ExoDevice {
             }
             e => self.apps.control(e, cp),
         }
+    }
+
+    /// TO_DEV samples for every app, so the check reaches the sketch and
+    /// the apps.
+    fn check_hints(&self) -> CheckHints {
+        let mut h = self.apps.check_hints();
+        for a in &self.cfg.apps {
+            for (failover, in_port) in [(false, 0), (true, 1)] {
+                let s = ShimRepr {
+                    shim_type: ShimType::ToDev,
+                    failover,
+                    app_id: a.id.0,
+                    ldev: 0,
+                    in_port,
+                    out_port: 0,
+                    next_type: 0,
+                };
+                if let Some(f) = step_m::sample(s) {
+                    h.samples.push((self.cfg.switch_port, f));
+                }
+            }
+        }
+        h
     }
 
     fn report(&self) -> ProgramReport {

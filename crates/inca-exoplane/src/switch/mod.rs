@@ -42,7 +42,7 @@ use inca_switch::hash::HashAlgorithm;
 use inca_switch::objects::ObjectId;
 use inca_switch::pktgen::{StreamConfig, Trigger};
 use inca_switch::{
-    AccessError, ArrayDecl, Composite, ControlEvent, ControlPlane, DataPlane, Declare,
+    AccessError, ArrayDecl, CheckHints, Composite, ControlEvent, ControlPlane, DataPlane, Declare,
     DeclareError, Destination, Gress, Handle, MatchKind, MatchSpec, PacketCtx, PacketKind,
     PacketOutDest, ParseError, PortId, Program, ProgramReport, RegisterHandle, TableDecl,
     TableHandle,
@@ -567,6 +567,7 @@ impl Program for ExoSwitch {
                 Gress::Ingress,
                 &[],
             )?;
+            after_fm.push(shard_hash.id());
             let shard = d.table::<u8>(
                 TableDecl::new("shard", MatchKind::Exact, 2, 8, SHARD_ENTRIES).after(&after_fm),
             )?;
@@ -798,6 +799,27 @@ impl Program for ExoSwitch {
             }
             e => self.apps.control(e, cp),
         }
+    }
+
+    /// A FROM_DEV frame on each device port (the shim branch the check's
+    /// generic packets never reach), and the apps' own samples.
+    fn check_hints(&self) -> CheckHints {
+        let mut h = self.apps.check_hints();
+        for &port in &self.cfg.devices {
+            let s = ShimRepr {
+                shim_type: ShimType::FromDev,
+                failover: false,
+                app_id: self.cfg.apps.first().map_or(0, |a| a.spec.id.0),
+                ldev: 0,
+                in_port: 0,
+                out_port: 1,
+                next_type: 0,
+            };
+            if let Some(f) = step_m::sample(s) {
+                h.samples.push((port, f));
+            }
+        }
+        h
     }
 
     fn report(&self) -> ProgramReport {
