@@ -545,3 +545,61 @@ fn every_miss_reaches_the_primary_of_its_shard() {
         "both shards get flows: {per_port:?}"
     );
 }
+
+#[test]
+fn a_flow_is_reported_once_per_window() {
+    let mut r = rack(20);
+    // No entries: every packet is a MISS on its device, and still counted.
+    send(&mut r, 10, &flow(8000, 99), 20);
+    settle(&mut r, 50_000);
+    let reports = |r: &Rack| -> Vec<_> {
+        (0..2)
+            .flat_map(|i| dev(r, i).program().reports.iter().cloned())
+            .collect()
+    };
+    let first = reports(&r);
+    assert_eq!(first.len(), 1, "θ = 4 crossed once in 10 packets");
+    assert_eq!(
+        (first[0].estimate, first[0].bank, first[0].app_id),
+        (4, 0, NAT)
+    );
+    assert_eq!(first[0].uk, uk(8000, 99));
+    // The daemon's window tick: the other bank, from zero.
+    let t = r.f.now();
+    for d in r.devs {
+        r.f.control(
+            t,
+            d,
+            inca_switch::device::ControlMessage {
+                kind: manual::MSG_BANK,
+                body: vec![],
+            },
+        );
+    }
+    settle(&mut r, 100_000);
+    send(&mut r, 10, &flow(8000, 99), 20);
+    settle(&mut r, 50_000);
+    let all = reports(&r);
+    assert_eq!(all.len(), 2);
+    assert_eq!((all[1].estimate, all[1].bank), (4, 1));
+    // Back to bank 0, zeroed while idle: reported again after θ packets.
+    let t = r.f.now();
+    for d in r.devs {
+        r.f.control(
+            t,
+            d,
+            inca_switch::device::ControlMessage {
+                kind: manual::MSG_BANK,
+                body: vec![],
+            },
+        );
+    }
+    settle(&mut r, 100_000);
+    send(&mut r, 3, &flow(8000, 99), 20);
+    settle(&mut r, 50_000);
+    assert_eq!(reports(&r).len(), 2, "3 < θ in the fresh window");
+    send(&mut r, 1, &flow(8000, 99), 20);
+    // The digest reaches the control plane after the NIC's digest latency.
+    settle(&mut r, 50_000);
+    assert_eq!(reports(&r).len(), 3);
+}

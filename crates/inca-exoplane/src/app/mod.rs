@@ -104,6 +104,17 @@ impl KeyField {
     }
 }
 
+/// The key made of `fields` (in that order) of a parsed packet: a union
+/// key when `fields` is [`AppSpec::union_fields`] (which a data plane
+/// computes once, not per packet).
+pub fn key_of(fields: &[KeyField], p: &Parsed) -> UnionKey {
+    let mut out = Vec::with_capacity(fields.iter().map(|f| f.bytes()).sum());
+    for f in fields {
+        f.extend(p, &mut out);
+    }
+    UnionKey(out)
+}
+
 /// The 5-tuple fields, for apps keyed by flow.
 pub const FIVE_TUPLE: &[KeyField] = &[
     KeyField::Src,
@@ -280,11 +291,7 @@ impl AppSpec {
 
     /// The union key of a parsed packet.
     pub fn union_key(&self, p: &Parsed) -> UnionKey {
-        let mut out = Vec::with_capacity(16);
-        for f in self.union_fields() {
-            f.extend(p, &mut out);
-        }
-        UnionKey(out)
+        key_of(&self.union_fields(), p)
     }
 
     /// The object with id `obj`.

@@ -162,6 +162,10 @@ pub struct ExoDevice {
     cfg: DeviceConfig,
     apps: Composite,
     bank: Option<TableHandle<u8>>,
+    /// Each app's union key fields, computed once.
+    uk_fields: Vec<Vec<crate::app::KeyField>>,
+    /// The bank the control plane last installed.
+    current_bank: u8,
     sketches: Vec<Sketch>,
     objects: Vec<Vec<(u16, ObjectId)>>,
     counters: DeviceCounters,
@@ -205,9 +209,11 @@ impl ExoDevice {
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         Ok(ExoDevice {
             objects: vec![Vec::new(); cfg.apps.len()],
+            uk_fields: cfg.apps.iter().map(AppSpec::union_fields).collect(),
             cfg,
             apps,
             bank: None,
+            current_bank: 0,
             sketches: Vec::new(),
             counters: DeviceCounters::default(),
             misses: VecDeque::new(),
@@ -256,6 +262,26 @@ impl ExoDevice {
             .is_ok()
     }
 
+    /// Starts a new popularity window (the daemon's `T_win` tick, §5.5):
+    /// the sketch switches to the other bank and the bank just left is
+    /// zeroed for the window after, row by row at 1 µs per counter (the
+    /// spec's register batch cost, §2.1, [our choice] there). Returns the
+    /// new bank.
+    pub fn flip_bank(&mut self, cp: &mut ControlPlane<'_>) -> u8 {
+        let old = self.current_bank;
+        self.current_bank ^= 1;
+        if let Some(b) = self.bank {
+            cp.table_modify(b, MatchSpec::Exact(vec![0].into()), self.current_bank);
+        }
+        let w = self.cfg.cms_width as u64;
+        for s in &self.sketches {
+            for &(_, reg) in &s.rows {
+                cp.register_clear_range_timed(reg, u64::from(old) * w, w, w * 1_000);
+            }
+        }
+        self.current_bank
+    }
+
     /// Step 2: count the flow; true when it just reached θ.
     fn popularity(
         &mut self,
@@ -300,7 +326,7 @@ impl ExoDevice {
             return Ok(());
         }
         let parsed = inca_apps::headers::parse(pkt.header()).unwrap_or_default();
-        let uk = self.cfg.apps[app].union_key(&parsed);
+        let uk = crate::app::key_of(&self.uk_fields[app], &parsed);
         let report = self.popularity(dp, app, &uk.0)?;
         let mut m = std::mem::take(&mut pkt.meta.apps);
         if self.apps.select(&mut m, app as u16, pkt.header()).is_err() {
@@ -495,6 +521,7 @@ impl Program for ExoDevice {
         };
         match event {
             ControlEvent::Start => {
+                self.current_bank = 0;
                 if let Some(b) = self.bank {
                     cp.table_add(b, MatchSpec::Exact(vec![0].into()), 0);
                 }
@@ -527,6 +554,9 @@ impl Program for ExoDevice {
                     }
                     None => self.counters.write_refused += 1,
                 }
+            }
+            ControlEvent::Message(m) if m.kind == manual::MSG_BANK => {
+                self.flip_bank(cp);
             }
             ControlEvent::Message(m) if m.kind == manual::MSG_WRITE => {
                 let ok = manual::parse_write(&m.body).is_some_and(|w| {

@@ -50,7 +50,7 @@ use inca_switch::{
 use inca_wire::exoplane::{shim, MergeRepr, ShimRepr, ShimType, SHIM_LEN};
 use inca_wire::pktgen::{PortDownHeaderRepr, PORT_DOWN_HEADER_LEN};
 
-use crate::app::Affinity;
+use crate::app::{key_of, Affinity};
 use crate::manual;
 use crate::step_m::{self, Merged};
 pub use config::{ConfigError, SwitchApp, SwitchConfig};
@@ -143,6 +143,8 @@ struct Objects {
 /// One app's runtime objects.
 #[derive(Debug, Clone, Default)]
 struct AppObjects {
+    /// Its union key's fields, computed once.
+    uk_fields: Vec<crate::app::KeyField>,
     fm: Option<(TableHandle<u32>, Handle)>,
     /// The app's objects by object id, resolved in the composite.
     objects: Vec<(u16, ObjectId)>,
@@ -616,6 +618,7 @@ impl Program for ExoSwitch {
                 })
                 .collect();
             self.per_app[i] = AppObjects {
+                uk_fields: a.spec.union_fields(),
                 fm: fms[i],
                 objects,
             };
@@ -666,11 +669,11 @@ impl Program for ExoSwitch {
             }
             Affinity::Low => {
                 self.counters.low += 1;
-                let uk = spec.union_key(&pkt.meta.parsed);
+                let uk = key_of(&self.per_app[i].uk_fields, &pkt.meta.parsed);
                 self.send_to_device(pkt, dp, &o, i, &uk.0)
             }
             Affinity::Medium => {
-                let uk = spec.union_key(&pkt.meta.parsed);
+                let uk = key_of(&self.per_app[i].uk_fields, &pkt.meta.parsed);
                 let Some((fm, hits)) = self.per_app[i].fm else {
                     return self.send_to_device(pkt, dp, &o, i, &uk.0);
                 };

@@ -86,8 +86,9 @@ pub struct MergeRepr {
 }
 
 impl MergeRepr {
-    /// Reads a body at the start of `buf`: an unknown op or a width not in
-    /// [`WIDTHS`] is refused.
+    /// Reads a body at the start of `buf`: an unknown op, a width not in
+    /// [`WIDTHS`] or a delta wider than its width is refused (what parses
+    /// emits again).
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let b = buf.get(..MERGE_LEN).ok_or(WireError::Truncated)?;
         let op = MergeOp::from_u8(b[2])?;
@@ -100,13 +101,17 @@ impl MergeRepr {
             w.copy_from_slice(&b[i..i + 8]);
             u64::from_be_bytes(w)
         };
+        let delta = u64_at(16);
+        if delta & !width_mask(width) != 0 {
+            return Err(WireError::Malformed("merge delta wider than its width"));
+        }
         Ok(MergeRepr {
             obj_id: u16::from_be_bytes([b[0], b[1]]),
             op,
             width,
             slot: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
             round: u64_at(8),
-            delta: u64_at(16),
+            delta,
         })
     }
 
@@ -165,6 +170,10 @@ mod tests {
             ..r
         };
         assert!(matches!(wide.emit(&mut b), Err(WireError::OutOfRange(_))));
+        // Found by the fuzz target: a wide delta is refused on parse too.
+        r.emit(&mut b).unwrap();
+        b[16..24].copy_from_slice(&(1u64 << 32).to_be_bytes());
+        assert!(matches!(MergeRepr::parse(&b), Err(WireError::Malformed(_))));
     }
 
     #[test]
