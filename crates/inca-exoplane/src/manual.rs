@@ -8,7 +8,8 @@
 //!   `len` 8 ‖ union key.
 //! - [`MSG_WRITE`]: `app` 8 ‖ `op` 8 (1 upsert, 3 delete) ‖ `obj` 16 ‖
 //!   `len` 8 ‖ key ‖ `len` 8 ‖ value (empty for a delete).
-//! - [`MSG_MERGE`]: `app` 8 ‖ MERGE body; [`MSG_BANK`]: empty.
+//! - [`MSG_MERGE`]: `app` 8 ‖ MERGE body; [`MSG_BANK`], [`MSG_REINJECT`]:
+//!   empty.
 
 use inca_switch::device::ControlMessage;
 
@@ -40,6 +41,10 @@ pub fn parse_merge(body: &[u8]) -> Option<(u8, inca_wire::exoplane::MergeRepr)> 
 /// Message kind: start a new popularity window on a device ("EXBK"),
 /// as the daemon's `T_win` tick will; empty body.
 pub const MSG_BANK: u32 = 0x4558_424b;
+
+/// Message kind: re-inject every queued MISS on a device ("EXRI"), as the
+/// daemon will once a flow's writes are acknowledged; empty body.
+pub const MSG_REINJECT: u32 = 0x4558_5249;
 
 /// Insert (or upsert).
 pub const OP_INSERT: u8 = 1;

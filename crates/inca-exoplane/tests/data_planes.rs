@@ -5,7 +5,8 @@
 //!
 //! Apps: per-VM NAT (id 1, MEDIUM, outside on port 1), UnivMon (id 2,
 //! HIGH, UDP destination port 7777), per-VM firewall with per-source
-//! counters (id 3, MEDIUM, UDP destination port 5353).
+//! counters (id 3, MEDIUM, UDP destination port 5353), SYN proxy (id 4,
+//! LOW, TCP destination port 2222, clients inside).
 
 use std::net::Ipv4Addr;
 
@@ -27,6 +28,7 @@ use rand_chacha::ChaCha8Rng;
 const NAT: u8 = 1;
 const UM: u8 = 2;
 const FW: u8 = 3;
+const SP: u8 = 4;
 const INSIDE: u16 = 0;
 const OUTSIDE: u16 = 1;
 const DEV_PORTS: [u16; 2] = [2, 3];
@@ -37,11 +39,13 @@ fn apps(flows: usize) -> Vec<AppSpec> {
         catalog::nat(AppId(NAT), "nat", flows, OUTSIDE),
         catalog::univmon(AppId(UM), "um", 2, 2, 256),
         catalog::firewall(AppId(FW), "fw", flows, OUTSIDE, 256),
+        catalog::synproxy(AppId(SP), "sp", flows, INSIDE, OUTSIDE),
     ]
 }
 
 fn switch_program() -> ExoSwitch {
-    let rules = ClassifyRule::parse_list("um:dport=7777;fw:dport=5353;nat:*").unwrap();
+    let rules =
+        ClassifyRule::parse_list("um:dport=7777;fw:dport=5353;sp:dport=2222;nat:*").unwrap();
     let apps = apps(1024)
         .into_iter()
         .map(|spec| SwitchApp {
@@ -245,6 +249,27 @@ fn device_miss_is_punted_with_the_frame() {
     assert_eq!((s.shim_type, s.app_id), (ShimType::Punt, NAT));
     assert_eq!(f, flow(6000, 53), "the original frame follows the shim");
     assert!(out_on(&mut r, OUTSIDE).is_empty());
+    // The daemon's side, by hand: the flow's entry on its device, then the
+    // held packets back into the pipeline; they leave translated, once.
+    let holder = (0..2)
+        .find(|&i| !dev(&r, i).program().misses.is_empty())
+        .unwrap();
+    let node = r.devs[holder];
+    nat_entry(&mut r, node, 6000, 53, 64000);
+    settle(&mut r, 30_000);
+    let t = r.f.now();
+    let m = inca_switch::device::ControlMessage {
+        kind: manual::MSG_REINJECT,
+        body: vec![],
+    };
+    r.f.control(t, node, m);
+    settle(&mut r, 30_000);
+    let out = out_on(&mut r, OUTSIDE);
+    assert_eq!(out.len(), 3);
+    assert!(out.iter().all(|f| udp_sport(f) == 64000));
+    let c = dev(&r, holder).program().counters().clone();
+    assert_eq!((c.misses, c.from_dev), (3, 3));
+    assert!(dev(&r, holder).program().misses.is_empty());
 }
 
 #[test]
@@ -602,4 +627,38 @@ fn a_flow_is_reported_once_per_window() {
     // The digest reaches the control plane after the NIC's digest latency.
     settle(&mut r, 50_000);
     assert_eq!(reports(&r).len(), 3);
+}
+
+#[test]
+fn a_low_app_runs_only_on_its_device() {
+    let mut r = rack(21);
+    let ep = Endpoints::new(
+        [2, 0, 0, 0, 0, 1],
+        Ipv4Addr::new(10, 0, 0, 1),
+        [2, 0, 0, 0, 0, 2],
+        Ipv4Addr::new(203, 0, 113, 9),
+    );
+    let syn = inca_wire::TcpRepr {
+        src_port: 40000,
+        dst_port: 2222,
+        seq: 1000,
+        ack: 0,
+        flags: inca_wire::TcpFlags::SYN,
+        window: 65535,
+        urgent: 0,
+        options: &[],
+        payload: &[],
+    };
+    let f = inca_wire::build_tcp_frame(&ep, &syn).unwrap();
+    send(&mut r, 1, &f, 50);
+    // The proxy on the device answers the client with a SYN-ACK cookie.
+    let back = out_on(&mut r, INSIDE);
+    assert_eq!(back.len(), 1);
+    assert_eq!(back[0][47] & 0x12, 0x12, "SYN-ACK flags");
+    let c = sw(&r).program().counters().clone();
+    assert_eq!((c.low, c.to_dev, c.from_dev, c.fm_misses), (1, 1, 1, 0));
+    // No switch instance of a LOW app.
+    assert!(sw(&r).objects().id_of("sp/syn_flow").is_none());
+    let served: u64 = (0..2).map(|i| dev(&r, i).program().counters().served).sum();
+    assert_eq!(served, 1);
 }

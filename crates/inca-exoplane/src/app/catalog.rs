@@ -2,11 +2,16 @@
 //! shared NF cores) with its objects declared for the runtime.
 //!
 //! Today: per-VM NAT (`nat`, MEDIUM), per-VM stateful firewall with a
-//! per-source packet counter (`fw`, MEDIUM) and UnivMon (`univmon`, HIGH)
-//! — the leaf scenario's NAT and FW and the front-end's monitor (§7).
-//! Still to declare for §7: the per-tenant VPN gateway with `tenant_pkts`,
-//! per-tenant NAT and ACL (vid + 5-tuple keys; inca-apps' NAT and ACL key
-//! by 5-tuple only), the SYN proxy and NetCache.
+//! per-source packet counter (`fw`, MEDIUM), UnivMon (`univmon`, HIGH) —
+//! the leaf scenario's NAT and FW and the front-end's monitor (§7) — and
+//! the SYN proxy (`synproxy`, LOW): inca-apps' proxy keeps its handshake
+//! state in registers that steer control flow (§7 has a control-plane
+//! `seq_map` instead), which cannot merge, so the model refuses it as
+//! MEDIUM. Still to declare for §7: the per-tenant VPN gateway with
+//! `tenant_pkts` (key: VNI and inner address, fields the union key does
+//! not have yet), per-tenant NAT and ACL (vid + 5-tuple keys; inca-apps'
+//! NAT keys by 5-tuple, its ACL is ternary), NetCache (keyed by the KV key
+//! in the UDP payload).
 //!
 //! [our choice] Data-plane counters of inca-apps are indexed by a hash of
 //! their key (per-source counters: CRC-32 of the address), not through a
@@ -21,6 +26,7 @@ use inca_apps::firewall::Firewall;
 use inca_apps::headers::Parsed;
 use inca_apps::nat::{Nat, Translate};
 use inca_apps::params::Params;
+use inca_apps::synproxy::SynProxy;
 use inca_apps::univmon::UnivMon;
 use inca_switch::composite::Block;
 use inca_switch::objects::ObjectId;
@@ -40,9 +46,11 @@ pub enum AppProgram {
     Firewall(Firewall),
     /// UnivMon sketch (`inca_apps::univmon`).
     UnivMon(UnivMon),
+    /// SYN proxy (`inca_apps::synproxy`).
+    SynProxy(SynProxy),
 }
 
-/// The NAT's outside port and the firewall's, as the app's own view.
+/// A control-plane table keyed by `key`.
 fn table(id: u16, name: &str, key: &'static [KeyField], value_bits: u32) -> ObjectSpec {
     ObjectSpec {
         id: ObjId(id),
@@ -136,6 +144,35 @@ pub fn univmon(id: AppId, name: &str, levels: usize, rows: usize, flows: usize) 
     }
 }
 
+/// SYN proxy (§7's per-VM SYN proxy, as inca-apps builds it): `syn_flow`
+/// and `syn_offset`, registers indexed by a hash of the 5-tuple whose
+/// values steer the proxy's logic (unmergeable), `flows` slots each,
+/// clients on `outside_port`, servers behind `server_port`. LOW: the whole
+/// app runs on devices.
+pub fn synproxy(
+    id: AppId,
+    name: &str,
+    flows: usize,
+    outside_port: PortId,
+    server_port: PortId,
+) -> AppSpec {
+    let reg = |id: u16, name: &str| ObjectSpec {
+        id: ObjId(id),
+        name: name.to_string(),
+        kind: ObjectKind::Register,
+        key: FIVE_TUPLE,
+        value_bits: 32,
+        consistency: Consistency::Unmergeable,
+    };
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::Low,
+        objects: vec![reg(1, "syn_flow"), reg(2, "syn_offset")],
+        program: AppProgram::SynProxy(SynProxy::new(flows, outside_port, server_port, 0x5EC2_E7A1)),
+    }
+}
+
 /// A NAT translation's value bytes: address 4 ‖ port 2 ‖ egress port 2.
 fn decode_translate(v: &[u8]) -> Result<Translate, &'static str> {
     let v: &[u8; 8] = v.try_into().map_err(|_| "a NAT entry is 8 bytes")?;
@@ -165,6 +202,7 @@ impl AppProgram {
             AppProgram::Nat(p) => Block::new(name, p.clone()),
             AppProgram::Firewall(p) => Block::new(name, p.clone()),
             AppProgram::UnivMon(p) => Block::new(name, p.clone()),
+            AppProgram::SynProxy(p) => Block::new(name, p.clone()),
         }
     }
 
@@ -199,7 +237,8 @@ impl AppProgram {
                     .map(|o| vec![(o, key.to_vec())])
                     .unwrap_or_default()
             }
-            AppProgram::UnivMon(_) => Vec::new(),
+            // Registers only: nothing a table must hold.
+            AppProgram::UnivMon(_) | AppProgram::SynProxy(_) => Vec::new(),
         }
     }
 

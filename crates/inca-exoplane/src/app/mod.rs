@@ -364,6 +364,15 @@ mod tests {
         ));
         bad.affinity = Affinity::High;
         bad.validate().unwrap();
+        // inca-apps' SYN proxy keeps steering state in registers: LOW or
+        // HIGH only.
+        let mut sp = catalog::synproxy(AppId(4), "sp", 1024, 0, 1);
+        sp.validate().unwrap();
+        sp.affinity = Affinity::Medium;
+        assert!(matches!(
+            sp.validate(),
+            Err(AppError::MediumNeedsMergeable { .. })
+        ));
         let mut bad = fw.clone();
         bad.objects[0].consistency = Consistency::Bounded(MergeOp::Add);
         assert!(matches!(

@@ -262,6 +262,27 @@ impl ExoDevice {
             .is_ok()
     }
 
+    /// Sends a MISS back into the pipeline as the TO_DEV it was (the
+    /// daemon, once the flow's writes are acknowledged, §5.4): it is served
+    /// against the new entries. False if the frame carries no PUNT shim.
+    pub fn reinject(&mut self, cp: &mut ControlPlane<'_>, miss: Miss) -> bool {
+        let mut frame = miss.frame;
+        let Ok(Some((at, s))) = shim::shim_of(&frame) else {
+            return false;
+        };
+        if s.shim_type != ShimType::Punt {
+            return false;
+        }
+        let to_dev = ShimRepr {
+            shim_type: ShimType::ToDev,
+            out_port: 0,
+            ..s
+        };
+        frame[at..at + shim::SHIM_LEN].copy_from_slice(&to_dev.to_bytes());
+        cp.packet_out(frame, PacketOutDest::Ingress(self.cfg.switch_port));
+        true
+    }
+
     /// Starts a new popularity window (the daemon's `T_win` tick, §5.5):
     /// the sketch switches to the other bank and the bank just left is
     /// zeroed for the window after, row by row at 1 µs per counter (the
@@ -311,6 +332,7 @@ impl ExoDevice {
         pkt: &mut PacketCtx<DeviceMeta, DeviceDigest>,
         dp: &mut DataPlane<'_>,
         s: ShimRepr,
+        count: bool,
     ) -> Result<(), AccessError> {
         pkt.drop_packet();
         let Some(app) = self.app_index(s.app_id) else {
@@ -327,7 +349,11 @@ impl ExoDevice {
         }
         let parsed = inca_apps::headers::parse(pkt.header()).unwrap_or_default();
         let uk = crate::app::key_of(&self.uk_fields[app], &parsed);
-        let report = self.popularity(dp, app, &uk.0)?;
+        let report = if count {
+            self.popularity(dp, app, &uk.0)?
+        } else {
+            None
+        };
         let mut m = std::mem::take(&mut pkt.meta.apps);
         if self.apps.select(&mut m, app as u16, pkt.header()).is_err() {
             self.counters.refused += 1;
@@ -467,8 +493,11 @@ impl Program for ExoDevice {
         };
         match (s.shim_type, pkt.kind()) {
             (ShimType::ToDev, PacketKind::Normal) if pkt.ingress_port() == self.cfg.switch_port => {
-                self.serve(pkt, dp, s)
+                self.serve(pkt, dp, s, true)
             }
+            // A MISS the daemon sends back once its writes are acknowledged
+            // (§5.4): served again, not counted again for popularity.
+            (ShimType::ToDev, PacketKind::FromCpu) => self.serve(pkt, dp, s, false),
             (ShimType::Merge, PacketKind::FromCpu) => {
                 let objects = &self.objects;
                 let apps = &self.cfg.apps;
@@ -553,6 +582,12 @@ impl Program for ExoDevice {
                         cp.packet_out(f, PacketOutDest::Ingress(0));
                     }
                     None => self.counters.write_refused += 1,
+                }
+            }
+            ControlEvent::Message(m) if m.kind == manual::MSG_REINJECT => {
+                while let Some(miss) = self.misses.pop_front() {
+                    let ok = self.reinject(cp, miss);
+                    self.counters.write_refused += u64::from(!ok);
                 }
             }
             ControlEvent::Message(m) if m.kind == manual::MSG_BANK => {

@@ -154,7 +154,12 @@ struct AppObjects {
 #[derive(Clone)]
 pub struct ExoSwitch {
     cfg: SwitchConfig,
+    /// The switch instances: every app but the LOW ones.
     apps: Composite,
+    /// Each app's block in `apps` (None: LOW).
+    block_of: Vec<Option<u16>>,
+    /// The app of each block.
+    on_switch: Vec<usize>,
     objs: Option<Objects>,
     per_app: Vec<AppObjects>,
     counters: SwitchCounters,
@@ -182,11 +187,25 @@ impl ExoSwitch {
     /// The program for `cfg`.
     pub fn new(cfg: SwitchConfig) -> Result<Self, ConfigError> {
         cfg.validate()?;
-        let blocks = cfg.apps.iter().map(|a| a.spec.block()).collect();
+        // LOW apps never run here [our choice]: no switch instance, so
+        // they cost the switch nothing but their classifier rules.
+        let on_switch: Vec<usize> = (0..cfg.apps.len())
+            .filter(|&i| cfg.apps[i].spec.affinity != Affinity::Low)
+            .collect();
+        let blocks = on_switch
+            .iter()
+            .map(|&i| cfg.apps[i].spec.block())
+            .collect();
         let apps = Composite::selected("exoplane-apps", blocks)
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let mut block_of = vec![None; cfg.apps.len()];
+        for (b, &i) in on_switch.iter().enumerate() {
+            block_of[i] = Some(b as u16);
+        }
         Ok(ExoSwitch {
             per_app: vec![AppObjects::default(); cfg.apps.len()],
+            block_of,
+            on_switch,
             cfg,
             apps,
             objs: None,
@@ -404,10 +423,14 @@ impl ExoSwitch {
         &mut self,
         pkt: &mut PacketCtx<SwitchMeta, SwitchDigest>,
         dp: &mut DataPlane<'_>,
-        app: u16,
+        app: usize,
     ) -> Result<(), AccessError> {
+        let Some(block) = self.block_of.get(app).copied().flatten() else {
+            pkt.drop_packet();
+            return Ok(());
+        };
         let mut m = std::mem::take(&mut pkt.meta.apps);
-        if self.apps.select(&mut m, app, pkt.header()).is_err() {
+        if self.apps.select(&mut m, block, pkt.header()).is_err() {
             self.counters.app_parse_drops += 1;
             pkt.meta.apps = m;
             pkt.drop_packet();
@@ -602,9 +625,13 @@ impl Program for ExoSwitch {
         })?;
         // Each app after the classifier and its own flow manager.
         let classify = objs.classify.id();
-        self.apps.declare_after(d, |i| {
+        let on_switch = &self.on_switch;
+        self.apps.declare_after(d, |b| {
             let mut after = vec![classify];
-            after.extend(fms.get(i).copied().flatten().map(|(f, _)| f.id()));
+            let fm = on_switch
+                .get(b)
+                .and_then(|&i| fms.get(i).copied().flatten());
+            after.extend(fm.map(|(f, _)| f.id()));
             after
         })?;
         for (i, a) in self.cfg.apps.iter().enumerate() {
@@ -665,7 +692,7 @@ impl Program for ExoSwitch {
         match class.affinity {
             Affinity::High => {
                 self.counters.high += 1;
-                self.run_app(pkt, dp, class.app)
+                self.run_app(pkt, dp, i)
             }
             Affinity::Low => {
                 self.counters.low += 1;
@@ -698,7 +725,7 @@ impl Program for ExoSwitch {
                         k
                     );
                 }
-                self.run_app(pkt, dp, class.app)
+                self.run_app(pkt, dp, i)
             }
         }
     }
