@@ -6,7 +6,8 @@
 //! Apps: per-VM NAT (id 1, MEDIUM, outside on port 1), UnivMon (id 2,
 //! HIGH, UDP destination port 7777), per-VM firewall with per-source
 //! counters (id 3, MEDIUM, UDP destination port 5353), SYN proxy (id 4,
-//! LOW, TCP destination port 2222, clients inside).
+//! LOW, TCP destination port 2222, clients inside), VPN gateway (id 5,
+//! MEDIUM, VXLAN, outside on port 1).
 
 use std::net::Ipv4Addr;
 
@@ -29,6 +30,7 @@ const NAT: u8 = 1;
 const UM: u8 = 2;
 const FW: u8 = 3;
 const SP: u8 = 4;
+const VPN: u8 = 5;
 const INSIDE: u16 = 0;
 const OUTSIDE: u16 = 1;
 const DEV_PORTS: [u16; 2] = [2, 3];
@@ -40,12 +42,14 @@ fn apps(flows: usize) -> Vec<AppSpec> {
         catalog::univmon(AppId(UM), "um", 2, 2, 256),
         catalog::firewall(AppId(FW), "fw", flows, OUTSIDE, 256),
         catalog::synproxy(AppId(SP), "sp", flows, INSIDE, OUTSIDE),
+        catalog::vpn(AppId(VPN), "vpn", flows, OUTSIDE, 256),
     ]
 }
 
 fn switch_program() -> ExoSwitch {
     let rules =
-        ClassifyRule::parse_list("um:dport=7777;fw:dport=5353;sp:dport=2222;nat:*").unwrap();
+        ClassifyRule::parse_list("um:dport=7777;fw:dport=5353;sp:dport=2222;vpn:dport=4789;nat:*")
+            .unwrap();
     let apps = apps(1024)
         .into_iter()
         .map(|spec| SwitchApp {
@@ -661,4 +665,47 @@ fn a_low_app_runs_only_on_its_device() {
     assert!(sw(&r).objects().id_of("sp/syn_flow").is_none());
     let served: u64 = (0..2).map(|i| dev(&r, i).program().counters().served).sum();
     assert_eq!(served, 1);
+}
+
+#[test]
+fn a_vpn_flow_gives_the_same_bytes_on_a_device_and_on_the_switch() {
+    use inca_apps::vpn::Tunnel;
+    let mut r = rack(22);
+    // From inside: ⟨VNI 0x123, inner source 10.1.0.5⟩ → remote 203.0.113.77,
+    // external VNI 0x456, out of port 1.
+    let f = inca_apps::fixtures::vxlan_frame(
+        [10, 9, 9, 9],
+        [192, 0, 2, 1],
+        0x123,
+        [10, 1, 0, 5],
+        [10, 2, 0, 6],
+    );
+    let key = [0x00, 0x01, 0x23, 10, 1, 0, 5];
+    let t = catalog::encode_tunnel(&Tunnel {
+        dst: [203, 0, 113, 77],
+        vni: 0x456,
+        port: OUTSIDE,
+    });
+    let now = r.f.now();
+    for node in [r.sw, r.devs[0], r.devs[1]] {
+        r.f.control(now, node, manual::write(VPN, 2, &key, Some(&t)).unwrap());
+    }
+    settle(&mut r, 30_000);
+    send(&mut r, 3, &f, 20);
+    let on_device = out_on(&mut r, OUTSIDE);
+    assert_eq!(on_device.len(), 3);
+    assert_eq!(sw(&r).program().counters().from_dev, 3);
+    // Promote the flow: its union key ⟨VNI, inner src, inner dst⟩ into
+    // fm_vpn (the entry is already on the switch: two-phase order).
+    let uk = [0x00, 0x01, 0x23, 10, 1, 0, 5, 10, 2, 0, 6];
+    let now = r.f.now();
+    r.f.control(now, r.sw, manual::fm(VPN, Some(0), &uk).unwrap());
+    settle(&mut r, 100);
+    send(&mut r, 3, &f, 20);
+    let on_switch = out_on(&mut r, OUTSIDE);
+    assert_eq!(sw(&r).program().counters().fm_hits, 3);
+    assert_eq!(on_switch.len(), 3);
+    // The app is the same code in both places: byte-identical output.
+    assert_eq!(on_switch[0], on_device[0]);
+    assert_eq!(&on_switch[0][30..34], &[203, 0, 113, 77], "re-tunnelled");
 }

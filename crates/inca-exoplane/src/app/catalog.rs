@@ -21,6 +21,7 @@
 
 use inca_apps::core::firewall as fw_core;
 use inca_apps::core::nat as nat_core;
+use inca_apps::core::vpn as vpn_core;
 use inca_apps::counters::MonitorPath;
 use inca_apps::firewall::Firewall;
 use inca_apps::headers::Parsed;
@@ -28,6 +29,7 @@ use inca_apps::nat::{Nat, Translate};
 use inca_apps::params::Params;
 use inca_apps::synproxy::SynProxy;
 use inca_apps::univmon::UnivMon;
+use inca_apps::vpn::{Tunnel, VpnGateway};
 use inca_switch::composite::Block;
 use inca_switch::objects::ObjectId;
 use inca_switch::{ControlPlane, MatchSpec, PortId, TableHandle};
@@ -48,6 +50,49 @@ pub enum AppProgram {
     UnivMon(UnivMon),
     /// SYN proxy (`inca_apps::synproxy`).
     SynProxy(SynProxy),
+    /// VPN gateway (`inca_apps::vpn`).
+    Vpn(VpnGateway),
+}
+
+/// A data-plane counter keyed by `key`, merged with ADD.
+fn counter(id: u16, name: &str, key: &'static [KeyField]) -> ObjectSpec {
+    ObjectSpec {
+        id: ObjId(id),
+        name: name.to_string(),
+        kind: ObjectKind::Counter,
+        key,
+        value_bits: 32,
+        consistency: Consistency::Bounded(MergeOp::Add),
+    }
+}
+
+/// Per-tenant VPN gateway with counters (§7, as inca-apps builds it: VXLAN
+/// re-tunnelling): `vpn_in` (⟨VNI, inner destination⟩ → server, internal
+/// VNI, port) for packets from `outside_port`, `vpn_out` (⟨VNI, inner
+/// source⟩ → remote endpoint, external VNI, port) for the rest, `flows`
+/// entries each; `vpn_by_tenant` (by VNI, `tenants` cells: §7's
+/// `tenant_pkts`) and `vpn_by_source` (by inner source) count packets,
+/// ADD. MEDIUM.
+pub fn vpn(id: AppId, name: &str, flows: usize, outside_port: PortId, tenants: usize) -> AppSpec {
+    let mut p = Params::default();
+    p.set("flows", flows)
+        .set("outside_port", outside_port)
+        .set("counters", 1024)
+        .set("tenants", tenants);
+    let g = VpnGateway::from_params(&p)
+        .unwrap_or_else(|_| VpnGateway::new(flows, outside_port, [192, 0, 2, 1]));
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::Medium,
+        objects: vec![
+            table(1, "vpn_in", &[KeyField::Vni, KeyField::InnerDst], 65),
+            table(2, "vpn_out", &[KeyField::Vni, KeyField::InnerSrc], 65),
+            counter(3, "vpn_by_tenant", &[KeyField::Vni]),
+            counter(4, "vpn_by_source", &[KeyField::InnerSrc]),
+        ],
+        program: AppProgram::Vpn(g),
+    }
 }
 
 /// A control-plane table keyed by `key`.
@@ -104,14 +149,9 @@ pub fn firewall(
         affinity: Affinity::Medium,
         objects: vec![
             table(1, "fw_conn", FIVE_TUPLE, 16),
-            ObjectSpec {
-                id: ObjId(2),
-                name: "fw_by_source".to_string(),
-                kind: ObjectKind::Counter,
-                key: &[KeyField::Src],
-                value_bits: 32,
-                consistency: Consistency::Bounded(MergeOp::Add),
-            },
+            counter(2, "fw_by_source", &[KeyField::Src]),
+            // One tenant cell (the firewall's tenants are not used here).
+            counter(3, "fw_by_tenant", &[]),
         ],
         program: AppProgram::Firewall(fw),
     }
@@ -183,6 +223,25 @@ fn decode_translate(v: &[u8]) -> Result<Translate, &'static str> {
     })
 }
 
+/// A VPN tunnel's value bytes: destination 4 ‖ VNI 4 (24 bits used) ‖
+/// egress port 2.
+fn decode_tunnel(v: &[u8]) -> Result<Tunnel, &'static str> {
+    let v: &[u8; 10] = v.try_into().map_err(|_| "a VPN entry is 10 bytes")?;
+    Ok(Tunnel {
+        dst: [v[0], v[1], v[2], v[3]],
+        vni: u32::from_be_bytes([v[4], v[5], v[6], v[7]]) & 0x00FF_FFFF,
+        port: u16::from_be_bytes([v[8], v[9]]),
+    })
+}
+
+/// A VPN tunnel's value bytes ([`AppSpec::install`]'s input).
+pub fn encode_tunnel(t: &Tunnel) -> Vec<u8> {
+    let mut v = t.dst.to_vec();
+    v.extend_from_slice(&t.vni.to_be_bytes());
+    v.extend_from_slice(&t.port.to_be_bytes());
+    v
+}
+
 /// A NAT translation's value bytes ([`AppSpec::install`]'s input).
 pub fn encode_translate(t: &Translate) -> Vec<u8> {
     let mut v = t.ip.to_vec();
@@ -203,6 +262,7 @@ impl AppProgram {
             AppProgram::Firewall(p) => Block::new(name, p.clone()),
             AppProgram::UnivMon(p) => Block::new(name, p.clone()),
             AppProgram::SynProxy(p) => Block::new(name, p.clone()),
+            AppProgram::Vpn(p) => Block::new(name, p.clone()),
         }
     }
 
@@ -212,6 +272,7 @@ impl AppProgram {
         &self,
         objects: &[ObjectSpec],
         p: &Parsed,
+        header: &[u8],
         port: PortId,
     ) -> Vec<(ObjId, Vec<u8>)> {
         let id = |name: &str| objects.iter().find(|o| o.name == name).map(|o| o.id);
@@ -235,6 +296,19 @@ impl AppProgram {
                 let key = fw_core::conn_key(p, side, fw_core::Orientation::AsSentFromInside);
                 id("fw_conn")
                     .map(|o| vec![(o, key.to_vec())])
+                    .unwrap_or_default()
+            }
+            AppProgram::Vpn(g) => {
+                let Some(m) = vpn_core::parse_vxlan(header).ok().filter(|m| m.vxlan) else {
+                    return Vec::new();
+                };
+                let (table, key) = if port == g.outside_port() {
+                    ("vpn_in", vpn_core::TunnelKey::inbound(&m))
+                } else {
+                    ("vpn_out", vpn_core::TunnelKey::outbound(&m))
+                };
+                id(table)
+                    .map(|o| vec![(o, key.to_bytes().to_vec())])
                     .unwrap_or_default()
             }
             // Registers only: nothing a table must hold.
@@ -266,6 +340,13 @@ impl AppProgram {
                         let v: [u8; 2] = v.try_into().map_err(|_| "a connection is 2 bytes")?;
                         cp.table_add(h, exact(key), u16::from_be_bytes(v))
                     }
+                    None => cp.table_delete(h, exact(key)),
+                })
+            }
+            (AppProgram::Vpn(_), "vpn_in" | "vpn_out") => {
+                let h = TableHandle::<Tunnel>::of_object(table);
+                Ok(match value {
+                    Some(v) => cp.table_add(h, exact(key), decode_tunnel(v)?),
                     None => cp.table_delete(h, exact(key)),
                 })
             }

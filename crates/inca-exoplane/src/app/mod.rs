@@ -20,6 +20,7 @@
 
 pub mod catalog;
 
+use inca_apps::core::vpn::{parse_vxlan, VpnMeta};
 use inca_apps::headers::Parsed;
 use inca_switch::composite::Block;
 use inca_switch::{ControlPlane, PortId};
@@ -78,13 +79,30 @@ pub enum KeyField {
     Sport,
     /// L4 destination port, 2 bytes.
     Dport,
+    /// VXLAN network identifier, 3 bytes (0 when not VXLAN).
+    Vni,
+    /// Inner IPv4 source of a VXLAN packet, 4 bytes.
+    InnerSrc,
+    /// Inner IPv4 destination of a VXLAN packet, 4 bytes.
+    InnerDst,
 }
 
 impl KeyField {
+    /// Whether the field is inside a VXLAN tunnel.
+    fn tunnelled(self) -> bool {
+        matches!(
+            self,
+            KeyField::Vni | KeyField::InnerSrc | KeyField::InnerDst
+        )
+    }
+
     /// The field's bytes in a packet (absent headers read as zeros, as an
     /// invalid header's fields do in P4).
-    fn extend(self, p: &Parsed, out: &mut Vec<u8>) {
+    fn extend(self, p: &Parsed, vx: &VpnMeta, out: &mut Vec<u8>) {
         match self {
+            KeyField::Vni => out.extend_from_slice(&vx.vni.to_be_bytes()[1..]),
+            KeyField::InnerSrc => out.extend_from_slice(&vx.inner_src),
+            KeyField::InnerDst => out.extend_from_slice(&vx.inner_dst),
             KeyField::Vid => out.extend_from_slice(&p.vlan.to_be_bytes()),
             KeyField::Src => out.extend_from_slice(&p.src),
             KeyField::Dst => out.extend_from_slice(&p.dst),
@@ -99,18 +117,28 @@ impl KeyField {
         match self {
             KeyField::Proto => 1,
             KeyField::Vid | KeyField::Sport | KeyField::Dport => 2,
-            KeyField::Src | KeyField::Dst => 4,
+            KeyField::Vni => 3,
+            KeyField::Src | KeyField::Dst | KeyField::InnerSrc | KeyField::InnerDst => 4,
         }
     }
 }
 
-/// The key made of `fields` (in that order) of a parsed packet: a union
-/// key when `fields` is [`AppSpec::union_fields`] (which a data plane
-/// computes once, not per packet).
-pub fn key_of(fields: &[KeyField], p: &Parsed) -> UnionKey {
+/// The key made of `fields` (in that order) of a packet whose outer
+/// headers `p` are parsed from `header`: a union key when `fields` is
+/// [`AppSpec::union_fields`] (which a data plane computes once, not per
+/// packet). Tunnel fields parse the VXLAN headers from `header`.
+pub fn key_of(fields: &[KeyField], p: &Parsed, header: &[u8]) -> UnionKey {
+    let vx = if fields.iter().any(|f| f.tunnelled()) {
+        parse_vxlan(header)
+            .ok()
+            .filter(|m| m.vxlan)
+            .unwrap_or_default()
+    } else {
+        VpnMeta::default()
+    };
     let mut out = Vec::with_capacity(fields.iter().map(|f| f.bytes()).sum());
     for f in fields {
-        f.extend(p, &mut out);
+        f.extend(p, &vx, &mut out);
     }
     UnionKey(out)
 }
@@ -289,9 +317,9 @@ impl AppSpec {
         f
     }
 
-    /// The union key of a parsed packet.
-    pub fn union_key(&self, p: &Parsed) -> UnionKey {
-        key_of(&self.union_fields(), p)
+    /// The union key of a packet (`p` parsed from `header`).
+    pub fn union_key(&self, p: &Parsed, header: &[u8]) -> UnionKey {
+        key_of(&self.union_fields(), p, header)
     }
 
     /// The object with id `obj`.
@@ -302,8 +330,8 @@ impl AppSpec {
     /// The table entries a packet arriving on switch port `port` looks up,
     /// as (object, key bytes the program uses): what Invariant 1 (§6 P1)
     /// requires present when the packet hits the flow manager.
-    pub fn needs(&self, p: &Parsed, port: PortId) -> Vec<(ObjId, Vec<u8>)> {
-        self.program.needs(&self.objects, p, port)
+    pub fn needs(&self, p: &Parsed, header: &[u8], port: PortId) -> Vec<(ObjId, Vec<u8>)> {
+        self.program.needs(&self.objects, p, header, port)
     }
 
     /// Installs (or with `value` None deletes) entry `key` of table `obj`
@@ -354,7 +382,8 @@ mod tests {
     fn union_keys_and_the_medium_rule() {
         let fw = catalog::firewall(AppId(2), "fw", 1024, 0, 256);
         fw.validate().unwrap();
-        // conn (5-tuple) ∪ src_pkts (src) = the 5-tuple.
+        // conn (5-tuple) ∪ by-source (src) ∪ by-tenant (one cell) = the
+        // 5-tuple.
         assert_eq!(fw.union_fields(), FIVE_TUPLE.to_vec());
         let mut bad = fw.clone();
         bad.objects[1].consistency = Consistency::Unmergeable;
@@ -379,6 +408,37 @@ mod tests {
             bad.validate(),
             Err(AppError::ConsistencyKind { .. })
         ));
+        // VPN: tables by ⟨VNI, inner address⟩ both ways, counters by VNI
+        // and inner source; the union key comes from inside the tunnel.
+        let vpn = catalog::vpn(AppId(5), "vpn", 1024, 0, 256);
+        vpn.validate().unwrap();
+        assert_eq!(
+            vpn.union_fields(),
+            vec![KeyField::Vni, KeyField::InnerSrc, KeyField::InnerDst]
+        );
+        let f = inca_apps::fixtures::vxlan_frame(
+            [1, 1, 1, 1],
+            [2, 2, 2, 2],
+            0xABCDE,
+            [10, 0, 0, 5],
+            [10, 0, 0, 6],
+        );
+        let p = inca_apps::headers::parse(&f).unwrap();
+        assert_eq!(
+            vpn.union_key(&p, &f).0,
+            vec![0x0A, 0xBC, 0xDE, 10, 0, 0, 5, 10, 0, 0, 6]
+        );
+        // From the outside port: the inbound table by the inner destination.
+        let o = vpn.object(crate::ids::ObjId(1)).unwrap().name.clone();
+        assert_eq!(o, "vpn_in");
+        assert_eq!(
+            vpn.needs(&p, &f, 0),
+            vec![(crate::ids::ObjId(1), vec![0x0A, 0xBC, 0xDE, 10, 0, 0, 6])]
+        );
+        assert_eq!(
+            vpn.needs(&p, &f, 3),
+            vec![(crate::ids::ObjId(2), vec![0x0A, 0xBC, 0xDE, 10, 0, 0, 5])]
+        );
         let um = catalog::univmon(AppId(3), "um", 2, 2, 256);
         um.validate().unwrap();
         assert_eq!(um.objects.len(), 4);
@@ -392,7 +452,7 @@ mod tests {
             ..Parsed::default()
         };
         assert_eq!(
-            um.union_key(&p).0,
+            um.union_key(&p, &[]).0,
             vec![10, 0, 0, 1, 10, 0, 0, 2, 17, 0, 5, 0, 6]
         );
     }

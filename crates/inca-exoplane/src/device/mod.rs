@@ -348,7 +348,7 @@ impl ExoDevice {
             return Ok(());
         }
         let parsed = inca_apps::headers::parse(pkt.header()).unwrap_or_default();
-        let uk = crate::app::key_of(&self.uk_fields[app], &parsed);
+        let uk = crate::app::key_of(&self.uk_fields[app], &parsed, pkt.header());
         let report = if count {
             self.popularity(dp, app, &uk.0)?
         } else {

@@ -590,7 +590,8 @@ impl Program for ExoSwitch {
                 HashAlgorithm::Crc32,
                 SHARD_BITS,
                 Gress::Ingress,
-                &[],
+                // Its input (app_id ‖ UK) is chosen by the classifier.
+                &[classify.id()],
             )?;
             after_fm.push(shard_hash.id());
             let shard = d.table::<u8>(
@@ -696,11 +697,11 @@ impl Program for ExoSwitch {
             }
             Affinity::Low => {
                 self.counters.low += 1;
-                let uk = key_of(&self.per_app[i].uk_fields, &pkt.meta.parsed);
+                let uk = key_of(&self.per_app[i].uk_fields, &pkt.meta.parsed, pkt.header());
                 self.send_to_device(pkt, dp, &o, i, &uk.0)
             }
             Affinity::Medium => {
-                let uk = key_of(&self.per_app[i].uk_fields, &pkt.meta.parsed);
+                let uk = key_of(&self.per_app[i].uk_fields, &pkt.meta.parsed, pkt.header());
                 let Some((fm, hits)) = self.per_app[i].fm else {
                     return self.send_to_device(pkt, dp, &o, i, &uk.0);
                 };
@@ -713,7 +714,7 @@ impl Program for ExoSwitch {
                 // by the switch as an index violation, the packet dropped.
                 dp.count(hits, u64::from(slot), pkt.len() as u64)?;
                 // P1 (Invariant 1): every entry this packet looks up is here.
-                for (obj, k) in spec.needs(&pkt.meta.parsed, pkt.ingress_port()) {
+                for (obj, k) in spec.needs(&pkt.meta.parsed, pkt.header(), pkt.ingress_port()) {
                     let present = self
                         .object_of(i, obj.0)
                         .and_then(|id| dp.oracle_contains(id, &k));
