@@ -709,3 +709,56 @@ fn a_vpn_flow_gives_the_same_bytes_on_a_device_and_on_the_switch() {
     assert_eq!(on_switch[0], on_device[0]);
     assert_eq!(&on_switch[0][30..34], &[203, 0, 113, 77], "re-tunnelled");
 }
+
+#[test]
+fn a_switch_served_apps_control_events_go_to_the_hub_not_its_handler() {
+    let mut r = rack(23);
+    let ep = Endpoints::new(
+        [2, 0, 0, 0, 0, 1],
+        Ipv4Addr::new(10, 0, 0, 1),
+        [2, 0, 0, 0, 0, 2],
+        Ipv4Addr::new(203, 0, 113, 9),
+    );
+    let seg = |flags| inca_wire::TcpRepr {
+        src_port: 41000,
+        dst_port: 5353,
+        seq: 1,
+        ack: 1,
+        flags,
+        window: 1000,
+        urgent: 0,
+        options: &[],
+        payload: &[],
+    };
+    let ack = inca_wire::build_tcp_frame(&ep, &seg(inca_wire::TcpFlags::ACK)).unwrap();
+    let rst = inca_wire::build_tcp_frame(&ep, &seg(inca_wire::TcpFlags::RST)).unwrap();
+    // A firewall connection served by the switch: entry, then FM.
+    let mut key = vec![10, 0, 0, 1, 203, 0, 113, 9, 6];
+    key.extend_from_slice(&41000u16.to_be_bytes());
+    key.extend_from_slice(&5353u16.to_be_bytes());
+    let now = r.f.now();
+    r.f.control(
+        now,
+        r.sw,
+        manual::write(FW, 1, &key, Some(&INSIDE.to_be_bytes())).unwrap(),
+    );
+    settle(&mut r, 100);
+    let now = r.f.now();
+    r.f.control(now, r.sw, manual::fm(FW, Some(3), &key).unwrap());
+    settle(&mut r, 100);
+    send(&mut r, 1, &ack, 20);
+    send(&mut r, 1, &rst, 20);
+    settle(&mut r, 1_000);
+    // The RST's delete request waits for the hub; the switch copy stays,
+    // so the flow's later packets still find their entry (P1 holds).
+    send(&mut r, 2, &ack, 20);
+    settle(&mut r, 100);
+    assert_eq!(out_on(&mut r, OUTSIDE).len(), 4);
+    let s = sw(&r).program();
+    assert_eq!(s.counters().fm_hits, 4);
+    assert!(matches!(
+        s.app_events.front(),
+        Some(inca_exoplane::switch::AppEvent::Digest { app_id: FW, .. })
+    ));
+    assert_eq!(s.app_events.len(), 1);
+}

@@ -19,6 +19,9 @@
 //!    toward the switch.
 //!
 //! A MERGE from the CPU folds a delta into a register as on the switch.
+//! The apps' digests and aging notices are queued for the daemon
+//! ([`ExoDevice::app_events`]) rather than handled by the app's own control
+//! plane: a write to this copy alone would break strong consistency.
 //! [our choice] The daemon (flipping banks, handling MISSes and REPORTs)
 //! is another component: this program keeps MISSes and REPORTs in bounded
 //! queues for it, and takes entry writes by control message
@@ -106,6 +109,21 @@ pub struct Miss {
     pub frame: Vec<u8>,
 }
 
+/// An app's control event on a device, for the daemon (whose control
+/// logic turns it into writes through the hub).
+#[derive(Debug, Clone)]
+pub enum AppEvent {
+    /// A digest the app sent (tagged with its block).
+    Digest(BlockDigest),
+    /// An entry of one of the app's tables went idle.
+    IdleTimeout {
+        /// The table.
+        table: ObjectId,
+        /// The entry.
+        spec: MatchSpec,
+    },
+}
+
 /// Digests of the device program.
 #[derive(Debug, Clone)]
 pub enum DeviceDigest {
@@ -173,6 +191,8 @@ pub struct ExoDevice {
     pub misses: VecDeque<Miss>,
     /// REPORTs for the daemon, oldest first.
     pub reports: VecDeque<Report>,
+    /// The apps' digests and aging notices, for the daemon.
+    pub app_events: VecDeque<AppEvent>,
     /// MERGE_ACK bodies for the daemon.
     pub merge_acks: VecDeque<inca_wire::exoplane::MergeRepr>,
 }
@@ -218,6 +238,7 @@ impl ExoDevice {
             counters: DeviceCounters::default(),
             misses: VecDeque::new(),
             reports: VecDeque::new(),
+            app_events: VecDeque::new(),
             merge_acks: VecDeque::new(),
         })
     }
@@ -543,7 +564,15 @@ impl Program for ExoDevice {
     fn control(&mut self, event: ControlEvent<DeviceDigest>, cp: &mut ControlPlane<'_>) {
         let event = match event.split_digest::<BlockDigest>() {
             Ok(e) => e,
-            Err(DeviceDigest::App(d)) => return self.apps.control(ControlEvent::Digest(d), cp),
+            // The app's control logic is the daemon's (§5.4): its writes go
+            // through the hub to every holder, never straight to this copy.
+            Err(DeviceDigest::App(d)) => {
+                return push_bounded(
+                    &mut self.app_events,
+                    AppEvent::Digest(d),
+                    &mut self.counters.queue_overflow,
+                );
+            }
             Err(DeviceDigest::Report(r)) => {
                 return push_bounded(&mut self.reports, r, &mut self.counters.queue_overflow);
             }
@@ -599,6 +628,11 @@ impl Program for ExoDevice {
                 });
                 self.counters.write_refused += u64::from(!ok);
             }
+            ControlEvent::IdleTimeout { table, spec } => push_bounded(
+                &mut self.app_events,
+                AppEvent::IdleTimeout { table, spec },
+                &mut self.counters.queue_overflow,
+            ),
             e => self.apps.control(e, cp),
         }
     }

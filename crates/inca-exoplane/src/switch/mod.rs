@@ -23,9 +23,11 @@
 //!    shim TO_DEV (FAILOVER if the replica), out of `pdev_port[pdev]`.
 //!
 //! The apps are an inca-switch composite of their programs with the
-//! choice made here ([`Composite::selected`]); the app's punts and digests
-//! go to its own control handler through the composite (where the hub
-//! will take over app control events, §5.4). [our choice] Start-up entries
+//! choice made here ([`Composite::selected`]). A HIGH app's punts,
+//! digests and aging go to its own control handler through the composite;
+//! a MEDIUM app's are queued for the hub ([`AppEvent`]), which forwards
+//! them to the flow's daemon (§5.4): acting on them here would change a
+//! switch copy behind the hub's back and break Invariant 1. [our choice] Start-up entries
 //! the hub would write (classifier, shard map `h mod N_L`, `dev_map[l] =
 //! (l, l+1 mod N)`, every device alive, the port maps, one port-down
 //! generator stream per device port) are installed from the configuration
@@ -105,6 +107,8 @@ pub struct SwitchCounters {
     pub write_refused: u64,
     /// Events dropped because a hub queue was full.
     pub event_overflow: u64,
+    /// Control events of MEDIUM apps queued for the hub.
+    pub app_events: u64,
 }
 
 /// Digests of the switch program.
@@ -169,6 +173,45 @@ pub struct ExoSwitch {
     pub merge_acks: VecDeque<MergeRepr>,
     /// Flow-manager entries that aged out: (app index, union key).
     pub aged: VecDeque<(u16, Vec<u8>)>,
+    /// Control events of switch-served MEDIUM apps, for the hub to forward
+    /// (EVENT_FWD, §5.4).
+    pub app_events: VecDeque<AppEvent>,
+}
+
+/// A control event a MEDIUM app raised on the switch. Its control logic
+/// lives in the daemons, and its switch copies change only through the
+/// hub, so the switch does not act on it: the hub forwards it to the
+/// daemon of the flow's primary (§5.4). HIGH apps' events go to their own
+/// control handler here.
+#[derive(Debug, Clone)]
+pub enum AppEvent {
+    /// A packet the app punted, with its own reason code.
+    Punt {
+        /// The app.
+        app_id: u8,
+        /// The port the packet arrived on.
+        port: PortId,
+        /// The app program's reason code.
+        reason: u16,
+        /// The frame.
+        frame: Vec<u8>,
+    },
+    /// A digest the app sent.
+    Digest {
+        /// The app.
+        app_id: u8,
+        /// The app's digest (tagged with its block).
+        digest: BlockDigest,
+    },
+    /// An entry of one of the app's tables went idle on the switch.
+    IdleTimeout {
+        /// The app.
+        app_id: u8,
+        /// The table.
+        table: ObjectId,
+        /// The entry.
+        spec: MatchSpec,
+    },
 }
 
 fn exact(key: &[u8]) -> MatchSpec {
@@ -213,6 +256,7 @@ impl ExoSwitch {
             port_down_events: VecDeque::new(),
             merge_acks: VecDeque::new(),
             aged: VecDeque::new(),
+            app_events: VecDeque::new(),
         })
     }
 
@@ -296,6 +340,19 @@ impl ExoSwitch {
         };
         spec.install(cp, &resolve, crate::ids::ObjId(obj), key, value)
             .is_ok()
+    }
+
+    /// The app id of block `block` if its control logic runs elsewhere
+    /// (MEDIUM: in the daemons, through the hub), None if here (HIGH).
+    fn remote_app(&self, block: u16) -> Option<u8> {
+        let i = *self.on_switch.get(usize::from(block))?;
+        let spec = &self.cfg.apps[i].spec;
+        (spec.affinity != Affinity::High).then_some(spec.id.0)
+    }
+
+    fn app_event(&mut self, e: AppEvent) {
+        self.counters.app_events += 1;
+        push_bounded(&mut self.app_events, e, &mut self.counters.event_overflow);
     }
 
     fn install_static(&mut self, cp: &mut ControlPlane<'_>) {
@@ -753,7 +810,10 @@ impl Program for ExoSwitch {
         let event = match event.split_digest::<BlockDigest>() {
             Ok(e) => e,
             Err(SwitchDigest::App(d)) => {
-                return self.apps.control(ControlEvent::Digest(d), cp);
+                return match self.remote_app(d.block) {
+                    None => self.apps.control(ControlEvent::Digest(d), cp),
+                    Some(app_id) => self.app_event(AppEvent::Digest { app_id, digest: d }),
+                };
             }
         };
         match event {
@@ -780,12 +840,26 @@ impl Program for ExoSwitch {
                     }
                 }
                 r if r >= APP_REASON_BASE => {
-                    let e = ControlEvent::PacketIn {
-                        port,
-                        reason: r - APP_REASON_BASE,
-                        frame,
+                    let code = r - APP_REASON_BASE;
+                    let Some((block, own)) = self.apps.punt_origin(code) else {
+                        return;
                     };
-                    self.apps.control(e, cp);
+                    match self.remote_app(block) {
+                        None => {
+                            let e = ControlEvent::PacketIn {
+                                port,
+                                reason: code,
+                                frame,
+                            };
+                            self.apps.control(e, cp);
+                        }
+                        Some(app_id) => self.app_event(AppEvent::Punt {
+                            app_id,
+                            port,
+                            reason: own,
+                            frame,
+                        }),
+                    }
                 }
                 _ => {}
             },
@@ -801,9 +875,19 @@ impl Program for ExoSwitch {
                         &mut self.counters.event_overflow,
                     ),
                     (Some(_), _) => {}
-                    (None, spec) => self
-                        .apps
-                        .control(ControlEvent::IdleTimeout { table, spec }, cp),
+                    (None, spec) => {
+                        let block = self.apps.block_of_object(table);
+                        match block.and_then(|b| self.remote_app(b)) {
+                            Some(app_id) => self.app_event(AppEvent::IdleTimeout {
+                                app_id,
+                                table,
+                                spec,
+                            }),
+                            None => self
+                                .apps
+                                .control(ControlEvent::IdleTimeout { table, spec }, cp),
+                        }
+                    }
                 }
             }
             ControlEvent::Message(m) if m.kind == manual::MSG_FM => {
@@ -873,6 +957,7 @@ impl Program for ExoSwitch {
             ("app_parse_drops", c.app_parse_drops),
             ("write_refused", c.write_refused),
             ("event_overflow", c.event_overflow),
+            ("app_events", c.app_events),
         ] {
             r.counters.push((format!("exo/{name}"), v));
         }

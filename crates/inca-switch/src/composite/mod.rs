@@ -53,7 +53,7 @@ use std::collections::BTreeMap;
 use crate::control::{ControlPlane, REQUEST_SEQ_BITS};
 use crate::device::{ControlMessage, SessionEvent, SessionId};
 use crate::objects::{
-    AccessError, BlockSpan, DataPlane, Declare, DeclareError, TableDecl, TableHandle,
+    AccessError, BlockSpan, DataPlane, Declare, DeclareError, ObjectId, TableDecl, TableHandle,
 };
 use crate::placement::Gress;
 use crate::program::{
@@ -387,7 +387,7 @@ impl Composite {
     pub fn declare_after(
         &mut self,
         decl: &mut Declare,
-        after: impl Fn(usize) -> Vec<crate::objects::ObjectId>,
+        after: impl Fn(usize) -> Vec<ObjectId>,
     ) -> Result<(), DeclareError> {
         let mut common = Vec::new();
         if let Some(c) = &mut self.classifier {
@@ -435,6 +435,18 @@ impl Composite {
         tag.checked_sub(1)
             .and_then(|i| self.blocks.get(i))
             .map(Block::name)
+    }
+
+    /// The block and its own reason code behind composite punt code
+    /// `code` (what a wrapping program needs to decide whose control plane
+    /// a punted packet is for).
+    pub fn punt_origin(&self, code: u16) -> Option<(u16, u16)> {
+        self.punts.pair(code)
+    }
+
+    /// The block that declared object `id` (after declaration).
+    pub fn block_of_object(&self, id: ObjectId) -> Option<u16> {
+        self.spans.iter().position(|s| s.owns(id)).map(|i| i as u16)
     }
 
     /// What the composite itself counted.
