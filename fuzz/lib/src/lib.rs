@@ -10,7 +10,8 @@
 //!
 //! - [`parsers`] — one target per inca-wire parser, and the TEA agent protocol.
 //! - [`devices`] — one target per device frame handler: the switch with each
-//!   catalog program (inca-apps, RedPlane, TEA), the RedPlane state store,
+//!   catalog program (inca-apps, RedPlane, TEA), the ExoPlane switch and
+//!   device programs, the RedPlane state store,
 //!   the TEA DRAM server.
 //! - [`input`] — the device targets' input format: a program choice, then a
 //!   short sequence of frames (port, time, bytes) and other events.
@@ -42,6 +43,7 @@ pub const TARGETS: &[&str] = &[
     "switch_apps",
     "switch_redplane",
     "switch_tea",
+    "switch_exoplane",
     "redplane_store",
     "tea_dram",
 ];
@@ -68,6 +70,7 @@ pub fn run(name: &str, data: &[u8]) {
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),
+        "switch_exoplane" => devices::switch_exoplane(data),
         "redplane_store" => devices::redplane_store(data),
         "tea_dram" => devices::tea_dram(data),
         other => panic!("unknown fuzz target {other:?}"),
