@@ -18,11 +18,14 @@
 //!   popularity, the app, MISS punts, MERGE.
 //! - [`manual`] — flow-manager and entry writes by control message, until
 //!   the hub writes them.
+//! - [`programs`] — both programs sized from named parameters (`inca
+//!   check`-style).
 
 pub mod app;
 pub mod device;
 pub mod ids;
 pub mod manual;
+pub mod programs;
 mod step_m;
 pub use step_m::merge_frame;
 pub mod switch;
