@@ -112,6 +112,11 @@ impl Firewall {
         self.block.as_ref()
     }
 
+    /// The outside port (every other port is inside).
+    pub fn outside_port(&self) -> PortId {
+        self.outside_port
+    }
+
     /// Parameter names.
     pub const PARAMS: &'static [&'static str] = &[
         "flows",

@@ -122,6 +122,11 @@ impl Nat {
         Some((m.out_key, out, m.reply_key, back))
     }
 
+    /// The outside port (packets arriving there are translated back).
+    pub fn outside_port(&self) -> PortId {
+        self.outside_port
+    }
+
     /// Number of flows the control plane has allocated.
     pub fn allocated(&self) -> usize {
         self.allocator.len()

@@ -186,6 +186,11 @@ impl VpnGateway {
         self.block.as_ref()
     }
 
+    /// The outside port (packets arriving there use `vpn_in`).
+    pub fn outside_port(&self) -> PortId {
+        self.outside_port
+    }
+
     /// Parameter names.
     pub const PARAMS: &'static [&'static str] = &[
         "flows",

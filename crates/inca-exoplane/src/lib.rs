@@ -19,8 +19,25 @@
 //! - [`daemon`] — the daemon on each external device: new-flow setup with
 //!   buffered packets, ordered WRITE_APPLY/DUMP application, and the
 //!   count-min popularity reporter.
+//! - [`app`] — the application model (§5.1): objects, consistency, union
+//!   key, affinity, over inca-apps programs.
+//! - [`switch`] — the switch program (§5.2): classifier, flow managers,
+//!   shard map, device liveness, shim, MERGE, port-down failover.
+//! - [`device`] — the device program (§5.3): dispatch, count-min
+//!   popularity, the app, MISS punts, MERGE.
+//! - [`manual`] — flow-manager and entry writes by control message, until
+//!   the hub writes them.
+//! - [`programs`] — both programs sized from named parameters (`inca
+//!   check`-style).
 
+pub mod app;
 pub mod daemon;
+pub mod device;
 pub mod hub;
 pub mod ids;
+pub mod manual;
+pub mod programs;
+mod step_m;
+pub mod switch;
 pub mod sync;
+pub use step_m::merge_frame;

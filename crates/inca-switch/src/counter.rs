@@ -87,6 +87,16 @@ impl CounterArray {
         Ok(())
     }
 
+    /// Adds `packets` to the packet count at `index` (wrapping; bytes
+    /// unchanged): a MERGE of counted packets from another copy.
+    #[inline]
+    pub fn add_packets(&mut self, index: u64, packets: u64) -> Result<u64, IndexError> {
+        let i = IndexError::check(index, self.cells.len())?;
+        let cell = &mut self.cells[i];
+        cell.packets = cell.packets.wrapping_add(packets);
+        Ok(cell.packets)
+    }
+
     /// Reads `(packets, bytes)` at `index`.
     #[inline]
     pub fn read(&self, index: u64) -> Result<(u64, u64), IndexError> {

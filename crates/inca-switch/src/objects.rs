@@ -74,6 +74,19 @@ macro_rules! handle {
             pub fn id(&self) -> ObjectId {
                 self.id
             }
+
+            /// A typed handle to an object declared by another program
+            /// (found with [`Declare::id_of`]), for a program that wraps
+            /// others and writes their objects from its control plane. If
+            /// the type is not the object's, every operation through the
+            /// handle fails (`WrongHandle`, or an `OpFailed` event) and
+            /// changes nothing.
+            pub fn of_object(id: ObjectId) -> Self {
+                $name {
+                    id,
+                    _type: PhantomData,
+                }
+            }
         }
         impl<$t> Clone for $name<$t> {
             fn clone(&self) -> Self {
@@ -107,6 +120,12 @@ impl Handle {
     /// The object's id, for dependency lists.
     pub fn id(&self) -> ObjectId {
         self.0
+    }
+
+    /// A handle to an untyped object declared by another program (see
+    /// [`TableHandle::of_object`]).
+    pub fn of_object(id: ObjectId) -> Self {
+        Handle(id)
     }
 }
 
@@ -246,6 +265,7 @@ enum Storage {
 
 trait ErasedTable: Any {
     fn clear(&mut self);
+    fn contains(&self, key: &[u8]) -> bool;
     fn expire_idle(&mut self, now: Nanos, out: &mut Vec<MatchSpec>);
     fn len(&self) -> usize;
     fn as_any_mut(&mut self) -> &mut dyn Any;
@@ -255,6 +275,9 @@ trait ErasedTable: Any {
 impl<A: Clone + 'static> ErasedTable for MatchTable<A> {
     fn clear(&mut self) {
         MatchTable::clear(self)
+    }
+    fn contains(&self, key: &[u8]) -> bool {
+        self.peek(key).is_some()
     }
     fn expire_idle(&mut self, now: Nanos, out: &mut Vec<MatchSpec>) {
         MatchTable::expire_idle(self, now, out)
@@ -364,6 +387,15 @@ impl Declare {
             objects: first..self.slots.len() as u32,
         });
         r
+    }
+
+    /// The object declared as `name` (a block's objects as `block/name`),
+    /// for a program that wraps others and refers to their objects.
+    pub fn id_of(&self, name: &str) -> Option<ObjectId> {
+        self.slots
+            .iter()
+            .position(|s| s.decl.name == name)
+            .map(|i| ObjectId(i as u32))
     }
 
     /// The blocks declared so far, in declaration order.
@@ -904,6 +936,15 @@ impl Objects {
             .map(|v| T::from_u64(v[0]))
     }
 
+    /// The object declared as `name` (tests and drivers reading a wrapped
+    /// program's objects; see [`Declare::id_of`]).
+    pub fn id_of(&self, name: &str) -> Option<ObjectId> {
+        self.slots
+            .iter()
+            .position(|s| s.decl.name == name)
+            .map(|i| ObjectId(i as u32))
+    }
+
     /// The name of object `id`.
     pub fn name(&self, id: ObjectId) -> &str {
         self.slots
@@ -1035,6 +1076,68 @@ impl DataPlane<'_> {
         };
         m.mark(index, now, bytes, pre_color)
             .map_err(|e| self.objects.index_error(now, h.0, e))
+    }
+
+    /// Runs a read-modify-write on entry `index` of the register array or
+    /// counter array `id`, whatever its entry type: `f` gets the entry as a
+    /// u64 (a counter's packet count) and returns the new value, which is
+    /// stored truncated to the entry width; returns the stored value. One
+    /// access, under the same rules as [`DataPlane::register`]. For a
+    /// runtime that folds deltas into objects it did not declare (ExoPlane's
+    /// MERGE, spec §5.6 step M) and so has no typed handle. A counter only
+    /// grows: `f`'s result minus the old count is added to it.
+    pub fn merge_u64(
+        &mut self,
+        id: ObjectId,
+        index: u64,
+        f: impl FnOnce(u64) -> u64,
+    ) -> Result<u64, AccessError> {
+        let now = self.now;
+        self.objects.claim(now, id)?;
+        let Objects { slots, trace, .. } = &mut *self.objects;
+        let slot = slots.get_mut(id.index()).ok_or(AccessError::WrongHandle)?;
+        let (result, undo) = match &mut slot.storage {
+            Storage::Register(r) => {
+                let r = &mut **r;
+                let old = r.read_u64(index);
+                let res = old.and_then(|old| {
+                    r.write_u64(index, f(old))?;
+                    r.read_u64(index)
+                });
+                (res, old.ok().map(|o| Undo::Register(id.index(), index, o)))
+            }
+            Storage::Counter(c) => {
+                let old = c.read(index);
+                let res = old.and_then(|(p, _)| c.add_packets(index, f(p).wrapping_sub(p)));
+                (res, old.ok().map(|o| Undo::Counter(id.index(), index, o)))
+            }
+            _ => return Err(AccessError::WrongHandle),
+        };
+        if let Some(tr) = trace.as_deref_mut() {
+            // Traced (the load-time check): undo it after the pass; this
+            // access has no perturbation modes of its own.
+            if let Some(u) = undo {
+                tr.undo.push(u);
+            }
+            let v = *result.as_ref().unwrap_or(&u64::MAX);
+            tr.finish(
+                trace::fingerprint(&[&index.to_le_bytes(), &v.to_le_bytes()]),
+                0,
+            );
+        }
+        result.map_err(|e| self.objects.index_error(now, id, e))
+    }
+
+    /// Whether table `id` holds an entry matching `key`, seen from outside
+    /// the pipeline: no access is made or counted and no idle state is
+    /// touched. For invariant checks that the model makes about a pass
+    /// (ExoPlane's P1: a flow-manager hit finds every entry it needs), never
+    /// for packet logic. None: `id` is not a table.
+    pub fn oracle_contains(&self, id: ObjectId, key: &[u8]) -> Option<bool> {
+        match &self.objects.slots.get(id.index())?.storage {
+            Storage::Table(t) => Some(t.contains(key)),
+            _ => None,
+        }
     }
 
     /// Computes a hash over `data` with a declared hash unit. Hash units have

@@ -362,6 +362,33 @@ impl<M, D> PacketCtx<M, D> {
         self.digest = Some(d);
     }
 
+    /// Runs a pass of a program this one wraps on this packet, with the
+    /// inner program's metadata and digest types: `f` gets a view with the
+    /// frame and every decision so far; the frame and the decisions come
+    /// back after, and the inner digest (if any) is returned. With
+    /// `ingress_port`, the inner program sees that port as the one the
+    /// packet arrived on (ExoPlane's device program runs an app as if on
+    /// the switch port the shim names). For a program that wraps others
+    /// (ExoPlane's runtime around its apps' composite).
+    pub fn nest<M2, D2, R>(
+        &mut self,
+        meta: &mut M2,
+        ingress_port: Option<PortId>,
+        f: impl FnOnce(&mut PacketCtx<M2, D2>) -> R,
+    ) -> (R, Option<D2>)
+    where
+        M2: Default,
+    {
+        let mut inner = self.retype::<M2, D2>(std::mem::take(meta));
+        if let Some(p) = ingress_port {
+            inner.ingress_port = p;
+        }
+        let r = f(&mut inner);
+        let (m, d) = self.absorb(inner);
+        *meta = m;
+        (r, d)
+    }
+
     /// A copy of this packet, for running one pass again (the load-time
     /// check).
     pub(crate) fn duplicate(&self) -> Self

@@ -167,6 +167,65 @@ pub fn switch_apps(data: &[u8]) {
         .expect("a catalog app builds with its defaults");
 }
 
+/// The ExoPlane apps the fuzz programs carry: every app kind the model
+/// has, small.
+fn exoplane_apps() -> Vec<inca_exoplane::app::AppSpec> {
+    use inca_exoplane::app::catalog;
+    use inca_exoplane::ids::AppId;
+    vec![
+        catalog::nat(AppId(1), "nat", 256, 1),
+        catalog::univmon(AppId(2), "um", 2, 2, 256),
+        catalog::firewall(AppId(3), "fw", 256, 1, 64),
+        catalog::synproxy(AppId(4), "sp", 256, 0, 1),
+        catalog::vpn(AppId(5), "vpn", 256, 1, 16),
+    ]
+}
+
+/// The ExoPlane switch program (even selector; devices on ports 2 and 3)
+/// or device program (odd), with every app kind.
+pub fn switch_exoplane(data: &[u8]) {
+    use inca_exoplane::device::{DeviceConfig, ExoDevice, QUEUE};
+    use inca_exoplane::switch::{ExoSwitch, SwitchApp, SwitchConfig, EVENT_QUEUE};
+    use inca_switch::composite::ClassifyRule;
+    let (sel, events) = decode(data);
+    if sel % 2 == 0 {
+        let rules = ClassifyRule::parse_list(
+            "um:dport=7777;fw:dport=5353;sp:dport=2222;vpn:dport=4789;nat:*",
+        )
+        .expect("fixed rules parse");
+        let apps = exoplane_apps()
+            .into_iter()
+            .map(|spec| SwitchApp {
+                spec,
+                fm_entries: 64,
+            })
+            .collect();
+        let p = ExoSwitch::new(SwitchConfig::new(apps, rules, vec![2, 3]))
+            .expect("a fixed configuration");
+        run_switch(Profile::tofino(), p, sel, &events, data, &|s| {
+            let p = s.program();
+            for n in [p.port_down_events.len(), p.merge_acks.len(), p.aged.len(), p.app_events.len()] {
+                assert!(n <= EVENT_QUEUE, "a hub queue holds {n}");
+            }
+        });
+    } else {
+        let apps = exoplane_apps()
+            .into_iter()
+            .filter(|a| a.affinity != inca_exoplane::app::Affinity::High)
+            .collect();
+        let mut cfg = DeviceConfig::new(apps);
+        cfg.cms_width = 256;
+        cfg.theta = 2;
+        let p = ExoDevice::new(cfg).expect("a fixed configuration");
+        run_switch(Profile::smartnic(), p, sel, &events, data, &|s| {
+            let p = s.program();
+            for n in [p.misses.len(), p.reports.len(), p.merge_acks.len(), p.app_events.len()] {
+                assert!(n <= QUEUE, "a daemon queue holds {n}");
+            }
+        });
+    }
+}
+
 /// The RedPlane programs, by name.
 pub fn redplane_programs() -> Vec<&'static str> {
     inca_redplane::catalog::PROGRAMS

@@ -11,7 +11,8 @@
 //! - [`parsers`] — one target per inca-wire parser (ExoPlane's control
 //!   protocol included), and the TEA agent protocol.
 //! - [`devices`] — one target per device frame handler: the switch with each
-//!   catalog program (inca-apps, RedPlane, TEA), the RedPlane state store,
+//!   catalog program (inca-apps, RedPlane, TEA), the ExoPlane switch and
+//!   device programs, the RedPlane state store,
 //!   the TEA DRAM server.
 //! - [`input`] — the device targets' input format: a program choice, then a
 //!   short sequence of frames (port, time, bytes) and other events.
@@ -40,15 +41,17 @@ pub const TARGETS: &[&str] = &[
     "tea_agent_proto",
     "telemetry",
     "exoplane_control",
+    "exoplane_shim",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
+    "switch_exoplane",
     "redplane_store",
     "tea_dram",
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 12;
+pub const PARSER_TARGETS: usize = 13;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -66,9 +69,11 @@ pub fn run(name: &str, data: &[u8]) {
         "tea_agent_proto" => parsers::tea_agent_proto(data),
         "telemetry" => parsers::telemetry(data),
         "exoplane_control" => parsers::exoplane_control(data),
+        "exoplane_shim" => parsers::exoplane_shim(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),
+        "switch_exoplane" => devices::switch_exoplane(data),
         "redplane_store" => devices::redplane_store(data),
         "tea_dram" => devices::tea_dram(data),
         other => panic!("unknown fuzz target {other:?}"),

@@ -484,4 +484,42 @@ pub fn exoplane_control(data: &[u8]) {
         }
     }
     assert_eq!(got, expect);
+/// The ExoPlane EXO shim and MERGE body: the view and repr over the bytes,
+/// then the bytes as a frame to pop a shim from and push one onto (a
+/// refused frame is unchanged; a pushed shim pops back to the frame).
+pub fn exoplane_shim(data: &[u8]) {
+    use inca_wire::exoplane::{shim, MergeRepr, Shim, ShimRepr, ShimType};
+    if let Ok(s) = Shim::new_checked(data) {
+        let r = ShimRepr::parse(data).expect("a checked shim parses");
+        assert_eq!(r.shim_type, s.shim_type());
+        assert_eq!(ShimRepr::parse(&r.to_bytes()).ok(), Some(r));
+    }
+    if let Ok(m) = MergeRepr::parse(data) {
+        let mut b = [0u8; 24];
+        m.emit(&mut b).expect("a parsed merge body emits");
+        assert_eq!(MergeRepr::parse(&b).ok(), Some(m));
+    }
+    let mut f = data.to_vec();
+    match shim::pop(&mut f) {
+        Err(_) => assert_eq!(f, data, "a refused pop leaves the frame alone"),
+        Ok(_) => assert_eq!(f.len() + shim::SHIM_LEN, data.len()),
+    }
+    let r = ShimRepr {
+        shim_type: ShimType::ToDev,
+        failover: data.first().is_some_and(|b| b & 1 == 1),
+        app_id: 1,
+        ldev: 2,
+        in_port: 3,
+        out_port: 0,
+        next_type: 0,
+    };
+    let mut g = data.to_vec();
+    match shim::push(&mut g, r) {
+        Err(_) => assert_eq!(g, data, "a refused push leaves the frame alone"),
+        Ok(()) => {
+            let back = shim::pop(&mut g).expect("a pushed shim pops");
+            assert_eq!(back.app_id, 1);
+            assert_eq!(g, data, "push then pop restores the frame");
+        }
+    }
 }

@@ -34,6 +34,12 @@
 //!   (`composite/unclassified`). A packet the control plane sends straight
 //!   to a port ([`crate::PacketOutDest::Port`]) was never classified and
 //!   runs no block's egress.
+//! - [`Composite::selected`]: several apps behind a selector outside the
+//!   composite: a program that wraps it picks the app of each packet
+//!   ([`Composite::select`]) and runs the composite on it
+//!   ([`crate::PacketCtx::nest`]); a packet with no app selected runs no
+//!   block. ExoPlane's runtime does this: its own classifier, flow manager
+//!   and shim handling decide whether and which app runs.
 //!
 //! The hardware rules hold across the composite because the blocks share
 //! one object store and one placement: one access per object per pass,
@@ -47,7 +53,7 @@ use std::collections::BTreeMap;
 use crate::control::{ControlPlane, REQUEST_SEQ_BITS};
 use crate::device::{ControlMessage, SessionEvent, SessionId};
 use crate::objects::{
-    AccessError, BlockSpan, DataPlane, Declare, DeclareError, TableDecl, TableHandle,
+    AccessError, BlockSpan, DataPlane, Declare, DeclareError, ObjectId, TableDecl, TableHandle,
 };
 use crate::placement::Gress;
 use crate::program::{
@@ -224,6 +230,8 @@ pub struct Composite {
     /// Which block owns each control session (the first to send on it).
     session_owners: BTreeMap<SessionId, u16>,
     counters: CompositeCounters,
+    /// Apps chosen from outside ([`Composite::selected`]).
+    selected: bool,
 }
 
 /// The block name of a classified composite's own objects (the `classify`
@@ -252,6 +260,7 @@ impl Composite {
                 classified,
                 ..CompositeCounters::default()
             },
+            selected: false,
         }
     }
 
@@ -319,6 +328,92 @@ impl Composite {
         Ok(Self::build(name, blocks, Some(classifier)))
     }
 
+    /// Apps whose choice is made outside: only the block [`Composite::select`]
+    /// names runs on a packet (in ingress and, the choice being bridged
+    /// metadata, in egress); a packet with none selected runs no block.
+    pub fn selected(name: &str, blocks: Vec<Block>) -> Result<Composite, CompositeError> {
+        Self::check_blocks(&blocks)?;
+        let mut c = Self::build(name, blocks, None);
+        c.selected = true;
+        c.counters.classified = vec![0; c.blocks.len()];
+        Ok(c)
+    }
+
+    /// Chooses block `app` for the packet whose metadata is `meta` (a
+    /// [`Composite::selected`] composite, before its ingress): makes the
+    /// block's metadata and parses `header` into it. An error if this is
+    /// not a selected composite, `app` is no block, one is already chosen,
+    /// or the block's parser refuses the header (counted).
+    pub fn select(
+        &mut self,
+        meta: &mut CompositeMeta,
+        app: u16,
+        header: &[u8],
+    ) -> Result<(), ParseError> {
+        if !self.selected || meta.app.is_some() {
+            return Err(ParseError(
+                "composite: not a selected composite, or chosen twice",
+            ));
+        }
+        let block = &self
+            .blocks
+            .get(usize::from(app))
+            .ok_or(ParseError("composite: no such block"))?
+            .0;
+        let mut m = block.new_meta();
+        if let Err(e) = block.parse(Gress::Ingress, header, &mut m) {
+            self.counters.block_parse_drops += 1;
+            return Err(e);
+        }
+        meta.app = Some(app);
+        meta.blocks = vec![(app, m)];
+        if let Some(n) = self.counters.classified.get_mut(usize::from(app)) {
+            *n += 1;
+        }
+        Ok(())
+    }
+
+    /// The index of block `name`.
+    pub fn block_index(&self, name: &str) -> Option<u16> {
+        self.blocks
+            .iter()
+            .position(|b| b.name() == name)
+            .map(|i| i as u16)
+    }
+
+    /// Declares the composite with block `i`'s objects (hash units
+    /// excepted) placed after `after(i)` as well: what a wrapping program
+    /// decides before the block runs (ExoPlane's flow manager of that app).
+    pub fn declare_after(
+        &mut self,
+        decl: &mut Declare,
+        after: impl Fn(usize) -> Vec<ObjectId>,
+    ) -> Result<(), DeclareError> {
+        let mut common = Vec::new();
+        if let Some(c) = &mut self.classifier {
+            let table = decl.in_block(CLASSIFIER_BLOCK, &[], |d| {
+                d.table::<u16>(TableDecl::new(
+                    "classify",
+                    MatchKind::Ternary,
+                    CLASSIFY_KEY_BYTES,
+                    8,
+                    CLASSIFY_ENTRIES,
+                ))
+            })?;
+            common.push(table.id());
+            c.table = Some(table);
+        }
+        let first = decl.blocks().len();
+        for (i, b) in self.blocks.iter_mut().enumerate() {
+            let name = b.name().to_string();
+            let mut deps = common.clone();
+            deps.extend(after(i));
+            decl.in_block(&name, &deps, |d| b.0.declare(d))?;
+        }
+        self.spans = decl.blocks()[first..].to_vec();
+        Ok(())
+    }
+
     /// The block names, in order.
     pub fn block_names(&self) -> impl Iterator<Item = &str> {
         self.blocks.iter().map(Block::name)
@@ -340,6 +435,18 @@ impl Composite {
         tag.checked_sub(1)
             .and_then(|i| self.blocks.get(i))
             .map(Block::name)
+    }
+
+    /// The block and its own reason code behind composite punt code
+    /// `code` (what a wrapping program needs to decide whose control plane
+    /// a punted packet is for).
+    pub fn punt_origin(&self, code: u16) -> Option<(u16, u16)> {
+        self.punts.pair(code)
+    }
+
+    /// The block that declared object `id` (after declaration).
+    pub fn block_of_object(&self, id: ObjectId) -> Option<u16> {
+        self.spans.iter().position(|s| s.owns(id)).map(|i| i as u16)
     }
 
     /// What the composite itself counted.
@@ -492,27 +599,7 @@ impl Program for Composite {
     }
 
     fn declare(&mut self, decl: &mut Declare) -> Result<(), DeclareError> {
-        let mut after = Vec::new();
-        if let Some(c) = &mut self.classifier {
-            let table = decl.in_block(CLASSIFIER_BLOCK, &[], |d| {
-                d.table::<u16>(TableDecl::new(
-                    "classify",
-                    MatchKind::Ternary,
-                    CLASSIFY_KEY_BYTES,
-                    8,
-                    CLASSIFY_ENTRIES,
-                ))
-            })?;
-            after.push(table.id());
-            c.table = Some(table);
-        }
-        let first = decl.blocks().len();
-        for b in &mut self.blocks {
-            let name = b.name().to_string();
-            decl.in_block(&name, &after, |d| b.0.declare(d))?;
-        }
-        self.spans = decl.blocks()[first..].to_vec();
-        Ok(())
+        self.declare_after(decl, |_| Vec::new())
     }
 
     fn parse(
@@ -523,7 +610,7 @@ impl Program for Composite {
     ) -> Result<(), ParseError> {
         // A pipeline's blocks all parse from the first pass on; a classified
         // packet's app parses once the classifier has chosen it (in ingress).
-        if self.classifier.is_none() && meta.blocks.is_empty() {
+        if self.classifier.is_none() && !self.selected && meta.blocks.is_empty() {
             meta.blocks = (0..self.blocks.len())
                 .map(|i| (i as u16, self.blocks[i].0.new_meta()))
                 .collect();

@@ -735,6 +735,58 @@ pub enum ControlEvent<D> {
     Session(SessionEvent),
 }
 
+impl<D> ControlEvent<D> {
+    /// The event with another digest type, for a program that wraps others
+    /// and hands them their events: `Err` with the digest if it is one
+    /// (the wrapper decides whose it is), else the same event retyped.
+    pub fn split_digest<E>(self) -> Result<ControlEvent<E>, D> {
+        Ok(match self {
+            ControlEvent::Digest(d) => return Err(d),
+            ControlEvent::Start => ControlEvent::Start,
+            ControlEvent::PacketIn {
+                port,
+                reason,
+                frame,
+            } => ControlEvent::PacketIn {
+                port,
+                reason,
+                frame,
+            },
+            ControlEvent::IdleTimeout { table, spec } => ControlEvent::IdleTimeout { table, spec },
+            ControlEvent::RegisterValues { request, values } => {
+                ControlEvent::RegisterValues { request, values }
+            }
+            ControlEvent::EntryActivity {
+                request,
+                table,
+                spec,
+                hit,
+                idle,
+            } => ControlEvent::EntryActivity {
+                request,
+                table,
+                spec,
+                hit,
+                idle,
+            },
+            ControlEvent::CounterValues {
+                request,
+                first,
+                values,
+            } => ControlEvent::CounterValues {
+                request,
+                first,
+                values,
+            },
+            ControlEvent::OpFailed { request, error } => ControlEvent::OpFailed { request, error },
+            ControlEvent::Timer { token } => ControlEvent::Timer { token },
+            ControlEvent::PortStatus { port, up } => ControlEvent::PortStatus { port, up },
+            ControlEvent::Message(m) => ControlEvent::Message(m),
+            ControlEvent::Session(e) => ControlEvent::Session(e),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

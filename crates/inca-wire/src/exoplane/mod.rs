@@ -93,3 +93,8 @@ mod tests {
         );
     }
 }
+pub mod merge;
+pub mod shim;
+
+pub use merge::{MergeOp, MergeRepr, MERGE_LEN};
+pub use shim::{Shim, ShimRepr, ShimType, FLAG_FAILOVER, SHIM_LEN};

@@ -522,6 +522,20 @@ fn main() {
         let mut t = vec![8u8];
         t.extend_from_slice(f);
         out.put("telemetry", &t);
+        out.put("exoplane_shim", f);
+        let mut shimmed = f.clone();
+        let to_dev = inca_wire::exoplane::ShimRepr {
+            shim_type: inca_wire::exoplane::ShimType::ToDev,
+            failover: false,
+            app_id: 1,
+            ldev: 0,
+            in_port: 2,
+            out_port: 0,
+            next_type: 0,
+        };
+        if inca_wire::exoplane::shim::push(&mut shimmed, to_dev).is_ok() {
+            out.put("exoplane_shim", &shimmed);
+        }
         out.put("icrc", f);
         out.put("redplane", f);
         let Ok(eth) = EthernetFrame::new_checked(&f[..]) else {
@@ -601,6 +615,28 @@ fn main() {
     for sel in 0..inca_fuzz::devices::redplane_programs().len() as u8 {
         out.put("switch_redplane", &encode(sel, &on_ports(&rp_frames, 3)));
     }
+    // ExoPlane: plain flows on the switch, and the same flows behind a
+    // TO_DEV shim on the device's switch port.
+    let to_dev = |app_id: u8| inca_wire::exoplane::ShimRepr {
+        shim_type: inca_wire::exoplane::ShimType::ToDev,
+        failover: app_id % 2 == 0,
+        app_id,
+        ldev: 0,
+        in_port: 0,
+        out_port: 0,
+        next_type: 0,
+    };
+    out.put("switch_exoplane", &encode(0, &on_ports(&flows, 4)));
+    let shimmed: Vec<Vec<u8>> = flows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let mut f = f.clone();
+            inca_wire::exoplane::shim::push(&mut f, to_dev(1 + (i % 5) as u8)).ok()?;
+            Some(f)
+        })
+        .collect();
+    out.put("switch_exoplane", &encode(1, &on_ports(&shimmed, 1)));
     let hello = agent_messages().remove(0);
     for sel in 0..inca_fuzz::devices::tea_programs().len() as u8 {
         let mut events = vec![frame(

@@ -1,0 +1,356 @@
+//! The apps ExoPlane deploys, each an inca-apps program (built on the
+//! shared NF cores) with its objects declared for the runtime.
+//!
+//! Today: per-VM NAT (`nat`, MEDIUM), per-VM stateful firewall with a
+//! per-source packet counter (`fw`, MEDIUM), UnivMon (`univmon`, HIGH) —
+//! the leaf scenario's NAT and FW and the front-end's monitor (§7) — and
+//! the SYN proxy (`synproxy`, LOW): inca-apps' proxy keeps its handshake
+//! state in registers that steer control flow (§7 has a control-plane
+//! `seq_map` instead), which cannot merge, so the model refuses it as
+//! MEDIUM. Still to declare for §7: the per-tenant VPN gateway with
+//! `tenant_pkts` (key: VNI and inner address, fields the union key does
+//! not have yet), per-tenant NAT and ACL (vid + 5-tuple keys; inca-apps'
+//! NAT keys by 5-tuple, its ACL is ternary), NetCache (keyed by the KV key
+//! in the UDP payload).
+//!
+//! [our choice] Data-plane counters of inca-apps are indexed by a hash of
+//! their key (per-source counters: CRC-32 of the address), not through a
+//! control-plane key→slot table as §3.1 describes; their entries are
+//! therefore always "present", and a MERGE names the hashed index as its
+//! slot.
+
+use inca_apps::core::firewall as fw_core;
+use inca_apps::core::nat as nat_core;
+use inca_apps::core::vpn as vpn_core;
+use inca_apps::counters::MonitorPath;
+use inca_apps::firewall::Firewall;
+use inca_apps::headers::Parsed;
+use inca_apps::nat::{Nat, Translate};
+use inca_apps::params::Params;
+use inca_apps::synproxy::SynProxy;
+use inca_apps::univmon::UnivMon;
+use inca_apps::vpn::{Tunnel, VpnGateway};
+use inca_switch::composite::Block;
+use inca_switch::objects::ObjectId;
+use inca_switch::{ControlPlane, MatchSpec, PortId, TableHandle};
+
+use super::{
+    Affinity, AppSpec, Consistency, KeyField, MergeOp, ObjectKind, ObjectSpec, FIVE_TUPLE,
+};
+use crate::ids::{AppId, ObjId};
+
+/// An app's logic: one of the inca-apps programs, configured.
+#[derive(Clone)]
+pub enum AppProgram {
+    /// Source NAT (`inca_apps::nat`).
+    Nat(Nat),
+    /// Stateful firewall with per-source counters (`inca_apps::firewall`).
+    Firewall(Firewall),
+    /// UnivMon sketch (`inca_apps::univmon`).
+    UnivMon(UnivMon),
+    /// SYN proxy (`inca_apps::synproxy`).
+    SynProxy(SynProxy),
+    /// VPN gateway (`inca_apps::vpn`).
+    Vpn(VpnGateway),
+}
+
+/// A data-plane counter keyed by `key`, merged with ADD.
+fn counter(id: u16, name: &str, key: &'static [KeyField]) -> ObjectSpec {
+    ObjectSpec {
+        id: ObjId(id),
+        name: name.to_string(),
+        kind: ObjectKind::Counter,
+        key,
+        value_bits: 32,
+        consistency: Consistency::Bounded(MergeOp::Add),
+    }
+}
+
+/// Per-tenant VPN gateway with counters (§7, as inca-apps builds it: VXLAN
+/// re-tunnelling): `vpn_in` (⟨VNI, inner destination⟩ → server, internal
+/// VNI, port) for packets from `outside_port`, `vpn_out` (⟨VNI, inner
+/// source⟩ → remote endpoint, external VNI, port) for the rest, `flows`
+/// entries each; `vpn_by_tenant` (by VNI, `tenants` cells: §7's
+/// `tenant_pkts`) and `vpn_by_source` (by inner source) count packets,
+/// ADD. MEDIUM.
+pub fn vpn(id: AppId, name: &str, flows: usize, outside_port: PortId, tenants: usize) -> AppSpec {
+    let mut p = Params::default();
+    p.set("flows", flows)
+        .set("outside_port", outside_port)
+        .set("counters", 1024)
+        .set("tenants", tenants);
+    let g = VpnGateway::from_params(&p)
+        .unwrap_or_else(|_| VpnGateway::new(flows, outside_port, [192, 0, 2, 1]));
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::Medium,
+        objects: vec![
+            table(1, "vpn_in", &[KeyField::Vni, KeyField::InnerDst], 65),
+            table(2, "vpn_out", &[KeyField::Vni, KeyField::InnerSrc], 65),
+            counter(3, "vpn_by_tenant", &[KeyField::Vni]),
+            counter(4, "vpn_by_source", &[KeyField::InnerSrc]),
+        ],
+        program: AppProgram::Vpn(g),
+    }
+}
+
+/// A control-plane table keyed by `key`.
+fn table(id: u16, name: &str, key: &'static [KeyField], value_bits: u32) -> ObjectSpec {
+    ObjectSpec {
+        id: ObjId(id),
+        name: name.to_string(),
+        kind: ObjectKind::Table,
+        key,
+        value_bits,
+        consistency: Consistency::Strong,
+    }
+}
+
+/// Per-VM NAT (§7): `nat_out` (5-tuple → public address, port, egress)
+/// and `nat_in` (the reply's 5-tuple → inside address, port, ingress),
+/// `flows` entries each, outside on switch port `outside_port`. MEDIUM.
+pub fn nat(id: AppId, name: &str, flows: usize, outside_port: PortId) -> AppSpec {
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::Medium,
+        objects: vec![
+            table(1, "nat_out", FIVE_TUPLE, 57),
+            table(2, "nat_in", FIVE_TUPLE, 57),
+        ],
+        program: AppProgram::Nat(Nat::new(flows, outside_port, [198, 51, 100, 1])),
+    }
+}
+
+/// Per-VM stateful firewall with per-source counter (§7): `fw_conn`
+/// (5-tuple → inside port) and `fw_by_source` (source address → packets,
+/// ADD), `flows` connections and `sources` counters, outside on switch
+/// port `outside_port`. MEDIUM.
+pub fn firewall(
+    id: AppId,
+    name: &str,
+    flows: usize,
+    outside_port: PortId,
+    sources: usize,
+) -> AppSpec {
+    let mut p = Params::default();
+    p.set("flows", flows)
+        .set("outside_port", outside_port)
+        .set("counters", sources)
+        .set("tenants", 1);
+    // The parameters are in range by construction; fall back to a firewall
+    // without counters only if inca-apps ever tightens them.
+    let fw = Firewall::from_params(&p)
+        .unwrap_or_else(|_| Firewall::new(flows, outside_port, 60_000_000_000));
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::Medium,
+        objects: vec![
+            table(1, "fw_conn", FIVE_TUPLE, 16),
+            counter(2, "fw_by_source", &[KeyField::Src]),
+            // One tenant cell (the firewall's tenants are not used here).
+            counter(3, "fw_by_tenant", &[]),
+        ],
+        program: AppProgram::Firewall(fw),
+    }
+}
+
+/// UnivMon (§7): `levels × rows` count-min rows of `flows` 32-bit
+/// counters (ADD), object id `level · rows + row`. HIGH. inca-apps keys
+/// its sketch by the 5-tuple (the spec's UnivMon keys by source address).
+pub fn univmon(id: AppId, name: &str, levels: usize, rows: usize, flows: usize) -> AppSpec {
+    let u = UnivMon::new(levels, rows, flows, 1_000, 0, MonitorPath::default());
+    let mut objects = Vec::new();
+    for j in 0..levels {
+        for r in 0..rows {
+            objects.push(ObjectSpec {
+                id: ObjId((j * rows + r) as u16),
+                name: format!("um_l{j}_row{r}"),
+                kind: ObjectKind::Register,
+                key: FIVE_TUPLE,
+                value_bits: 32,
+                consistency: Consistency::Bounded(MergeOp::Add),
+            });
+        }
+    }
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::High,
+        objects,
+        program: AppProgram::UnivMon(u),
+    }
+}
+
+/// SYN proxy (§7's per-VM SYN proxy, as inca-apps builds it): `syn_flow`
+/// and `syn_offset`, registers indexed by a hash of the 5-tuple whose
+/// values steer the proxy's logic (unmergeable), `flows` slots each,
+/// clients on `outside_port`, servers behind `server_port`. LOW: the whole
+/// app runs on devices.
+pub fn synproxy(
+    id: AppId,
+    name: &str,
+    flows: usize,
+    outside_port: PortId,
+    server_port: PortId,
+) -> AppSpec {
+    let reg = |id: u16, name: &str| ObjectSpec {
+        id: ObjId(id),
+        name: name.to_string(),
+        kind: ObjectKind::Register,
+        key: FIVE_TUPLE,
+        value_bits: 32,
+        consistency: Consistency::Unmergeable,
+    };
+    AppSpec {
+        id,
+        name: name.to_string(),
+        affinity: Affinity::Low,
+        objects: vec![reg(1, "syn_flow"), reg(2, "syn_offset")],
+        program: AppProgram::SynProxy(SynProxy::new(flows, outside_port, server_port, 0x5EC2_E7A1)),
+    }
+}
+
+/// A NAT translation's value bytes: address 4 ‖ port 2 ‖ egress port 2.
+fn decode_translate(v: &[u8]) -> Result<Translate, &'static str> {
+    let v: &[u8; 8] = v.try_into().map_err(|_| "a NAT entry is 8 bytes")?;
+    Ok(Translate {
+        ip: [v[0], v[1], v[2], v[3]],
+        port: u16::from_be_bytes([v[4], v[5]]),
+        egress: u16::from_be_bytes([v[6], v[7]]),
+    })
+}
+
+/// A VPN tunnel's value bytes: destination 4 ‖ VNI 4 (24 bits used) ‖
+/// egress port 2.
+fn decode_tunnel(v: &[u8]) -> Result<Tunnel, &'static str> {
+    let v: &[u8; 10] = v.try_into().map_err(|_| "a VPN entry is 10 bytes")?;
+    Ok(Tunnel {
+        dst: [v[0], v[1], v[2], v[3]],
+        vni: u32::from_be_bytes([v[4], v[5], v[6], v[7]]) & 0x00FF_FFFF,
+        port: u16::from_be_bytes([v[8], v[9]]),
+    })
+}
+
+/// A VPN tunnel's value bytes ([`AppSpec::install`]'s input).
+pub fn encode_tunnel(t: &Tunnel) -> Vec<u8> {
+    let mut v = t.dst.to_vec();
+    v.extend_from_slice(&t.vni.to_be_bytes());
+    v.extend_from_slice(&t.port.to_be_bytes());
+    v
+}
+
+/// A NAT translation's value bytes ([`AppSpec::install`]'s input).
+pub fn encode_translate(t: &Translate) -> Vec<u8> {
+    let mut v = t.ip.to_vec();
+    v.extend_from_slice(&t.port.to_be_bytes());
+    v.extend_from_slice(&t.egress.to_be_bytes());
+    v
+}
+
+fn exact(key: &[u8]) -> MatchSpec {
+    MatchSpec::Exact(key.to_vec().into())
+}
+
+impl AppProgram {
+    /// The program as block `name`.
+    pub fn block(&self, name: &str) -> Block {
+        match self {
+            AppProgram::Nat(p) => Block::new(name, p.clone()),
+            AppProgram::Firewall(p) => Block::new(name, p.clone()),
+            AppProgram::UnivMon(p) => Block::new(name, p.clone()),
+            AppProgram::SynProxy(p) => Block::new(name, p.clone()),
+            AppProgram::Vpn(p) => Block::new(name, p.clone()),
+        }
+    }
+
+    /// See [`AppSpec::needs`]: the keys each program's ingress looks up,
+    /// computed with the same NF core functions it uses.
+    pub(super) fn needs(
+        &self,
+        objects: &[ObjectSpec],
+        p: &Parsed,
+        header: &[u8],
+        port: PortId,
+    ) -> Vec<(ObjId, Vec<u8>)> {
+        let id = |name: &str| objects.iter().find(|o| o.name == name).map(|o| o.id);
+        match self {
+            AppProgram::Nat(nat) => {
+                let Some(f) = nat_core::flow(p) else {
+                    return Vec::new();
+                };
+                let key = f.five_tuple().to_vec();
+                let table = match nat_core::Direction::by_port(port, nat.outside_port()) {
+                    nat_core::Direction::Inbound => "nat_in",
+                    nat_core::Direction::Outbound => "nat_out",
+                };
+                id(table).map(|o| vec![(o, key)]).unwrap_or_default()
+            }
+            AppProgram::Firewall(fw) => {
+                if !p.has_ports {
+                    return Vec::new();
+                }
+                let side = fw_core::Side::by_port(port, fw.outside_port());
+                let key = fw_core::conn_key(p, side, fw_core::Orientation::AsSentFromInside);
+                id("fw_conn")
+                    .map(|o| vec![(o, key.to_vec())])
+                    .unwrap_or_default()
+            }
+            AppProgram::Vpn(g) => {
+                let Some(m) = vpn_core::parse_vxlan(header).ok().filter(|m| m.vxlan) else {
+                    return Vec::new();
+                };
+                let (table, key) = if port == g.outside_port() {
+                    ("vpn_in", vpn_core::TunnelKey::inbound(&m))
+                } else {
+                    ("vpn_out", vpn_core::TunnelKey::outbound(&m))
+                };
+                id(table)
+                    .map(|o| vec![(o, key.to_bytes().to_vec())])
+                    .unwrap_or_default()
+            }
+            // Registers only: nothing a table must hold.
+            AppProgram::UnivMon(_) | AppProgram::SynProxy(_) => Vec::new(),
+        }
+    }
+
+    /// See [`AppSpec::install`].
+    pub(super) fn install(
+        &self,
+        cp: &mut ControlPlane<'_>,
+        table: ObjectId,
+        o: &ObjectSpec,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<u64, &'static str> {
+        match (self, o.name.as_str()) {
+            (AppProgram::Nat(_), "nat_out" | "nat_in") => {
+                let h = TableHandle::<Translate>::of_object(table);
+                Ok(match value {
+                    Some(v) => cp.table_add(h, exact(key), decode_translate(v)?),
+                    None => cp.table_delete(h, exact(key)),
+                })
+            }
+            (AppProgram::Firewall(_), "fw_conn") => {
+                let h = TableHandle::<PortId>::of_object(table);
+                Ok(match value {
+                    Some(v) => {
+                        let v: [u8; 2] = v.try_into().map_err(|_| "a connection is 2 bytes")?;
+                        cp.table_add(h, exact(key), u16::from_be_bytes(v))
+                    }
+                    None => cp.table_delete(h, exact(key)),
+                })
+            }
+            (AppProgram::Vpn(_), "vpn_in" | "vpn_out") => {
+                let h = TableHandle::<Tunnel>::of_object(table);
+                Ok(match value {
+                    Some(v) => cp.table_add(h, exact(key), decode_tunnel(v)?),
+                    None => cp.table_delete(h, exact(key)),
+                })
+            }
+            _ => Err("not a table of this program"),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The switch and device programs built from named parameters, the way
+//! `inca check` and scenario files size programs (`--set fm=10240`), so
+//! that the placement of an ExoPlane deployment can be checked before a
+//! planner exists (§5.9 will produce these sizes).
+//!
+//! Parameters (both programs):
+//! - `apps`: the apps, in classifier order, from `nat`, `fw`, `um`,
+//!   `vpn`, `sp` (default `um,nat,fw`: the stage allocator places in
+//!   declaration order, and UnivMon's long dependency chain fits when
+//!   declared first; as `nat,fw,um` it needs 13 stages); app ids are 1, 2,
+//!   … in that order.
+//!   Classifier rules: UnivMon UDP/TCP port 7777, firewall 5353, SYN proxy
+//!   2222, VPN 4789 (VXLAN), NAT everything else [our choice, as the tests].
+//! - `flows`: table entries per app (default 65,536 on the switch, 1M on a
+//!   device).
+//! - `outside_port`: the apps' outside port (default 1).
+//!
+//! Switch only:
+//! - `fm`: flow-manager entries in total, split evenly over the MEDIUM apps
+//!   (default 10,240, Thesis §4.6.5).
+//! - `devices`: external devices (default 4), on switch ports
+//!   `device_port`, `device_port + 1`, … (default 2).
+//!
+//! Device only: `cms_width` (default 65,536), `theta` (default 64).
+
+use inca_apps::params::{ParamError, Params};
+
+use crate::app::{catalog, Affinity, AppSpec};
+use crate::device::{DeviceConfig, ExoDevice, CMS_WIDTH, THETA};
+use crate::ids::AppId;
+use crate::switch::{ExoSwitch, SwitchApp, SwitchConfig};
+use inca_switch::composite::ClassifyRule;
+use inca_switch::PortId;
+
+/// The switch program's parameter names.
+pub const SWITCH_PARAMS: &[&str] = &[
+    "apps",
+    "flows",
+    "outside_port",
+    "fm",
+    "devices",
+    "device_port",
+];
+/// The device program's parameter names.
+pub const DEVICE_PARAMS: &[&str] = &["apps", "flows", "outside_port", "cms_width", "theta"];
+
+fn bad(name: &str, reason: impl Into<String>) -> ParamError {
+    ParamError::Value {
+        name: name.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// The apps named by `apps`, each with `flows` entries.
+fn apps(p: &Params, default_flows: u64) -> Result<Vec<AppSpec>, ParamError> {
+    let flows = p.count("flows", default_flows, 1 << 32)? as usize;
+    let outside = p.number("outside_port", 1, 0, 511)? as PortId;
+    let names = p.text("apps").unwrap_or("um,nat,fw");
+    let mut out = Vec::new();
+    for (i, name) in names.split(',').map(str::trim).enumerate() {
+        let id = AppId(u8::try_from(i + 1).map_err(|_| bad("apps", "at most 255 apps"))?);
+        let spec = match name {
+            "nat" => catalog::nat(id, "nat", flows, outside),
+            "fw" => catalog::firewall(id, "fw", flows, outside, 4096),
+            "um" => catalog::univmon(id, "um", 8, 3, 1024),
+            "vpn" => catalog::vpn(id, "vpn", flows, outside, 256),
+            "sp" => catalog::synproxy(id, "sp", flows, 0, outside),
+            other => {
+                return Err(bad(
+                    "apps",
+                    format!("unknown app {other:?} (nat, fw, um, vpn, sp)"),
+                ))
+            }
+        };
+        if out.iter().any(|a: &AppSpec| a.name == spec.name) {
+            return Err(bad("apps", format!("{name} named twice")));
+        }
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+/// The classifier rules for `apps`.
+fn rules(apps: &[AppSpec]) -> Vec<ClassifyRule> {
+    let port = |name: &str| match name {
+        "um" => Some(7777),
+        "fw" => Some(5353),
+        "sp" => Some(2222),
+        "vpn" => Some(4789),
+        _ => None,
+    };
+    let mut rules: Vec<ClassifyRule> = apps
+        .iter()
+        .filter_map(|a| {
+            port(&a.name).map(|dport| ClassifyRule {
+                dport: Some(dport),
+                ..ClassifyRule::any(&a.name)
+            })
+        })
+        .collect();
+    rules.extend(
+        apps.iter()
+            .filter(|a| port(&a.name).is_none())
+            .map(|a| ClassifyRule::any(&a.name)),
+    );
+    rules
+}
+
+/// The switch program from parameters.
+pub fn switch_from_params(p: &Params) -> Result<ExoSwitch, ParamError> {
+    p.check_known("exoplane_switch", SWITCH_PARAMS)?;
+    let specs = apps(p, 65_536)?;
+    let medium = specs
+        .iter()
+        .filter(|a| a.affinity == Affinity::Medium)
+        .count();
+    let fm = p.count("fm", 10_240, 1 << 32)? as usize;
+    let devices = p.number("devices", 4, 1, 64)? as PortId;
+    let first = p.number("device_port", 2, 0, 511)? as PortId;
+    if u64::from(first) + u64::from(devices) > 512 {
+        return Err(bad("device_port", "devices run past port 511"));
+    }
+    let rules = rules(&specs);
+    let apps = specs
+        .into_iter()
+        .map(|spec| SwitchApp {
+            fm_entries: if spec.affinity == Affinity::Medium {
+                (fm / medium.max(1)).max(1)
+            } else {
+                0
+            },
+            spec,
+        })
+        .collect();
+    let cfg = SwitchConfig::new(apps, rules, (first..first + devices).collect());
+    ExoSwitch::new(cfg).map_err(|e| bad("apps", e.to_string()))
+}
+
+/// The device program from parameters (HIGH apps left out: they never
+/// reach a device).
+pub fn device_from_params(p: &Params) -> Result<ExoDevice, ParamError> {
+    p.check_known("exoplane_device", DEVICE_PARAMS)?;
+    let apps = apps(p, 1 << 20)?
+        .into_iter()
+        .filter(|a| a.affinity != Affinity::High)
+        .collect();
+    let mut cfg = DeviceConfig::new(apps);
+    cfg.cms_width = p.number("cms_width", CMS_WIDTH as u64, 2, 1 << 24)? as usize;
+    if !cfg.cms_width.is_power_of_two() {
+        return Err(bad("cms_width", "a power of two (indices are hash bits)"));
+    }
+    cfg.theta = p.count("theta", u64::from(THETA), u64::from(u32::MAX))? as u32;
+    ExoDevice::new(cfg).map_err(|e| bad("apps", e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inca_switch::{check, Profile};
+
+    fn params(items: &[&str]) -> Params {
+        Params::parse(items.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn sizes_from_parameters_and_placement() {
+        // The evaluation's 10,240 FM entries and 64K flows per app fit.
+        let mut sw = switch_from_params(&Params::default()).unwrap();
+        let placed = check(&Profile::tofino(), &mut sw).unwrap();
+        assert!(placed.objects.iter().any(|o| o.name == "exo/fm_nat"));
+        let mut dev = device_from_params(&Params::default()).unwrap();
+        check(&Profile::smartnic(), &mut dev).unwrap();
+        // A flow manager far beyond the switch's SRAM is refused, by name.
+        let mut big = switch_from_params(&params(&["fm=100M"])).unwrap();
+        let e = check(&Profile::tofino(), &mut big).unwrap_err();
+        assert!(e.to_string().contains("fm_"), "{e}");
+        // Bad input names the parameter.
+        for (bad, name) in [
+            (&["apps=nat,xyz"][..], "apps"),
+            (&["apps=nat,nat"][..], "apps"),
+            (&["devices=0"][..], "devices"),
+            (&["fm=0"][..], "fm"),
+            (&["colour=red"][..], "colour"),
+        ] {
+            let e = switch_from_params(&params(bad)).err().unwrap().to_string();
+            assert!(e.contains(name), "{bad:?}: {e}");
+        }
+        let e = device_from_params(&params(&["cms_width=1000"]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("cms_width"), "{e}");
+    }
+}
