@@ -29,6 +29,8 @@
 //!   the hub writes them.
 //! - [`programs`] — both programs sized from named parameters (`inca
 //!   check`-style).
+//! - [`system`] — ExoPlane as an inca system: its programs in `inca
+//!   check` and scenarios.
 
 pub mod app;
 pub mod daemon;
@@ -40,4 +42,5 @@ pub mod programs;
 mod step_m;
 pub mod switch;
 pub mod sync;
+pub mod system;
 pub use step_m::merge_frame;

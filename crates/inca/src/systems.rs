@@ -17,6 +17,7 @@ pub fn all() -> Vec<Arc<dyn System>> {
         Arc::new(inca_system::apps::AppsSystem),
         Arc::new(inca_redplane::system::RedPlaneSystem),
         Arc::new(inca_tea::system::TeaSystem),
+        Arc::new(inca_exoplane::system::ExoPlaneSystem),
     ]
 }
 

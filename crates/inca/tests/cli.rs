@@ -273,3 +273,35 @@ fn a_known_violation_is_reported_and_refuses_only_when_strict() {
         "{err}"
     );
 }
+
+#[test]
+fn exoplane_programs_are_listed_checked_and_refused_by_name() {
+    let (ok, out, _) = run(&["check", "--list"]);
+    assert!(ok);
+    for name in ["exoplane_switch", "exoplane_device"] {
+        assert!(out.contains(name), "--list lacks {name}:\n{out}");
+    }
+    // The evaluation's 10,240 flow-manager entries fit a tofino, with the
+    // per-app objects namespaced.
+    let (ok, out, err) = run(&["check", "--profile", "tofino", "exoplane_switch"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("fits") && out.contains("exo/fm_nat"), "{out}");
+    let (ok, out, err) = run(&["check", "--profile", "smartnic", "exoplane_device"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("fits"), "{out}");
+    // A flow manager beyond the switch's SRAM is refused, naming it.
+    let (ok, _, err) = run(&[
+        "check",
+        "--profile",
+        "tofino",
+        "exoplane_switch",
+        "--set",
+        "fm=100M",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("fm_"), "{err}");
+    // An unknown app is named.
+    let (ok, _, err) = run(&["check", "exoplane_switch", "--set", "apps=nat,xyz"]);
+    assert!(!ok);
+    assert!(err.contains("xyz"), "{err}");
+}

@@ -484,6 +484,8 @@ pub fn exoplane_control(data: &[u8]) {
         }
     }
     assert_eq!(got, expect);
+}
+
 /// The ExoPlane EXO shim and MERGE body: the view and repr over the bytes,
 /// then the bytes as a frame to pop a shim from and push one onto (a
 /// refused frame is unchanged; a pushed shim pops back to the frame).
