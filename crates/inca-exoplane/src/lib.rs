@@ -29,8 +29,12 @@
 //!   the hub writes them.
 //! - [`programs`] — both programs sized from named parameters (`inca
 //!   check`-style).
+//! - [`codec`] — the hub's, daemons' and sync messages on the wire: both
+//!   directions to and from inca-wire's control protocol (§4.6), DUMP/SYNC
+//!   batch splitting, and a sans-IO session framing them over TCP.
 
 pub mod app;
+pub mod codec;
 pub mod daemon;
 pub mod device;
 pub mod hub;
