@@ -173,7 +173,8 @@ end
 
 local function sync_items(r, n)
   for _ = 1, n do
-    if not (r.fixed(cf.obj, 2) and r.key(cf.key) and r.fixed(cf.snap, 8) and r.fixed(cf.hist, 8)) then
+    if not (r.fixed(cf.app, 1) and r.fixed(cf.obj, 2) and r.key(cf.key) and r.fixed(cf.snap, 8)
+        and r.fixed(cf.hist, 8)) then
       return false
     end
   end
@@ -200,7 +201,8 @@ local function body_fields(ty, body, pinfo, tree)
       if not (r.fixed(cf.ldev, 1) and r.fixed(cf.role, 1)) then return false end
     end
   elseif ty == 0x10 then
-    n = r.fixed(cf.app, 1) and r.fixed(cf.n, 2)
+    -- `uk` is inca's addition to §4.6's body (docs/wire.md).
+    n = r.fixed(cf.app, 1) and r.key(cf.uk) and r.fixed(cf.n, 2)
     if not n then return false end
     for _ = 1, n:uint() do
       if not (r.fixed(cf.op, 1) and r.fixed(cf.obj, 2) and r.key(cf.key) and r.key(cf.val)) then
@@ -232,13 +234,15 @@ local function body_fields(ty, body, pinfo, tree)
     n = r.fixed(cf.round, 8) and r.fixed(cf.n, 4)
     if not (n and sync_items(r, n:uint())) then return false end
   elseif ty == 0x40 then
-    n = r.fixed(cf.n, 4)
+    n = r.fixed(cf.app, 1) and r.fixed(cf.n, 4)
     if not (n and op_entries(r, n:uint()) and r.fixed(cf.last, 1)) then return false end
   elseif ty == 0x42 then
     n = r.fixed(cf.n, 4)
     if not n then return false end
     for _ = 1, n:uint() do
-      if not (r.fixed(cf.obj, 2) and r.key(cf.key) and r.fixed(cf.h, 8)) then return false end
+      if not (r.fixed(cf.app, 1) and r.fixed(cf.obj, 2) and r.key(cf.key) and r.fixed(cf.h, 8)) then
+        return false
+      end
     end
   elseif ty == 0x50 or ty == 0x51 then
     return r.fixed(cf.ts, 8) and true

@@ -31,8 +31,12 @@
 //!   check`-style).
 //! - [`system`] — ExoPlane as an inca system: its programs in `inca
 //!   check` and scenarios.
+//! - [`codec`] — the hub's, daemons' and sync messages on the wire: both
+//!   directions to and from inca-wire's control protocol (§4.6), DUMP/SYNC
+//!   batch splitting, and a sans-IO session framing them over TCP.
 
 pub mod app;
+pub mod codec;
 pub mod daemon;
 pub mod device;
 pub mod hub;

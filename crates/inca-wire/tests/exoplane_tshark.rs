@@ -147,6 +147,7 @@ fn tshark_dissects_exoplane_with_the_lua_script() {
         Message::SyncReq {
             round: 77,
             items: vec![SyncItem {
+                app: 6,
                 obj: 9,
                 key: vec![1, 2, 3],
                 snap: 1000,
@@ -161,6 +162,43 @@ fn tshark_dissects_exoplane_with_the_lua_script() {
             frame: inner.clone(),
         },
     );
+    // WRITE_REQ with the flow's union key, DUMP with its app, REJOIN with
+    // per-item apps: the fields inca adds to §4.6's bodies.
+    let write_req = enc(
+        3,
+        Message::WriteReq {
+            app: 3,
+            uk: vec![0x0a, 0, 0, 5],
+            writes: vec![Write {
+                op: WriteOp::Upsert,
+                obj: 4,
+                key: vec![0xcc],
+                val: vec![0xdd],
+            }],
+        },
+    );
+    let dump = enc(
+        11,
+        Message::Dump {
+            app: 5,
+            entries: vec![],
+            last: true,
+        },
+    );
+    let rejoin = enc(
+        12,
+        Message::Rejoin {
+            items: vec![RejoinItem {
+                app: 7,
+                obj: 2,
+                key: vec![0xee],
+                h: 31,
+            }],
+        },
+    );
+    let mut event_dump_rejoin = event.clone();
+    event_dump_rejoin.extend_from_slice(&dump);
+    event_dump_rejoin.extend_from_slice(&rejoin);
     // A WRITE_ACK whose count (3) promises more results than its body has.
     let mut bad = enc(
         10,
@@ -172,9 +210,10 @@ fn tshark_dissects_exoplane_with_the_lua_script() {
         },
     );
     bad[HEADER_LEN + 1] = 3;
-    // Daemon → hub: HELLO and PING in one segment.
+    // Daemon → hub: HELLO, PING and WRITE_REQ in one segment.
     let mut two = hello.clone();
     two.extend_from_slice(&ping);
+    two.extend_from_slice(&write_req);
     // Hub → daemon: WRITE_APPLY split across two segments (the second also
     // carries SYNC_REQ), then EVENT_FWD.
     let cut = 40;
@@ -193,7 +232,7 @@ fn tshark_dissects_exoplane_with_the_lua_script() {
             HUB_PORT,
             40000,
             hub_seq + (apply.len() + sync.len()) as u32,
-            &event,
+            &event_dump_rejoin,
         ),
         tcp(&daemon, 40002, HUB_PORT, 1, &bad),
     ];
@@ -235,6 +274,10 @@ fn tshark_dissects_exoplane_with_the_lua_script() {
         "exoctl.snap",
         "exoctl.hist",
         "exoctl.frame_len",
+        "exoctl.app",
+        "exoctl.uk",
+        "exoctl.last",
+        "exoctl.h",
         "_ws.expert",
     ];
     let mut cmd = Command::new("tshark");
@@ -300,8 +343,11 @@ fn tshark_dissects_exoplane_with_the_lua_script() {
         "{text}"
     );
     // Two control frames in one segment.
-    assert_eq!(col(3, "exoctl.type"), "0x01,0x50", "{text}");
-    assert_eq!(col(3, "exoctl.req_id"), "1,2", "{text}");
+    assert_eq!(col(3, "exoctl.type"), "0x01,0x50,0x10", "{text}");
+    assert_eq!(col(3, "exoctl.req_id"), "1,2,3", "{text}");
+    assert_eq!(col(3, "exoctl.app"), "3", "{text}");
+    assert_eq!(col(3, "exoctl.uk"), "0a000005", "{text}");
+    assert_eq!(col(3, "exoctl.key"), "cc", "{text}");
     assert_eq!(
         [
             col(3, "exoctl.pdev"),
@@ -317,6 +363,7 @@ fn tshark_dissects_exoplane_with_the_lua_script() {
     assert_eq!(col(4, "exoctl.type"), "", "{text}");
     assert_eq!(col(5, "exoctl.type"), "0x11,0x30", "{text}");
     assert_eq!(col(5, "exoctl.op"), "1,3", "{text}");
+    assert_eq!(col(5, "exoctl.app"), "3,6", "{text}");
     let long_key = "bb".repeat(200);
     assert_eq!(
         col(5, "exoctl.key"),
@@ -336,7 +383,10 @@ fn tshark_dissects_exoplane_with_the_lua_script() {
         "{text}"
     );
     // EVENT_FWD hands its frame to the Ethernet dissector.
-    assert_eq!(col(6, "exoctl.type"), "0x21", "{text}");
+    assert_eq!(col(6, "exoctl.type"), "0x21,0x40,0x42", "{text}");
+    assert_eq!(col(6, "exoctl.app"), "3,5,7", "{text}");
+    assert_eq!(col(6, "exoctl.last"), "1", "{text}");
+    assert_eq!(col(6, "exoctl.h"), "31", "{text}");
     assert_eq!(
         col(6, "exoctl.frame_len"),
         inner.len().to_string(),

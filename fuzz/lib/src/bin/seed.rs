@@ -428,6 +428,7 @@ fn exoplane_control_seeds() -> Vec<Vec<u8>> {
         },
         Message::WriteReq {
             app: 1,
+            uk: vec![10, 0, 0, 1],
             writes: vec![Write {
                 op: WriteOp::InsertIfAbsent,
                 obj: 4,
@@ -455,6 +456,7 @@ fn exoplane_control_seeds() -> Vec<Vec<u8>> {
         Message::SyncReq {
             round: 2,
             items: vec![SyncItem {
+                app: 1,
                 obj: 5,
                 key: vec![1, 2],
                 snap: 10,
@@ -462,6 +464,7 @@ fn exoplane_control_seeds() -> Vec<Vec<u8>> {
             }],
         },
         Message::Dump {
+            app: 1,
             entries: vec![OpEntry {
                 op: WriteOp::Upsert,
                 entry: e,

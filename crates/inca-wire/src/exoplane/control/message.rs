@@ -12,16 +12,16 @@
 //! ```text
 //! 0x01 HELLO          pdev 16 | caps 32 | lost_state 8 (0/1)
 //! 0x02 HELLO_ACK      round 64 | n 8 | n × (ldev 8 | role 8: 0 primary, 1 replica)
-//! 0x10 WRITE_REQ      app 8 | n 16 | n × (op 8 | obj 16 | Key | Val)
+//! 0x10 WRITE_REQ      app 8 | uk Key | n 16 | n × (op 8 | obj 16 | Key | Val)
 //! 0x11 WRITE_APPLY    app 8 | n 16 | n × (op 8 | Entry)
 //! 0x12 WRITE_APPLIED  status 8: 0 OK, 1 FAILED
 //! 0x13 WRITE_ACK      n 16 | n × (status 8: 0 OK, 1 EXISTS, 2 FAILED | version 64)
 //! 0x20 PROMOTE_REPORT app 8 | uk Key | estimate 32 | elapsed_us 32
 //! 0x21 EVENT_FWD      app 8 | len 16 | len bytes of frame
-//! 0x30 SYNC_REQ       round 64 | n 32 | n × (obj 16 | Key | snap 64 | hist 64)
+//! 0x30 SYNC_REQ       round 64 | n 32 | n × (app 8 | obj 16 | Key | snap 64 | hist 64)
 //! 0x31 SYNC_RESP      same as SYNC_REQ
-//! 0x40 DUMP           n 32 | n × (op 8 | Entry) | last 8 (0/1)
-//! 0x42 REJOIN         n 32 | n × (obj 16 | Key | H 64)
+//! 0x40 DUMP           app 8 | n 32 | n × (op 8 | Entry) | last 8 (0/1)
+//! 0x42 REJOIN         n 32 | n × (app 8 | obj 16 | Key | H 64)
 //! 0x43 REJOIN_DONE    empty
 //! 0x50 PING, 0x51 PONG  ts 64
 //! ```
@@ -29,6 +29,13 @@
 //! `op` is a [`WriteOp`] (1 INSERT_IF_ABSENT, 2 UPSERT, 3 DELETE) wherever it
 //! appears [our choice for WRITE_APPLY and DUMP, where the spec only says
 //! `op` 8].
+//!
+//! Four fields extend §4.6's bodies [our choice], each something the
+//! receiver needs and could not otherwise learn: WRITE_REQ's `uk` (the flow
+//! that asks; the hub places the writes on shard(UK)'s holders, §5.4), DUMP's
+//! `app` (object ids are per app, and a DUMP carries one app's entries), and
+//! the `app` of each SYNC and REJOIN item (one round covers every app's
+//! shared entries on the device, so `obj` alone does not name the entry).
 
 use super::codec::{count_as, Reader, Writer};
 use super::{ControlError, FrameHeader, HeaderRepr, HEADER_LEN, MAX_BODY_LEN};
@@ -230,6 +237,8 @@ pub struct WriteResult {
 /// item, Algorithms 3–4).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SyncItem {
+    /// Application id [our choice: not in §4.6's item].
+    pub app: u8,
     /// Object id.
     pub obj: u16,
     /// Key (≤ 255 bytes).
@@ -243,13 +252,15 @@ pub struct SyncItem {
 impl SyncItem {
     /// Bytes on the wire.
     pub fn encoded_len(&self) -> usize {
-        2 + 1 + self.key.len() + 16
+        1 + 2 + 1 + self.key.len() + 16
     }
 }
 
 /// One key's history value for a recovering device (REJOIN item).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RejoinItem {
+    /// Application id [our choice: not in §4.6's item].
+    pub app: u8,
     /// Object id.
     pub obj: u16,
     /// Key (≤ 255 bytes).
@@ -257,6 +268,28 @@ pub struct RejoinItem {
     /// `H`: the history to restore.
     pub h: u64,
 }
+
+impl RejoinItem {
+    /// Bytes on the wire.
+    pub fn encoded_len(&self) -> usize {
+        1 + 2 + 1 + self.key.len() + 8
+    }
+}
+
+impl OpEntry {
+    /// Bytes on the wire.
+    pub fn encoded_len(&self) -> usize {
+        1 + self.entry.encoded_len()
+    }
+}
+
+/// Body bytes of a DUMP besides its items (`app`, `n`, `last`), for senders
+/// splitting a dump under [`MAX_BODY_LEN`].
+pub const DUMP_FIXED_LEN: usize = 1 + 4 + 1;
+/// Body bytes of a SYNC_REQ or SYNC_RESP besides its items (`round`, `n`).
+pub const SYNC_FIXED_LEN: usize = 8 + 4;
+/// Body bytes of a REJOIN besides its items (`n`).
+pub const REJOIN_FIXED_LEN: usize = 4;
 
 /// A control message: one variant per row of the §4.6 table.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -281,6 +314,9 @@ pub enum Message {
     WriteReq {
         /// Application id.
         app: u8,
+        /// Union key of the flow whose setup asks for the writes
+        /// [our choice: not in §4.6's body].
+        uk: Vec<u8>,
         /// The writes.
         writes: Vec<Write>,
     },
@@ -335,6 +371,8 @@ pub enum Message {
     },
     /// State for a recovering device, in chunks.
     Dump {
+        /// Application id of every entry [our choice: not in §4.6's body].
+        app: u8,
         /// Entries.
         entries: Vec<OpEntry>,
         /// The final chunk.
@@ -365,8 +403,8 @@ const WRITE_MIN: usize = 1 + 2 + 1 + 1;
 const ENTRY_MIN: usize = 2 + 1 + 1 + 8;
 const OP_ENTRY_MIN: usize = 1 + ENTRY_MIN;
 const RESULT_MIN: usize = 1 + 8;
-const SYNC_MIN: usize = 2 + 1 + 16;
-const REJOIN_MIN: usize = 2 + 1 + 8;
+const SYNC_MIN: usize = 1 + 2 + 1 + 16;
+const REJOIN_MIN: usize = 1 + 2 + 1 + 8;
 
 fn read_entry(r: &mut Reader<'_>) -> Result<Entry, ControlError> {
     Ok(Entry {
@@ -396,6 +434,7 @@ fn read_sync(r: &mut Reader<'_>) -> Result<(u64, Vec<SyncItem>), ControlError> {
     let mut items = Vec::with_capacity(n);
     for _ in 0..n {
         items.push(SyncItem {
+            app: r.u8("app")?,
             obj: r.u16("obj")?,
             key: r.key("key")?,
             snap: r.u64("snap")?,
@@ -425,6 +464,7 @@ fn write_sync(w: &mut Writer, round: u64, items: &[SyncItem]) -> Result<(), Cont
     w.u64(round);
     w.u32(count_as("n", items.len())?);
     for i in items {
+        w.u8(i.app);
         w.u16(i.obj);
         w.key("key", &i.key)?;
         w.u64(i.snap);
@@ -478,6 +518,7 @@ impl Message {
             }
             MsgType::WriteReq => {
                 let app = r.u8("app")?;
+                let uk = r.key("uk")?;
                 let n = r.u16("n")?;
                 let n = r.count("n", n.into(), WRITE_MIN)?;
                 let mut writes = Vec::with_capacity(n);
@@ -489,7 +530,7 @@ impl Message {
                         val: r.key("val")?,
                     });
                 }
-                Message::WriteReq { app, writes }
+                Message::WriteReq { app, uk, writes }
             }
             MsgType::WriteApply => {
                 let app = r.u8("app")?;
@@ -539,10 +580,12 @@ impl Message {
                 Message::SyncResp { round, items }
             }
             MsgType::Dump => {
+                let app = r.u8("app")?;
                 let n = r.u32("n")?;
                 let n = r.count("n", n.into(), OP_ENTRY_MIN)?;
                 let entries = read_op_entries(&mut r, n)?;
                 Message::Dump {
+                    app,
                     entries,
                     last: r.bool("last")?,
                 }
@@ -553,6 +596,7 @@ impl Message {
                 let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
                     items.push(RejoinItem {
+                        app: r.u8("app")?,
                         obj: r.u16("obj")?,
                         key: r.key("key")?,
                         h: r.u64("H")?,
@@ -590,8 +634,9 @@ impl Message {
                     w.u8(l.role as u8);
                 }
             }
-            Message::WriteReq { app, writes } => {
+            Message::WriteReq { app, uk, writes } => {
                 w.u8(*app);
+                w.key("uk", uk)?;
                 w.u16(count_as("n", writes.len())?);
                 for x in writes {
                     w.u8(x.op as u8);
@@ -632,7 +677,8 @@ impl Message {
             Message::SyncReq { round, items } | Message::SyncResp { round, items } => {
                 write_sync(&mut w, *round, items)?
             }
-            Message::Dump { entries, last } => {
+            Message::Dump { app, entries, last } => {
+                w.u8(*app);
                 w.u32(count_as("n", entries.len())?);
                 write_op_entries(&mut w, entries)?;
                 w.u8(u8::from(*last));
@@ -640,6 +686,7 @@ impl Message {
             Message::Rejoin { items } => {
                 w.u32(count_as("n", items.len())?);
                 for i in items {
+                    w.u8(i.app);
                     w.u16(i.obj);
                     w.key("key", &i.key)?;
                     w.u64(i.h);

@@ -6,7 +6,9 @@
 //! `version` 1, `type`, body `length`, `req_id`) and a body whose layout the
 //! type decides. Variable-length keys and values are `len` 8 ‖ bytes, so a
 //! key is at most 255 bytes; an `Entry` is `obj` 16 ‖ Key ‖ Val ‖ `version`
-//! 64. Byte layouts are in docs/wire.md, "ExoPlane control protocol".
+//! 64. Byte layouts are in docs/wire.md, "ExoPlane control protocol";
+//! WRITE_REQ, DUMP and the SYNC and REJOIN items carry fields §4.6 lacks
+//! (see [`message`]).
 //!
 //! - [`header`] — the zero-copy [`FrameHeader`] view and its [`HeaderRepr`].
 //! - [`message`] — [`Message`], one variant per type of the §4.6 table, and
@@ -31,7 +33,7 @@ mod tests;
 pub use header::{FrameHeader, HeaderRepr};
 pub use message::{
     AckStatus, AppliedStatus, Entry, Frame, LdevRole, Message, MsgType, OpEntry, RejoinItem, Role,
-    SyncItem, Write, WriteOp, WriteResult,
+    SyncItem, Write, WriteOp, WriteResult, DUMP_FIXED_LEN, REJOIN_FIXED_LEN, SYNC_FIXED_LEN,
 };
 pub use report::ReportDigest;
 pub use stream::FrameDecoder;

@@ -25,6 +25,7 @@ fn entry(obj: u16, key: &[u8], val: &[u8], version: u64) -> Entry {
 fn one_of_each() -> Vec<Message> {
     let e = entry(3, b"k", b"vv", 9);
     let sync = vec![SyncItem {
+        app: 4,
         obj: 1,
         key: vec![1, 2],
         snap: 5,
@@ -45,6 +46,7 @@ fn one_of_each() -> Vec<Message> {
         },
         Message::WriteReq {
             app: 1,
+            uk: vec![10, 0, 0, 1],
             writes: vec![Write {
                 op: WriteOp::InsertIfAbsent,
                 obj: 2,
@@ -87,6 +89,7 @@ fn one_of_each() -> Vec<Message> {
             items: sync,
         },
         Message::Dump {
+            app: 2,
             entries: vec![OpEntry {
                 op: WriteOp::Delete,
                 entry: e,
@@ -95,6 +98,7 @@ fn one_of_each() -> Vec<Message> {
         },
         Message::Rejoin {
             items: vec![RejoinItem {
+                app: 2,
                 obj: 1,
                 key: vec![],
                 h: 77,
@@ -150,14 +154,61 @@ fn bytes_follow_the_spec_layout() {
         b,
         [9, 0, 1, 2, 3, 4, 1, 0xAB, 2, 0xCD, 0xEF, 0, 0, 0, 0, 0, 0, 0, 0x11]
     );
-    // DUMP ends with `last`; REJOIN_DONE has an empty body.
+    // DUMP: app 8 [our choice], n 32, items, `last`; REJOIN_DONE has an
+    // empty body.
     let b = Message::Dump {
+        app: 7,
         entries: vec![],
         last: true,
     }
     .encode()
     .unwrap();
-    assert_eq!(b, [0, 0, 0, 0, 1]);
+    assert_eq!(b, [7, 0, 0, 0, 0, 1]);
+    // WRITE_REQ: app 8, uk Key [our choice], n 16, then op 8, obj 16, Key, Val.
+    let b = Message::WriteReq {
+        app: 3,
+        uk: vec![0xA1, 0xA2],
+        writes: vec![Write {
+            op: WriteOp::InsertIfAbsent,
+            obj: 0x0506,
+            key: vec![0xB1],
+            val: vec![],
+        }],
+    }
+    .encode()
+    .unwrap();
+    assert_eq!(b, [3, 2, 0xA1, 0xA2, 0, 1, 1, 5, 6, 1, 0xB1, 0]);
+    // SYNC_RESP item: app 8 [our choice], obj 16, Key, snap 64, hist 64.
+    let b = Message::SyncResp {
+        round: 0x0102,
+        items: vec![SyncItem {
+            app: 9,
+            obj: 0x0304,
+            key: vec![0xEE],
+            snap: 5,
+            hist: 6,
+        }],
+    }
+    .encode()
+    .unwrap();
+    assert_eq!(
+        b,
+        [
+            0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 1, //
+            9, 3, 4, 1, 0xEE, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 6
+        ]
+    );
+    assert_eq!(b.len(), SYNC_FIXED_LEN + 21);
+    // REJOIN item: app 8 [our choice], obj 16, Key, H 64.
+    let item = RejoinItem {
+        app: 1,
+        obj: 2,
+        key: vec![],
+        h: 3,
+    };
+    assert_eq!(item.encoded_len(), 12);
+    let b = Message::Rejoin { items: vec![item] }.encode().unwrap();
+    assert_eq!(b, [0, 0, 0, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 3]);
     assert_eq!(frame(0, Message::RejoinDone).len(), HEADER_LEN);
     let d = ReportDigest {
         app_id: 2,
@@ -218,7 +269,7 @@ fn every_malformation_has_its_error() {
         Err(ControlError::CountExceedsBody {
             field: "n",
             count: 0xFFFF_FFFF,
-            min_item: 19,
+            min_item: 20,
             remaining: 0
         })
     );
@@ -282,11 +333,12 @@ fn every_malformation_has_its_error() {
     let big = Message::Rejoin {
         items: vec![
             RejoinItem {
+                app: 0,
                 obj: 0,
                 key: vec![0; 255],
                 h: 0
             };
-            MAX_BODY_LEN / 266 + 1
+            MAX_BODY_LEN / 267 + 1
         ],
     };
     assert!(matches!(big.encode(), Err(ControlError::FrameTooLong(_))));
@@ -398,14 +450,15 @@ fn op_entries() -> impl Strategy<Value = Vec<OpEntry>> {
 
 fn sync_items() -> impl Strategy<Value = Vec<SyncItem>> {
     vec(
-        (any::<u16>(), key(), any::<u64>(), any::<u64>()).prop_map(|(obj, key, snap, hist)| {
-            SyncItem {
+        (any::<u8>(), any::<u16>(), key(), any::<u64>(), any::<u64>()).prop_map(
+            |(app, obj, key, snap, hist)| SyncItem {
+                app,
                 obj,
                 key,
                 snap,
                 hist,
-            }
-        }),
+            },
+        ),
         0..6,
     )
 }
@@ -430,6 +483,7 @@ fn arb_message() -> impl Strategy<Value = Message> {
             .prop_map(|(round, ldevs)| Message::HelloAck { round, ldevs }),
         (
             any::<u8>(),
+            key(),
             vec(
                 (op(), any::<u16>(), key(), key()).prop_map(|(op, obj, key, val)| Write {
                     op,
@@ -440,7 +494,7 @@ fn arb_message() -> impl Strategy<Value = Message> {
                 0..6
             )
         )
-            .prop_map(|(app, writes)| Message::WriteReq { app, writes }),
+            .prop_map(|(app, uk, writes)| Message::WriteReq { app, uk, writes }),
         (any::<u8>(), op_entries()).prop_map(|(app, entries)| Message::WriteApply { app, entries }),
         proptest::sample::select(AppliedStatus::ALL)
             .prop_map(|status| Message::WriteApplied { status }),
@@ -461,13 +515,14 @@ fn arb_message() -> impl Strategy<Value = Message> {
         (any::<u8>(), bytes(1600)).prop_map(|(app, frame)| Message::EventFwd { app, frame }),
         (any::<u64>(), sync_items()).prop_map(|(round, items)| Message::SyncReq { round, items }),
         (any::<u64>(), sync_items()).prop_map(|(round, items)| Message::SyncResp { round, items }),
-        (op_entries(), any::<bool>()).prop_map(|(entries, last)| Message::Dump { entries, last }),
+        (any::<u8>(), op_entries(), any::<bool>()).prop_map(|(app, entries, last)| Message::Dump {
+            app,
+            entries,
+            last
+        }),
         vec(
-            (any::<u16>(), key(), any::<u64>()).prop_map(|(obj, key, h)| RejoinItem {
-                obj,
-                key,
-                h
-            }),
+            (any::<u8>(), any::<u16>(), key(), any::<u64>())
+                .prop_map(|(app, obj, key, h)| RejoinItem { app, obj, key, h }),
             0..6
         )
         .prop_map(|items| Message::Rejoin { items }),
@@ -507,6 +562,25 @@ proptest! {
         prop_assert_eq!(h.frame_len(), b.len());
         prop_assert_eq!(HeaderRepr::parse(&h).unwrap().msg_type, f.msg.msg_type());
         prop_assert_eq!(Frame::decode(&b).unwrap(), f);
+    }
+
+    /// The item sizes senders split batches by add up to the body.
+    #[test]
+    fn item_lengths_add_up_to_the_body(msg in arb_message()) {
+        let body = msg.encode().unwrap().len();
+        let predicted = match &msg {
+            Message::Dump { entries, .. } => {
+                DUMP_FIXED_LEN + entries.iter().map(OpEntry::encoded_len).sum::<usize>()
+            }
+            Message::SyncReq { items, .. } | Message::SyncResp { items, .. } => {
+                SYNC_FIXED_LEN + items.iter().map(SyncItem::encoded_len).sum::<usize>()
+            }
+            Message::Rejoin { items } => {
+                REJOIN_FIXED_LEN + items.iter().map(RejoinItem::encoded_len).sum::<usize>()
+            }
+            _ => body,
+        };
+        prop_assert_eq!(predicted, body);
     }
 
     #[test]
