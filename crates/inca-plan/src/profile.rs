@@ -429,6 +429,46 @@ pub fn default_affinity(s: &Scaled) -> Affinity {
 /// Random packets per probe round [our choice: the load check's number].
 pub const PROBE_RANDOM: usize = 64;
 
+/// [`feature_probe`] for any program.
+pub fn probe_program<P: Program>(program: P, profile: &Profile, seed: u64) -> Option<String> {
+    use inca_switch::harness::Harness;
+    use inca_switch::loadcheck::{packets, round_gap, MAX_REPLIES, PACKET_GAP};
+    use inca_switch::Switch;
+
+    let switch = match Switch::new(profile.clone(), program) {
+        Ok(s) => s,
+        Err(e) => return Some(e.to_string()),
+    };
+    let mut h = Harness::new(switch, seed);
+    let ports = profile.data_path.ports.min(packets::PORTS);
+    let gap = round_gap(profile);
+    let mut t = gap;
+    let mut frames = packets::systematic(ports);
+    frames.extend(packets::random(seed, PROBE_RANDOM, ports));
+    for _round in 0..2 {
+        for (port, f) in frames.drain(..) {
+            t += PACKET_GAP;
+            h.send(t, port, f);
+        }
+        t += gap;
+        h.advance_to(t);
+        frames = h
+            .take()
+            .into_iter()
+            .filter(|x| x.port < ports)
+            .filter_map(|x| packets::reply(&x.frame).map(|f| (x.port, f)))
+            .take(MAX_REPLIES)
+            .collect();
+    }
+    let drops = h.device.stats().feature_drops;
+    (drops > 0).then(|| {
+        format!(
+            "{drops} probe packets asked for a feature profile \"{}\" lacks (recirculation, resubmit or mirroring)",
+            profile.name
+        )
+    })
+}
+
 /// Runs app `app` (at `q` keys) on a switch of `profile` against the load
 /// check's packet set, twice with the replies to the first round, and
 /// returns why it is incompatible if any packet asked for a feature the
@@ -436,50 +476,11 @@ pub const PROBE_RANDOM: usize = 64;
 /// mirroring on the smart NIC). Apps whose state does not fit the profile
 /// at `q` keys are refused by [`device_cost`] before this runs.
 pub fn feature_probe(app: &str, params: &Params, profile: &Profile, seed: u64) -> Option<String> {
-    use inca_switch::harness::Harness;
-    use inca_switch::loadcheck::{packets, round_gap};
-    use inca_switch::Switch;
-
     struct Probe<'a>(&'a Profile, u64);
     impl AppVisitor for Probe<'_> {
         type Output = Option<String>;
         fn visit<P: Program>(self, program: P) -> Option<String> {
-            let profile = self.0;
-            let switch = match Switch::new(profile.clone(), program) {
-                Ok(s) => s,
-                Err(e) => return Some(e.to_string()),
-            };
-            let mut h = Harness::new(switch, self.1);
-            let ports = profile.data_path.ports.min(packets::PORTS);
-            let gap = round_gap(profile);
-            let mut t = gap;
-            let mut frames = packets::systematic(ports);
-            frames.extend(packets::random(self.1, PROBE_RANDOM, ports));
-            for _round in 0..2 {
-                let mut sent = 0u64;
-                for (port, f) in frames.drain(..) {
-                    t += inca_switch::loadcheck::PACKET_GAP;
-                    h.send(t, port, f);
-                    sent += 1;
-                }
-                t += gap;
-                h.advance_to(t);
-                frames = h
-                    .take()
-                    .into_iter()
-                    .filter(|x| x.port < ports)
-                    .filter_map(|x| packets::reply(&x.frame).map(|f| (x.port, f)))
-                    .take(inca_switch::loadcheck::MAX_REPLIES)
-                    .collect();
-                let _ = sent;
-            }
-            let drops = h.device.stats().feature_drops;
-            (drops > 0).then(|| {
-                format!(
-                    "{drops} probe packets asked for a feature profile \"{}\" lacks (recirculation, resubmit or mirroring)",
-                    profile.name
-                )
-            })
+            probe_program(program, self.0, self.1)
         }
     }
     match with_app(app, params, Probe(profile, seed)) {

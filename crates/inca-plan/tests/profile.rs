@@ -131,3 +131,60 @@ fn zipf_shares_sum_to_one_and_fall() {
     let exact: f64 = (1..=200_000u64).map(|k| (k as f64).powf(-0.99)).sum();
     assert!((harmonic(200_000, 0.99) - exact).abs() < 1e-6 * exact);
 }
+
+/// Recirculates every packet once, then forwards it to port 1.
+#[derive(Clone)]
+struct Looper;
+
+impl inca_switch::Program for Looper {
+    type Meta = ();
+    type Digest = ();
+    fn name(&self) -> &str {
+        "looper"
+    }
+    fn declare(
+        &mut self,
+        _: &mut inca_switch::objects::Declare,
+    ) -> Result<(), inca_switch::objects::DeclareError> {
+        Ok(())
+    }
+    fn parse(
+        &self,
+        _: inca_switch::Gress,
+        _: &[u8],
+        _: &mut (),
+    ) -> Result<(), inca_switch::program::ParseError> {
+        Ok(())
+    }
+    fn ingress(
+        &mut self,
+        pkt: &mut inca_switch::program::PacketCtx<(), ()>,
+        _: &mut inca_switch::objects::DataPlane<'_>,
+    ) -> Result<(), inca_switch::objects::AccessError> {
+        match pkt.kind() {
+            inca_switch::intrinsic::PacketKind::Normal => pkt.recirculate(),
+            _ => pkt.forward(1),
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_program_that_recirculates_is_incompatible_with_the_smart_nic() {
+    use inca_plan::profile::probe_program;
+    let why = probe_program(Looper, &Profile::smartnic(), 1).expect("the NIC lacks recirculation");
+    assert!(why.contains("smartnic"), "{why}");
+    assert_eq!(probe_program(Looper, &Profile::tofino(), 1), None);
+    // The catalog's apps need nothing the NIC lacks.
+    for app in ["nat", "vpn", "acl", "univmon", "firewall"] {
+        let mut p = Params::default();
+        if let Some(k) = inca_plan::profile::key_param(app) {
+            p.set(k, 1024);
+        }
+        assert_eq!(
+            inca_plan::profile::feature_probe(app, &p, &Profile::smartnic(), 1),
+            None,
+            "{app}"
+        );
+    }
+}
