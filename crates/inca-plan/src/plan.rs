@@ -592,6 +592,10 @@ impl std::fmt::Display for PlanReport {
                 a.latency_ns
             )?;
         }
+        writeln!(
+            f,
+            "(devices: those the ILP's capacity accounting gives tail quanta; at run time the tail is hash-sharded over all devices, spec §5.7)"
+        )?;
         for a in &self.apps {
             if let Some(why) = &a.device_incompatible {
                 writeln!(f, "{}: not on the devices: {why}", a.name)?;

@@ -78,19 +78,22 @@ pub fn run(cmd: PlanCmd) -> ExitCode {
         .map_err(|e| e.to_string())
         .and_then(|i| inca_plan::plan(&i).map_err(|e| e.to_string()));
     match result {
-        Ok(report) if cmd.json => match serde_json::to_string_pretty(&report) {
-            Ok(s) => {
-                println!("{s}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("inca plan: {e}");
-                ExitCode::FAILURE
-            }
-        },
         Ok(report) => {
-            print!("{report}");
-            ExitCode::SUCCESS
+            let text = match cmd.json {
+                true => serde_json::to_string_pretty(&report).map(|s| s + "\n"),
+                false => Ok(report.to_string()),
+            };
+            // A closed pipe (`| head`) ends the output quietly.
+            match text {
+                Ok(t) => {
+                    let _ = std::io::Write::write_all(&mut std::io::stdout(), t.as_bytes());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("inca plan: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Err(e) => {
             eprintln!("inca plan: {e}");
