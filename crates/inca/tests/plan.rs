@@ -118,3 +118,33 @@ fn bad_arguments_are_named() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn the_planner_experiments_write_csvs_and_plots() {
+    let dir = std::env::temp_dir().join(format!("inca-plan-exp-{}", std::process::id()));
+    let out = dir.to_str().unwrap();
+    for (e, files) in [
+        ("e1", ["e1.csv", "e1a.png", "e1b.svg"]),
+        ("e12", ["e12.csv", "e12a.png", "e12b.svg"]),
+    ] {
+        let (ok, stdout, err) = inca(&["plan", "--experiment", e, "--quick", "--out", out]);
+        assert!(ok, "{e}: {err}");
+        assert!(
+            stdout.contains(&format!("{}(", e.to_uppercase())),
+            "{stdout}"
+        );
+        for f in files {
+            assert!(dir.join(f).is_file(), "{e}: {f} missing");
+        }
+    }
+    let csv = std::fs::read_to_string(dir.join("e1.csv")).unwrap();
+    assert!(
+        csv.starts_with("part,flows,apps,app,sram_blocks,ratio"),
+        "{csv}"
+    );
+    assert!(
+        csv.lines().any(|l| l.starts_with("a,10000000,4,total")),
+        "{csv}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
