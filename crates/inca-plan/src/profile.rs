@@ -84,6 +84,14 @@ pub enum ProfileError {
         /// The catalog's error.
         source: inca_apps::catalog::CatalogError,
     },
+    /// The program refused its own declarations.
+    #[error("app {app:?}: declaring its objects: {reason}")]
+    Declare {
+        /// The app.
+        app: String,
+        /// The program's error.
+        reason: String,
+    },
     /// A key-scaled object does not grow linearly with the keys.
     #[error("app {app:?}: object {object:?} does not grow linearly with {param}")]
     NotLinear {
@@ -118,12 +126,9 @@ pub struct Scaled {
 impl Scaled {
     /// Declares app `app` with `params` and finds its key-scaled objects.
     pub fn of(name: &str, app: &str, params: &Params, q: u64) -> Result<Scaled, ProfileError> {
-        let err = |e: String| ProfileError::Catalog {
+        let err = |reason: String| ProfileError::Declare {
             app: name.to_string(),
-            source: inca_apps::catalog::CatalogError::Param(inca_apps::params::ParamError::Value {
-                name: "declare".into(),
-                reason: e,
-            }),
+            reason,
         };
         let declare = |p: &Params| -> Result<Vec<ObjectDecl>, ProfileError> {
             with_app(app, p, Decls)
