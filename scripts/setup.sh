@@ -12,6 +12,10 @@
 #                      `inca bench`'s baseline for the RedPlane state store
 #                      (redis-server + redis-benchmark on loopback)
 #   valgrind           callgrind instruction counts (docs/performance.md)
+#   cmake, g++, libclang-dev
+#                      building HiGHS, the planner's ILP solver (C++, built
+#                      from source by the highs-sys crate; bindgen needs
+#                      libclang)
 #
 # Rust itself is not installed here: use rustup (the project is developed
 # and tested with Rust 1.95).
@@ -30,6 +34,9 @@ have redis-server || need+=(redis-server)
 have redis-benchmark || need+=(redis-tools)
 have valgrind || need+=(valgrind)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+have cmake || need+=(cmake)
+have g++ || need+=(g++)
+ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || need+=(libclang-dev)
 
 if [ ${#need[@]} -eq 0 ]; then
     echo "setup: everything is installed"

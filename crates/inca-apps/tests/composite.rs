@@ -6,19 +6,16 @@
 //!
 //! Seeded random traffic: the seeds are printed; `INCA_SEED=<n>` runs one.
 
-use std::net::Ipv4Addr;
-
 use inca_apps::acl::Acl;
 use inca_apps::catalog::{check_app, with_app, AppVisitor};
 use inca_apps::firewall::Firewall;
+use inca_apps::fixtures::differential::{drive, frame, outputs, Rng};
 use inca_apps::nat::Nat;
 use inca_apps::params::Params;
 use inca_apps::univmon::{UnivMon, MSG_READ};
 use inca_switch::composite::addressed;
 use inca_switch::device::{ControlMessage, SECONDS};
-use inca_switch::harness::{Harness, Transmitted};
-use inca_switch::{Composite, Device, PortId, Profile, Switch};
-use inca_wire::{build_tcp_frame, build_udp_frame, Endpoints, TcpFlags, TcpRepr};
+use inca_switch::{Composite, PortId, Profile, Switch};
 
 /// One app of the scenario: its parameters (alone, and prefixed in the
 /// composite) and its ports (inside/in first).
@@ -71,62 +68,6 @@ fn composite_params() -> Vec<String> {
     p
 }
 
-/// splitmix64: a small seeded generator, so the traffic is reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// A random TCP or UDP frame; `toward_inside` frames come from a remote
-/// host to an inside or public address (replies and unsolicited traffic).
-fn frame(rng: &mut Rng, toward_inside: bool) -> Vec<u8> {
-    let inside = Ipv4Addr::new(10, 0, 0, 1 + rng.below(4) as u8);
-    let remote = Ipv4Addr::new(203, 0, 113, 1 + rng.below(12) as u8);
-    let public = Ipv4Addr::new(198, 51, 100, 1);
-    let (src, dst) = if toward_inside {
-        (remote, if rng.below(2) == 0 { public } else { inside })
-    } else {
-        (inside, remote)
-    };
-    let ep = Endpoints::new([2, 0, 0, 0, 0, 1], src, [2, 0, 0, 0, 0, 2], dst);
-    let ports = [7, 53, 80, 443, 1024, 1025, 1026, 5000];
-    let (mut sport, mut dport) = (ports[rng.below(8) as usize], ports[rng.below(8) as usize]);
-    if toward_inside {
-        std::mem::swap(&mut sport, &mut dport);
-    }
-    let payload = vec![rng.below(256) as u8; rng.below(40) as usize];
-    if rng.below(2) == 0 {
-        build_udp_frame(&ep, sport, dport, &payload, true).unwrap()
-    } else {
-        let tcp = TcpRepr {
-            src_port: sport,
-            dst_port: dport,
-            seq: rng.next() as u32,
-            ack: 0,
-            flags: if rng.below(3) == 0 {
-                TcpFlags::SYN
-            } else {
-                TcpFlags::ACK
-            },
-            window: 1000,
-            urgent: 0,
-            options: &[],
-            payload: &payload,
-        };
-        build_tcp_frame(&ep, &tcp).unwrap()
-    }
-}
-
 /// Per app: `(time, port, frame)`, from 10 ms (after the classifier's and
 /// the apps' entries are in), a third toward the inside. The apps share one
 /// control plane (CPU and channel), so in the composite a new flow's
@@ -151,40 +92,12 @@ fn traffic(seed: u64) -> Vec<Vec<(u64, PortId, Vec<u8>)>> {
         .collect()
 }
 
-/// Drives a device with `frames`, then `read` at 1 s, until 2 s.
-fn drive<D: Device>(
-    dev: D,
-    frames: &[(u64, PortId, Vec<u8>)],
-    read: Option<ControlMessage>,
-) -> Harness<D> {
-    let mut h = Harness::new(dev, 11);
-    for (at, port, f) in frames {
-        h.send(*at, *port, f.clone());
-    }
-    if let Some(m) = read {
-        h.control(SECONDS, m);
-    }
-    h.advance_to(2 * SECONDS);
-    h
-}
-
 /// What an app did: the frames it sent out (sorted: the shared control
 /// plane may reorder re-injected packets) and its control-plane state.
 #[derive(Debug, PartialEq, Eq)]
 struct Outcome {
     out: Vec<(PortId, Vec<u8>)>,
     state: String,
-}
-
-fn outputs(sent: &[Transmitted], ports: [PortId; 2]) -> Vec<(PortId, Vec<u8>)> {
-    let mut out: Vec<_> = sent
-        .iter()
-        .filter(|t| ports.contains(&t.port))
-        .cloned()
-        .map(|t| (t.port, t.frame))
-        .collect();
-    out.sort();
-    out
 }
 
 fn acl_hits(objects: &inca_switch::objects::Objects, acl: &Acl) -> Vec<u64> {

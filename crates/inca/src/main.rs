@@ -16,10 +16,12 @@
 //! - `inca bench` runs the benchmarks with their baselines and prints one
 //!   table (written as JSON too).
 //!
-//! A later issue adds `plan`.
+//! - `inca plan` runs the ExoPlane planner: per app its switch share,
+//!   devices and switch-served traffic, the merged switch program.
 
 mod campaign;
 mod node;
+mod plan;
 mod run;
 mod tea_offline;
 mod testbed;
@@ -193,6 +195,9 @@ enum Command {
         #[arg(long, value_name = "N")]
         profile_iterations: Option<u64>,
     },
+    /// ExoPlane's planner: split each app between the switch and the smart
+    /// NICs (an ILP on HiGHS) and merge the switch program.
+    Plan(plan::PlanCmd),
     /// TEA's offline experiments (no simulation): e10 BLP vs cuckoo, e11
     /// range rules, e12 cost calculator; a CSV and a plot into --out.
     TeaOffline {
@@ -300,6 +305,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Plan(cmd) => plan::run(cmd),
         Command::Node { config } => match node::run(&config) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

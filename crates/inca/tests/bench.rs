@@ -102,7 +102,7 @@ fn a_benchmark_with_a_baseline_reports_both_and_their_ratio() {
 }
 
 #[test]
-fn list_names_every_benchmark_and_the_planner_is_not_built() {
+fn list_names_every_benchmark_and_the_planner_row_runs() {
     let (ok, out, err) = run(&["bench", "--list"]);
     assert!(ok, "{err}");
     for name in [
@@ -124,13 +124,28 @@ fn list_names_every_benchmark_and_the_planner_is_not_built() {
         );
     }
     let json = scratch("plan.json");
-    let (ok, out, err) = run(&["bench", "--json", json.to_str().unwrap(), "exoplane-plan"]);
+    let (ok, out, err) = run(&[
+        "bench",
+        "--quick",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "exoplane-plan",
+    ]);
     assert!(ok, "{err}");
     let row = out
         .lines()
         .find(|l| l.starts_with("exoplane-plan"))
         .unwrap();
-    assert!(row.contains("not built"), "{row}");
+    assert!(
+        !row.contains("not built") && row.contains("plans/s"),
+        "{row}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let text = v.to_string();
+    assert!(text.contains("HiGHS median"), "{text}");
     let _ = std::fs::remove_dir_all(json.parent().unwrap());
 }
 
