@@ -76,6 +76,14 @@ impl System for ExoPlaneSystem {
         ]
     }
 
+    fn default_profile(&self, program: &str) -> &'static str {
+        if program == DEVICE_PROGRAM {
+            "smartnic"
+        } else {
+            "tofino"
+        }
+    }
+
     fn check(
         &self,
         program: &str,

@@ -113,6 +113,13 @@ impl Registry {
             .map(|i| self.systems[i].as_ref())
     }
 
+    /// The profile `program` is meant for ([`System::default_profile`]);
+    /// `tofino` for a program no system offers (the check then names it).
+    pub fn default_profile(&self, program: &str) -> &'static str {
+        self.system_of(program)
+            .map_or("tofino", |s| s.default_profile(program))
+    }
+
     /// The resource report of `program` (`inca check`).
     pub fn check(
         &self,

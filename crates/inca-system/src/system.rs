@@ -144,6 +144,14 @@ pub trait System: Send + Sync {
     /// The switch programs it offers.
     fn programs(&self) -> Vec<ProgramInfo>;
 
+    /// The device profile `program` is meant for (`inca check` uses it when
+    /// no `--profile` is given): `tofino` unless the system says otherwise
+    /// (a smart-NIC program, say).
+    fn default_profile(&self, program: &str) -> &'static str {
+        let _ = program;
+        "tofino"
+    }
+
     /// Declares `program` with `params` and places it on `profile` without
     /// building its storage: the resource report of `inca check`.
     fn check(

@@ -49,9 +49,10 @@ struct Cli {
 enum Command {
     /// Load a program onto a device profile and print its resource report.
     Check {
-        /// Device profile: tofino, smartnic or server.
-        #[arg(long, default_value = "tofino")]
-        profile: String,
+        /// Device profile: tofino, smartnic or server (default: the one the
+        /// program is meant for, tofino for most).
+        #[arg(long)]
+        profile: Option<String>,
         /// Program name (see --list).
         #[arg(required_unless_present = "list")]
         program: Option<String>,
@@ -252,6 +253,8 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let program = program.unwrap_or_default();
+            let profile =
+                profile.unwrap_or_else(|| inca::registry().default_profile(&program).to_string());
             let result = match &largest {
                 Some(param) => find_largest(&profile, &program, &set, &profile_set, param),
                 None => check(&profile, &program, &set, &profile_set, json).and_then(|()| {

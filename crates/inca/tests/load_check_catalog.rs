@@ -1,5 +1,6 @@
 //! Every registered program passes the load-time check with its default
-//! parameters on the `tofino` profile: no double access, no dependency
+//! parameters on the profile it is meant for (`tofino`, or the smart NIC
+//! for a device program): no double access, no dependency
 //! missing or against its data flow, apart from the violations a program
 //! declares known (printed, with their reasons). A regression in a
 //! program's declarations or data path fails here.
@@ -14,10 +15,11 @@ const SEED: u64 = 1;
 fn every_catalog_program_passes_the_load_time_check() {
     println!("seed {SEED}");
     let registry = inca::registry();
-    let profile = Profile::tofino();
     let mut refused = Vec::new();
     let mut known = Vec::new();
     for (_, info) in registry.programs() {
+        let name = registry.default_profile(info.name);
+        let profile = Profile::by_name(name).unwrap_or_else(|e| panic!("profile {name}: {e}"));
         let r = registry
             .load_check(
                 info.name,
