@@ -170,7 +170,10 @@ fn sync_without_failures_converges_exactly() {
         });
         rig.run_until(8 * S);
         rig.chaos = None;
-        let end = rig.now + 4 * S;
+        // Traffic stops during round r; rounds r + 1 and r + 2 start
+        // within 2·T_c and finish (with their MERGEs) before r + 3 starts:
+        // the state at 3·T_c is "two complete rounds after traffic stops".
+        let end = rig.now + 3 * S;
         rig.run_until(end);
         rig.check_converged();
         rig.check_sync_converged();
