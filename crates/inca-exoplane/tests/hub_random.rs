@@ -14,10 +14,10 @@
 
 mod hub_rig;
 
-use hub_rig::{fm_caps, test_apps, Chaos, Rig, S};
+use hub_rig::{fm_caps, test_apps, Chaos, Rig, MS, S};
 use inca_exoplane::hub::check::{check_p3, check_p4_log};
 use inca_exoplane::hub::{Breakage, HubConfig, T_FLUSH};
-use inca_exoplane::sync::Variant;
+use inca_exoplane::sync::{Variant, T_C, T_RT};
 
 /// Seeds of the sync runs (`EXOSYNC_SEEDS=n` runs more).
 fn sync_seeds() -> u64 {
@@ -152,18 +152,27 @@ fn a_seed_replays_the_same_run() {
     assert_eq!(a.hub.stats(), b.hub.stats());
 }
 
-/// Promotions, evictions, session resets and DELETEs while counters are
-/// synchronised, but no device failure: after quiescence every copy of
-/// every counter (switch or `S_cp`, and each holder) equals the exact
-/// packet total (P6, Lost = 0), and P3/P4 hold on the same run.
+/// Promotions, evictions, storms, aging and DELETEs while counters are
+/// synchronised, no fault: every copy older than B reads at least the total
+/// of B ago and never more than the total (P5), two complete rounds after
+/// traffic stops every copy of every counter (switch or `S_cp`, and each
+/// holder) equals the exact packet total (P6, Lost = 0), and P3/P4 hold on
+/// the same run.
 #[test]
 fn sync_without_failures_converges_exactly() {
     for seed in 100..100 + sync_seeds() {
         println!("seed {seed}");
         let mut rig = Rig::new(seed, 4, HubConfig::new(4), test_apps, fm_caps());
+        // P5's B = 2·(T_c + T_rt) + merge latency (the rig's device ops
+        // take ≤ 20 ms; 50 ms allowed).
+        rig.truth.lag_bound = Some(2 * (T_C + T_RT) + 50 * MS);
+        // No fault at all: a session reset drops a round's messages, and
+        // each round missed adds up to T_c to the lag (P7 only promises
+        // convergence then, checked by the chaos runs).
         rig.chaos = Some(Chaos {
             p_crash: 0.0,
             p_pause: 0.0,
+            p_reset: 0.0,
             packets_per_tick: 8,
             register_delete_share: 0.05,
             ..Chaos::default()
@@ -180,11 +189,12 @@ fn sync_without_failures_converges_exactly() {
         let (total, lost) = rig.live_totals();
         let s = rig.hub.stats();
         println!(
-            "  promotions {} evictions {} resets-resent {} sync {:?}\n  live total {total} lost {lost}",
+            "  promotions {} evictions {} resent {} sync {:?}\n  live total {total} lost {lost} lower-bound reads {}",
             s.promotions,
             s.evictions,
             s.applies_resent,
-            rig.hub.sync().stats()
+            rig.hub.sync().stats(),
+            rig.truth.lower_checked
         );
         assert!(
             rig.violations.is_empty(),
@@ -195,6 +205,10 @@ fn sync_without_failures_converges_exactly() {
         assert!(
             total > 1000 && s.evictions > 10,
             "seed {seed}: too little happened"
+        );
+        assert!(
+            rig.truth.lower_checked > 50,
+            "seed {seed}: lower bound barely checked"
         );
         check_p3(rig.hub.op_log(), T_FLUSH).unwrap();
         check_p4_log(rig.hub.op_log()).unwrap();

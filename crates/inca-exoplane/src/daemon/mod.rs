@@ -273,6 +273,9 @@ pub struct DaemonStats {
     pub unknown: u64,
     /// Register entries the sync part refused (a limit); unsynchronised.
     pub sync_refused: u64,
+    /// REJOIN items skipped: the entry was deleted or re-created after
+    /// the REJOIN was sent.
+    pub rejoin_stale: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -299,8 +302,9 @@ pub struct Daemon {
     stats: DaemonStats,
     /// Algorithm 4: `last_round`, `I_e`, pending merges.
     sync: crate::sync::Daemon,
-    /// REJOIN received, applied once the DUMP is.
-    pending_rejoin: Option<Rejoin>,
+    /// REJOIN received, applied once the DUMP is, with the version of
+    /// each item's entry when it arrived.
+    pending_rejoin: Option<(Rejoin, Vec<Option<Version>>)>,
     /// `reg = H` writes not yet acknowledged by the device.
     register_ops: HashSet<u64>,
     /// REJOIN_DONE goes out once `register_ops` is empty.
@@ -463,13 +467,9 @@ impl Daemon {
             HubMsg::Dump { app, entries, last } => self.on_dump(app, entries, last),
             HubMsg::Ping { ts } => self.send_hub(req_id, DaemonMsg::Pong { ts }),
             HubMsg::Pong { .. } => {}
-            HubMsg::Rejoin(rejoin) => {
-                // §5.6 recovery: once the DUMP is applied, each shared
-                // register is restored to H and I = 0̸, then REJOIN_DONE.
-                self.pending_rejoin = Some(rejoin);
-                self.table.rejoin_requested = true;
-                self.maybe_rejoin_done();
-            }
+            // §5.6 recovery: once the DUMP is applied, each shared
+            // register is restored to H and I = 0̸, then REJOIN_DONE.
+            HubMsg::Rejoin(rejoin) => self.rejoin_arrived(rejoin),
         }
     }
 

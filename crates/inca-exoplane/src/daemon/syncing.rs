@@ -11,7 +11,7 @@ use super::{Daemon, DaemonOutput, DeviceOp, DeviceOpId};
 use crate::hub::app::register_bytes;
 use crate::hub::msg::DaemonMsg;
 use crate::hub::oplog::EntryKey;
-use crate::sync::{DaemonOutput as SyncOut, Merge};
+use crate::sync::{DaemonOutput as SyncOut, Merge, Rejoin};
 
 impl Daemon {
     /// The merge of `e`'s object if it is a register of a known app.
@@ -21,9 +21,13 @@ impl Daemon {
         o.kind.merge()
     }
 
-    /// The device got (or re-got) a copy of `e`.
+    /// The device got a copy of `e` at a newer version. The hub never
+    /// changes a register's version but by DELETE and re-insert, so this is
+    /// a new incarnation (a DUMP may skip the delete): its history starts
+    /// at 0̸ like its slot.
     pub(super) fn sync_stored(&mut self, e: &EntryKey) {
         if let Some(m) = self.merge_of(e) {
+            self.sync.remove_entry(e);
             if self.sync.add_entry(e, m).is_err() {
                 self.stats.sync_refused += 1;
             }
@@ -37,9 +41,37 @@ impl Daemon {
         }
     }
 
+    /// REJOIN arrived: remember which incarnation of each entry it is
+    /// about (the version the hub had sent when it sent the REJOIN).
+    pub(super) fn rejoin_arrived(&mut self, rejoin: Rejoin) {
+        let versions = rejoin
+            .items
+            .iter()
+            .map(|(e, _)| self.table.sent_version(e))
+            .collect();
+        self.pending_rejoin = Some((rejoin, versions));
+        self.table.rejoin_requested = true;
+        self.maybe_rejoin_done();
+    }
+
     /// The DUMP is applied and REJOIN arrived: restore the registers.
+    /// Entries deleted or re-created since the REJOIN was sent (writes to a
+    /// REBUILDING device keep flowing) are skipped: their new incarnation
+    /// starts at 0̸ on both sides, and `H` of the old one would corrupt it.
     pub(super) fn start_rejoin(&mut self) {
-        let rejoin = self.pending_rejoin.take().unwrap_or_default();
+        let Some((mut rejoin, versions)) = self.pending_rejoin.take() else {
+            self.sync.handle_rejoin(&Rejoin::default());
+            return;
+        };
+        let mut keep = Vec::with_capacity(rejoin.items.len());
+        for (item, sent) in rejoin.items.drain(..).zip(versions) {
+            if sent.is_some() && self.table.sent_version(&item.0) == sent {
+                keep.push(item);
+            } else {
+                self.stats.rejoin_stale += 1;
+            }
+        }
+        rejoin.items = keep;
         self.sync.handle_rejoin(&rejoin);
     }
 

@@ -56,6 +56,12 @@ impl Table {
             .map(|s| s.acked)
     }
 
+    /// The version last sent to the device for a key it holds (not
+    /// removed).
+    pub fn sent_version(&self, key: &EntryKey) -> Option<Version> {
+        self.slots.get(key).filter(|s| !s.removed).map(|s| s.sent)
+    }
+
     /// A HELLO_ACK starts a possible DUMP stream.
     pub fn start_dump_window(&mut self) {
         self.dump_seen = Some(HashSet::new());

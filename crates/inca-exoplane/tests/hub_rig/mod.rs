@@ -173,6 +173,15 @@ pub struct Truth {
     pub reads_checked: u64,
     /// REJOIN register writes seen.
     pub rejoin_writes: u64,
+    /// The total after each increment, per incarnation: (time, total).
+    history: HashMap<(EntryKey, Version), Vec<(Nanos, u64)>>,
+    /// When each copy was created (`None` = the switch's).
+    born: HashMap<(Option<Pdev>, EntryKey), Nanos>,
+    /// Check P5's lower bound `A(t − B) ≤ V(t)` with this `B` on copies
+    /// older than `B` (runs without failures: Lost = 0).
+    pub lag_bound: Option<Nanos>,
+    /// Register reads checked against the lower bound.
+    pub lower_checked: u64,
 }
 
 struct Session {
@@ -554,6 +563,7 @@ impl Rig {
                     Some(v) => {
                         if key.obj == TENANT_OBJ {
                             dev.registers.insert(key.clone(), register_value(&v));
+                            self.truth.born.insert((Some(pdev), key.clone()), self.now);
                         }
                         dev.present.insert(key, v);
                     }
@@ -856,13 +866,14 @@ impl Rig {
                     self.switch
                         .registers
                         .insert(entry.clone(), register_value(&value));
+                    self.truth.born.insert((None, entry.clone()), self.now);
                 }
                 self.switch.entries.insert(entry, value);
             }
             SwitchOp::ReadRegister { entry, .. } => {
                 let value = self.switch.registers.get(&entry).copied().unwrap_or(0);
                 let version = self.hub.entry(&entry).map_or(0, |e| e.version);
-                self.check_read("switch", &entry, version, value);
+                self.check_read(None, &entry, version, value);
                 self.hub
                     .handle(self.now, HubInput::RegisterRead { entry, value });
                 self.drain_hub();
@@ -1099,8 +1110,7 @@ impl Rig {
             };
             *v = v.wrapping_add(1) & 0xFFFF_FFFF;
             let version = self.hub.entry(&entry).map_or(0, |e| e.version);
-            *self.truth.total.entry((entry, version)).or_default() += 1;
-            self.truth.packets += 1;
+            self.count(entry, version);
             return;
         }
         let Some(p) = self.route(app, &uk) else {
@@ -1114,10 +1124,24 @@ impl Rig {
         let version = dev.version.get(&entry).copied().unwrap_or(0);
         *self
             .truth
-            .total
-            .entry((entry.clone(), version))
+            .own
+            .entry((p, entry.clone(), version))
             .or_default() += 1;
-        *self.truth.own.entry((p, entry, version)).or_default() += 1;
+        self.count(entry, version);
+    }
+
+    fn count(&mut self, entry: EntryKey, version: Version) {
+        let key = (entry, version);
+        let total = self.truth.total.entry(key.clone()).or_default();
+        *total += 1;
+        let total = *total;
+        if self.truth.lag_bound.is_some() {
+            self.truth
+                .history
+                .entry(key)
+                .or_default()
+                .push((self.now, total));
+        }
         self.truth.packets += 1;
     }
 
@@ -1136,7 +1160,7 @@ impl Rig {
             DevSync::Read { entry, round } => {
                 let value = self.devices[i].registers.get(&entry).copied().unwrap_or(0);
                 let version = self.devices[i].version.get(&entry).copied().unwrap_or(0);
-                self.check_read("device", &entry, version, value);
+                self.check_read(Some(pdev), &entry, version, value);
                 let own = self
                     .truth
                     .own
@@ -1165,9 +1189,35 @@ impl Rig {
         }
     }
 
-    /// P5 upper bound: no copy ever holds more than the true total.
-    fn check_read(&mut self, who: &str, entry: &EntryKey, version: Version, value: u64) {
+    /// P5: no copy ever holds more than the true total; with `lag_bound`
+    /// B, a copy older than B holds at least the total of B ago.
+    fn check_read(&mut self, at: Option<Pdev>, entry: &EntryKey, version: Version, value: u64) {
+        let who = at.map_or("switch".to_string(), |p| format!("pdev {}", p.0));
         self.truth.reads_checked += 1;
+        if let Some(b) = self.truth.lag_bound {
+            let old = self
+                .truth
+                .born
+                .get(&(at, entry.clone()))
+                .is_some_and(|t| *t + b <= self.now);
+            if old {
+                let h = self
+                    .truth
+                    .history
+                    .get(&(entry.clone(), version))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                let i = h.partition_point(|(t, _)| *t + b <= self.now);
+                let lagged = if i == 0 { 0 } else { h[i - 1].1 };
+                self.truth.lower_checked += 1;
+                if value < lagged {
+                    self.violations.push(format!(
+                        "P5 t={}: {who} copy of {entry:?} v{version} reads {value} < total {lagged} of B = {b} ns ago",
+                        self.now
+                    ));
+                }
+            }
+        }
         let total = self
             .truth
             .total
