@@ -15,10 +15,13 @@
 //!   daemon's replies, as sans-IO state machines.
 //! - [`hub`] — the hub on the switch control plane: entry directory and
 //!   per-key write sequencer, flow directory with two-phase promotion and
-//!   eviction, device status with DUMP/REJOIN, and an op log for checks.
+//!   eviction, device status with DUMP/REJOIN, and an op log for checks;
+//!   it owns a [`sync::SyncHub`] and drives the rounds and the register
+//!   lifecycle from its handlers.
 //! - [`daemon`] — the daemon on each external device: new-flow setup with
-//!   buffered packets, ordered WRITE_APPLY/DUMP application, and the
-//!   count-min popularity reporter.
+//!   buffered packets, ordered WRITE_APPLY/DUMP application, the
+//!   count-min popularity reporter, and its side of the rounds and REJOIN
+//!   through an owned [`sync::Daemon`].
 //! - [`app`] — the application model (§5.1): objects, consistency, union
 //!   key, affinity, over inca-apps programs.
 //! - [`switch`] — the switch program (§5.2): classifier, flow managers,

@@ -207,10 +207,37 @@ fn fm_add_waits_for_every_install_ack_and_removal_waits_t_flush() {
     );
     h.handle_timeout(t0 + T_FLUSH);
     let rm = switch_ops(&drain(&mut h));
-    assert_eq!(rm.len(), 2);
-    assert!(rm
-        .iter()
-        .all(|(_, op)| matches!(op, SwitchOp::RemoveEntry { .. })));
+    // The table entry goes at once; the shared register is read first and
+    // folded into S_cp (§5.6 lifecycle), then its slot is removed.
+    assert_eq!(rm.len(), 2, "{rm:?}");
+    assert!(matches!(rm[0].1, SwitchOp::RemoveEntry { ref entry, .. } if entry.obj == FLOW_OBJ));
+    let SwitchOp::ReadRegister { entry: tenant, .. } = rm[1].1.clone() else {
+        panic!("{rm:?}");
+    };
+    assert_eq!(tenant.obj, TENANT_OBJ);
+    h.handle(
+        t0 + T_FLUSH + 10,
+        HubInput::RegisterRead {
+            entry: tenant.clone(),
+            value: 77,
+        },
+    );
+    let rm2 = switch_ops(&drain(&mut h));
+    assert!(
+        matches!(rm2.as_slice(), [(_, SwitchOp::RemoveEntry { entry, .. })] if *entry == tenant),
+        "{rm2:?}"
+    );
+    assert_eq!(h.sync().s_cp(&tenant), Some(77));
+    for (id, _) in rm.iter().take(1).chain(&rm2) {
+        ack(&mut h, t0 + T_FLUSH + 20, *id);
+    }
+    // Promoted again, the register is installed at S_cp.
+    let ops = switch_ops(&report(&mut h, 2 * S, &u, 100, 1_000_000));
+    let value = ops.iter().find_map(|(_, op)| match op {
+        SwitchOp::InstallEntry { entry, value, .. } if *entry == tenant => Some(value.clone()),
+        _ => None,
+    });
+    assert_eq!(value, Some(vec![0, 0, 0, 77]), "{ops:?}");
 }
 
 #[test]

@@ -149,27 +149,6 @@ impl HubToDaemon {
     pub fn to_wire(&self) -> Result<Message, CodecError> {
         Ok(match self {
             HubToDaemon::Hub(m) => hub_to_wire(m)?,
-            HubToDaemon::SyncReq(r) => Message::SyncReq {
-                round: r.round,
-                items: sync_items(&r.items)?,
-            },
-            HubToDaemon::Rejoin(r) => {
-                count("n", r.items.len(), u32::MAX as usize)?;
-                Message::Rejoin {
-                    items: r
-                        .items
-                        .iter()
-                        .map(|(e, h)| {
-                            Ok(RejoinItem {
-                                app: e.app.0,
-                                obj: e.obj.0,
-                                key: key("key", &e.key)?,
-                                h: *h,
-                            })
-                        })
-                        .collect::<Result<_, CodecError>>()?,
-                }
-            }
             HubToDaemon::EventFwd { app, frame } => {
                 count("len", frame.len(), u16::MAX as usize)?;
                 Message::EventFwd {
@@ -207,11 +186,11 @@ impl HubToDaemon {
             }),
             Message::Ping { ts } => HubToDaemon::Hub(HubMsg::Ping { ts }),
             Message::Pong { ts } => HubToDaemon::Hub(HubMsg::Pong { ts }),
-            Message::SyncReq { round, items } => HubToDaemon::SyncReq(SyncReq {
+            Message::SyncReq { round, items } => HubToDaemon::Hub(HubMsg::SyncReq(SyncReq {
                 round,
                 items: hub_sync_items(items),
-            }),
-            Message::Rejoin { items } => HubToDaemon::Rejoin(Rejoin {
+            })),
+            Message::Rejoin { items } => HubToDaemon::Hub(HubMsg::Rejoin(Rejoin {
                 items: items
                     .into_iter()
                     .map(|i| {
@@ -223,7 +202,7 @@ impl HubToDaemon {
                         (e, i.h)
                     })
                     .collect(),
-            }),
+            })),
             Message::EventFwd { app, frame } => HubToDaemon::EventFwd {
                 app: AppId(app),
                 frame,
@@ -284,13 +263,26 @@ fn hub_to_wire(m: &HubMsg) -> Result<Message, CodecError> {
                 last: *last,
             }
         }
-        // The hub's REJOIN items have no app, which the wire needs to name
-        // an entry; the sync part's `Rejoin` carries it.
-        HubMsg::Rejoin { items } if items.is_empty() => Message::Rejoin { items: Vec::new() },
-        HubMsg::Rejoin { .. } => {
-            return Err(CodecError::Unrepresentable(
-                "HubMsg::Rejoin items have no app; send sync::Rejoin",
-            ))
+        HubMsg::SyncReq(r) => Message::SyncReq {
+            round: r.round,
+            items: sync_items(&r.items)?,
+        },
+        HubMsg::Rejoin(r) => {
+            count("n", r.items.len(), u32::MAX as usize)?;
+            Message::Rejoin {
+                items: r
+                    .items
+                    .iter()
+                    .map(|(e, h)| {
+                        Ok(RejoinItem {
+                            app: e.app.0,
+                            obj: e.obj.0,
+                            key: key("key", &e.key)?,
+                            h: *h,
+                        })
+                    })
+                    .collect::<Result<_, CodecError>>()?,
+            }
         }
         HubMsg::Ping { ts } => Message::Ping { ts: *ts },
         HubMsg::Pong { ts } => Message::Pong { ts: *ts },
@@ -300,13 +292,8 @@ fn hub_to_wire(m: &HubMsg) -> Result<Message, CodecError> {
 impl DaemonToHub {
     /// The wire message, or why the wire cannot carry it.
     pub fn to_wire(&self) -> Result<Message, CodecError> {
-        Ok(match self {
-            DaemonToHub::Daemon(m) => daemon_to_wire(m)?,
-            DaemonToHub::SyncResp(r) => Message::SyncResp {
-                round: r.round,
-                items: sync_items(&r.items)?,
-            },
-        })
+        let DaemonToHub::Daemon(m) = self;
+        daemon_to_wire(m)
     }
 
     /// The typed message of a frame the hub received.
@@ -351,12 +338,10 @@ impl DaemonToHub {
             Message::RejoinDone => DaemonMsg::RejoinDone,
             Message::Ping { ts } => DaemonMsg::Ping { ts },
             Message::Pong { ts } => DaemonMsg::Pong { ts },
-            Message::SyncResp { round, items } => {
-                return Ok(DaemonToHub::SyncResp(SyncResp {
-                    round,
-                    items: hub_sync_items(items),
-                }))
-            }
+            Message::SyncResp { round, items } => DaemonMsg::SyncResp(SyncResp {
+                round,
+                items: hub_sync_items(items),
+            }),
             other => {
                 return Err(CodecError::WrongDirection {
                     msg: other.msg_type().name(),
@@ -417,5 +402,9 @@ fn daemon_to_wire(m: &DaemonMsg) -> Result<Message, CodecError> {
         DaemonMsg::RejoinDone => Message::RejoinDone,
         DaemonMsg::Ping { ts } => Message::Ping { ts: *ts },
         DaemonMsg::Pong { ts } => Message::Pong { ts: *ts },
+        DaemonMsg::SyncResp(r) => Message::SyncResp {
+            round: r.round,
+            items: sync_items(&r.items)?,
+        },
     })
 }

@@ -22,10 +22,10 @@
 //!
 //! The wire bodies carry every field these types have: WRITE_REQ's union
 //! key, DUMP's app and the SYNC and REJOIN items' apps are inca's additions
-//! to §4.6 (docs/wire.md). One type cannot be sent as it is: the hub's
-//! `HubMsg::Rejoin` lists `(obj, key, H)` without the app; REJOIN is sent and
-//! received as [`sync::Rejoin`](crate::sync::Rejoin), and only an empty
-//! `HubMsg::Rejoin` converts.
+//! to §4.6 (docs/wire.md). The sync part's SYNC_REQ, REJOIN and SYNC_RESP
+//! travel inside the hub's and daemon's own enums (`HubMsg::SyncReq`,
+//! `HubMsg::Rejoin`, `DaemonMsg::SyncResp`), so a decoded message goes
+//! straight to the component's handler.
 
 pub mod convert;
 pub mod session;
@@ -37,7 +37,6 @@ use inca_wire::exoplane::control::ControlError;
 
 use crate::hub::msg::{DaemonMsg, HubMsg};
 use crate::ids::AppId;
-use crate::sync::{Rejoin, SyncReq, SyncResp};
 
 pub use session::{DaemonSession, HubSession, Session, SessionError, SessionStats};
 pub use split::{split_dump, split_rejoin, split_sync_req, split_sync_resp};
@@ -45,13 +44,9 @@ pub use split::{split_dump, split_rejoin, split_sync_req, split_sync_resp};
 /// A message the hub sends a daemon.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HubToDaemon {
-    /// The hub's own messages (HELLO_ACK, WRITE_APPLY, WRITE_ACK, DUMP, PING,
-    /// PONG; `Rejoin` only without items).
+    /// The hub's messages (HELLO_ACK, WRITE_APPLY, WRITE_ACK, DUMP,
+    /// SYNC_REQ, REJOIN, PING, PONG).
     Hub(HubMsg),
-    /// SYNC_REQ of the sync part.
-    SyncReq(SyncReq),
-    /// REJOIN of the sync part.
-    Rejoin(Rejoin),
     /// EVENT_FWD: a frame that raised a control event on the switch.
     EventFwd {
         /// The app whose packet it was.
@@ -64,10 +59,8 @@ pub enum HubToDaemon {
 /// A message a daemon sends the hub.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DaemonToHub {
-    /// The daemon's own messages.
+    /// The daemon's messages (SYNC_RESP among them).
     Daemon(DaemonMsg),
-    /// SYNC_RESP of the sync part.
-    SyncResp(SyncResp),
 }
 
 /// Why a message could not be converted, encoded or decoded.

@@ -10,7 +10,7 @@ use super::session::{DaemonEnd, Direction, HubEnd};
 use super::*;
 use crate::hub::msg::{EntryRec, Write, WriteOp, WriteStatus};
 use crate::ids::{EntryKey, LogicalId, ObjId, Pdev, UnionKey, MAX_PDEVS};
-use crate::sync::SyncItem;
+use crate::sync::{Rejoin, SyncItem, SyncReq, SyncResp};
 
 fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     vec(any::<u8>(), 0..=max)
@@ -95,9 +95,10 @@ fn hub_to_daemon() -> impl Strategy<Value = HubToDaemon> {
     .boxed()
     .prop_union(
         prop_oneof![
-            (any::<u64>(), sync_items(5))
-                .prop_map(|(round, items)| HubToDaemon::SyncReq(SyncReq { round, items })),
-            rejoin(5).prop_map(HubToDaemon::Rejoin),
+            (any::<u64>(), sync_items(5)).prop_map(|(round, items)| HubToDaemon::Hub(
+                HubMsg::SyncReq(SyncReq { round, items })
+            )),
+            rejoin(5).prop_map(|r| HubToDaemon::Hub(HubMsg::Rejoin(r))),
             (any::<u8>(), bytes(1600)).prop_map(|(app, frame)| HubToDaemon::EventFwd {
                 app: AppId(app),
                 frame
@@ -146,7 +147,9 @@ fn daemon_to_hub() -> impl Strategy<Value = DaemonToHub> {
     .boxed()
     .prop_union(
         (any::<u64>(), sync_items(5))
-            .prop_map(|(round, items)| DaemonToHub::SyncResp(SyncResp { round, items }))
+            .prop_map(|(round, items)| {
+                DaemonToHub::Daemon(DaemonMsg::SyncResp(SyncResp { round, items }))
+            })
             .boxed(),
     )
 }
@@ -324,7 +327,7 @@ proptest! {
         let mut all = Vec::new();
         for r in &reqs {
             prop_assert_eq!(r.round, round);
-            let body = HubToDaemon::SyncReq(r.clone()).to_wire().unwrap().encode().unwrap();
+            let body = HubToDaemon::Hub(HubMsg::SyncReq(r.clone())).to_wire().unwrap().encode().unwrap();
             prop_assert!(body.len() <= max_body);
             all.extend(r.items.iter().cloned());
         }
@@ -333,7 +336,7 @@ proptest! {
         prop_assert_eq!(&all, &items);
         let parts = split_rejoin(rj.clone(), max_body).unwrap();
         for p in &parts {
-            let body = HubToDaemon::Rejoin(p.clone()).to_wire().unwrap().encode().unwrap();
+            let body = HubToDaemon::Hub(HubMsg::Rejoin(p.clone())).to_wire().unwrap().encode().unwrap();
             prop_assert!(body.len() <= max_body);
         }
         let all: Vec<_> = parts.into_iter().flat_map(|p| p.items).collect();
@@ -436,19 +439,9 @@ fn what_the_wire_cannot_carry_is_a_typed_error() {
         hello.to_wire(),
         Err(CodecError::OutOfRange { field: "pdev", .. })
     ));
-    let rejoin = HubToDaemon::Hub(HubMsg::Rejoin {
-        items: vec![(ObjId(1), vec![1], 5)],
-    });
-    assert!(matches!(
-        rejoin.to_wire(),
-        Err(CodecError::Unrepresentable(_))
-    ));
-    // An empty hub REJOIN is the sync part's empty REJOIN on the wire.
-    let empty = HubToDaemon::Hub(HubMsg::Rejoin { items: vec![] });
-    assert_eq!(
-        HubToDaemon::from_wire(empty.to_wire().unwrap()),
-        Ok(HubToDaemon::Rejoin(Rejoin { items: vec![] }))
-    );
+    // An empty REJOIN round-trips.
+    let empty = HubToDaemon::Hub(HubMsg::Rejoin(Rejoin { items: vec![] }));
+    assert_eq!(HubToDaemon::from_wire(empty.to_wire().unwrap()), Ok(empty));
     let fwd = HubToDaemon::EventFwd {
         app: AppId(0),
         frame: vec![0; 65_536],

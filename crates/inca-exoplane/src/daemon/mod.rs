@@ -13,9 +13,14 @@
 //! - Popularity ([`cms`]): a count-min sketch per app; a flow whose
 //!   estimate reaches θ in a window is reported once per window, if it has
 //!   an entry in every object it touches.
+//! - Synchronisation (`syncing`): the daemon owns a sync
+//!   [`Daemon`](crate::sync::Daemon) (Algorithm 4) and drives it from
+//!   these handlers: SYNC_REQ → register reads and MERGE injections on the
+//!   device → SYNC_RESP; REJOIN → `reg = H`, `I = 0̸` → REJOIN_DONE.
 
 pub mod cms;
 mod setup;
+mod syncing;
 mod table;
 
 use std::cmp::Reverse;
@@ -25,7 +30,8 @@ use inca_switch::device::Nanos;
 
 use crate::hub::app::FlowKeys;
 use crate::hub::msg::{DaemonMsg, HubMsg, Write};
-use crate::ids::{AppId, ObjId, Pdev, UnionKey, Version};
+use crate::ids::{AppId, EntryKey, ObjId, Pdev, Round, UnionKey, Version};
+use crate::sync::{Limits, MergeCmd, Rejoin};
 use cms::CountMin;
 
 const MS: Nanos = 1_000_000;
@@ -109,6 +115,18 @@ pub enum DeviceOp {
         /// The hub's version (for checks).
         version: Version,
     },
+    /// Write a register entry's value through the control plane (REJOIN
+    /// restores `reg = H`, §5.6).
+    SetRegister {
+        /// The app.
+        app: AppId,
+        /// The object.
+        obj: ObjId,
+        /// The key.
+        key: Vec<u8>,
+        /// The value (big-endian, the register's width).
+        value: Vec<u8>,
+    },
     /// Remove `key` of `obj`.
     Remove {
         /// The app.
@@ -170,6 +188,20 @@ pub enum DaemonInput {
         /// False when the device could not store it.
         ok: bool,
     },
+    /// The answer to [`DaemonOutput::ReadRegister`].
+    RegisterRead {
+        /// The entry.
+        entry: EntryKey,
+        /// The round it was read for.
+        round: Round,
+        /// The register's value.
+        value: u64,
+    },
+    /// The MERGE_ACK of a [`DaemonOutput::InjectMerge`].
+    MergeAck {
+        /// The entry.
+        entry: EntryKey,
+    },
 }
 
 /// What the daemon asks its driver to do.
@@ -189,6 +221,17 @@ pub enum DaemonOutput {
         /// The operation.
         op: DeviceOp,
     },
+    /// Read the device register of `entry` for `round`'s SYNC_RESP; answer
+    /// with [`DaemonInput::RegisterRead`].
+    ReadRegister {
+        /// The entry.
+        entry: EntryKey,
+        /// The round.
+        round: Round,
+    },
+    /// Inject a MERGE packet into the device pipeline (§4.3); answer with
+    /// [`DaemonInput::MergeAck`].
+    InjectMerge(MergeCmd),
     /// Inject a buffered frame back into the device pipeline (its setup
     /// was acknowledged).
     Reinject {
@@ -228,6 +271,11 @@ pub struct DaemonStats {
     pub unsent: u64,
     /// Messages or inputs naming an unknown app, request or operation.
     pub unknown: u64,
+    /// Register entries the sync part refused (a limit); unsynchronised.
+    pub sync_refused: u64,
+    /// REJOIN items skipped: the entry was deleted or re-created after
+    /// the REJOIN was sent.
+    pub rejoin_stale: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -252,6 +300,15 @@ pub struct Daemon {
     timer_seq: u64,
     out: VecDeque<DaemonOutput>,
     stats: DaemonStats,
+    /// Algorithm 4: `last_round`, `I_e`, pending merges.
+    sync: crate::sync::Daemon,
+    /// REJOIN received, applied once the DUMP is, with the version of
+    /// each item's entry when it arrived.
+    pending_rejoin: Option<(Rejoin, Vec<Option<Version>>)>,
+    /// `reg = H` writes not yet acknowledged by the device.
+    register_ops: HashSet<u64>,
+    /// REJOIN_DONE goes out once `register_ops` is empty.
+    rejoin_done_due: bool,
 }
 
 impl Daemon {
@@ -269,6 +326,7 @@ impl Daemon {
             sketches.insert(a.app(), CountMin::standard());
             map.insert(a.app(), a);
         }
+        let pdev = config.pdev;
         let mut d = Daemon {
             config,
             apps: map,
@@ -284,6 +342,10 @@ impl Daemon {
             timer_seq: 0,
             out: VecDeque::new(),
             stats: DaemonStats::default(),
+            sync: crate::sync::Daemon::new(pdev, 0, Limits::default()),
+            pending_rejoin: None,
+            register_ops: HashSet::new(),
+            rejoin_done_due: false,
         };
         d.set_timer(now + d.config.t_win, Timer::Window);
         d
@@ -315,7 +377,14 @@ impl Daemon {
             }
             DaemonInput::Report { app, uk, estimate } => self.on_report(now, app, uk, estimate),
             DaemonInput::DeviceAck { id, ok } => self.on_device_ack(id, ok),
+            DaemonInput::RegisterRead {
+                entry,
+                round,
+                value,
+            } => self.sync.handle_register_read(&entry, round, value),
+            DaemonInput::MergeAck { entry } => self.sync.handle_merge_ack(&entry),
         }
+        self.pump_sync();
     }
 
     /// The earliest time [`Daemon::handle_timeout`] must be called.
@@ -357,6 +426,11 @@ impl Daemon {
         self.table.acked(app, obj, key)
     }
 
+    /// The synchronisation state (`I_e`, `last_round`, its counters).
+    pub fn sync(&self) -> &crate::sync::Daemon {
+        &self.sync
+    }
+
     /// Setups waiting for their WRITE_ACK.
     pub fn pending_setups(&self) -> usize {
         self.setups.len()
@@ -377,18 +451,25 @@ impl Daemon {
 
     fn on_hub(&mut self, now: Nanos, req_id: u64, msg: HubMsg) {
         match msg {
-            HubMsg::HelloAck { .. } => self.table.start_dump_window(),
+            HubMsg::HelloAck { round, .. } => {
+                if self.lost_state {
+                    // A restarted daemon: requests of rounds up to the
+                    // hub's current one belong to its earlier life. (Its
+                    // sync state is kept: a re-HELLO during the DUMP must
+                    // not forget entries the first DUMP stored.)
+                    self.sync.seen_round(round);
+                }
+                self.table.start_dump_window();
+            }
+            HubMsg::SyncReq(req) => self.sync.handle_sync_req(&req),
             HubMsg::WriteApply { app, entries } => self.on_apply(req_id, app, entries),
             HubMsg::WriteAck { results } => self.on_ack(now, req_id, results),
             HubMsg::Dump { app, entries, last } => self.on_dump(app, entries, last),
             HubMsg::Ping { ts } => self.send_hub(req_id, DaemonMsg::Pong { ts }),
             HubMsg::Pong { .. } => {}
-            HubMsg::Rejoin { .. } => {
-                // Call point for the sync part (§5.6 recovery): restore each
-                // shared register to H and set I = 0 before REJOIN_DONE.
-                self.table.rejoin_requested = true;
-                self.maybe_rejoin_done();
-            }
+            // §5.6 recovery: once the DUMP is applied, each shared
+            // register is restored to H and I = 0̸, then REJOIN_DONE.
+            HubMsg::Rejoin(rejoin) => self.rejoin_arrived(rejoin),
         }
     }
 

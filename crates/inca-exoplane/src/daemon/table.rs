@@ -34,7 +34,7 @@ struct Reply {
 pub(super) struct Table {
     slots: BTreeMap<EntryKey, Slot>,
     in_flight: HashMap<u64, (EntryKey, Version)>,
-    next_op: u64,
+    pub next_op: u64,
     /// WRITE_APPLIED replies waiting for device acknowledgements.
     replies: Vec<Reply>,
     dump_seen: Option<HashSet<EntryKey>>,
@@ -54,6 +54,12 @@ impl Table {
             .get(&k)
             .filter(|s| !s.removed && s.acked > 0 && s.acked >= s.sent)
             .map(|s| s.acked)
+    }
+
+    /// The version last sent to the device for a key it holds (not
+    /// removed).
+    pub fn sent_version(&self, key: &EntryKey) -> Option<Version> {
+        self.slots.get(key).filter(|s| !s.removed).map(|s| s.sent)
     }
 
     /// A HELLO_ACK starts a possible DUMP stream.
@@ -91,6 +97,11 @@ impl Daemon {
         slot.sent = rec.version;
         let delete = rec.op == WriteOp::Delete;
         slot.removed = delete;
+        if delete {
+            self.sync_removed(&key);
+        } else {
+            self.sync_stored(&key);
+        }
         self.table.next_op += 1;
         let id = self.table.next_op;
         self.table.in_flight.insert(id, (key, rec.version));
@@ -125,6 +136,7 @@ impl Daemon {
         };
         slot.removed = true;
         let version = slot.sent;
+        self.sync_removed(&key);
         self.table.next_op += 1;
         let id = self.table.next_op;
         self.table.in_flight.insert(id, (key.clone(), version));
@@ -183,7 +195,9 @@ impl Daemon {
 
     pub(super) fn on_device_ack(&mut self, id: DeviceOpId, ok: bool) {
         let Some((key, version)) = self.table.in_flight.remove(&id.0) else {
-            self.stats.unknown += 1;
+            if !self.register_ops.remove(&id.0) {
+                self.stats.unknown += 1;
+            }
             return;
         };
         if let Some(slot) = self.table.slots.get_mut(&key) {
@@ -226,7 +240,7 @@ impl Daemon {
     pub(super) fn maybe_rejoin_done(&mut self) {
         if self.table.rejoin_requested && self.table.dump_done && self.table.in_flight.is_empty() {
             self.table.rejoin_requested = false;
-            self.send_hub(0, DaemonMsg::RejoinDone);
+            self.start_rejoin();
         }
     }
 }

@@ -1,10 +1,12 @@
 //! What the hub and the daemons need to know about an app (spec §5.1):
 //! its objects, which are control-plane-updatable tables and which
 //! data-plane-updatable registers, and how a flow's union key projects onto
-//! each object's key. The full app model (merge operators, programs) lives
-//! elsewhere; this is the slice the write path and promotion use.
+//! each object's key, and each register's merge operator (§5.6). The full
+//! app model (programs) lives elsewhere; this is the slice the write path,
+//! promotion and synchronisation use.
 
 use crate::ids::{AppId, LogicalId, ObjId, Pdev, UnionKey};
+use crate::sync::{Merge, MergeOp, Width};
 use inca_switch::hash::crc32;
 
 /// How an object's entries change (spec §5.1).
@@ -14,11 +16,41 @@ pub enum ObjectKind {
     /// stores the authoritative value.
     Table,
     /// A register: packets change it; writes only create or delete the
-    /// slot, which starts at the merge identity (all zero, `width` bytes).
+    /// slot, which starts at the merge identity; copies are kept in step by
+    /// synchronisation with the declared merge operator (§5.6).
     Register {
         /// Value width in bytes (1, 2, 4 or 8).
         width: u8,
+        /// The merge operator `⊕` the developer declared.
+        op: MergeOp,
     },
+}
+
+impl ObjectKind {
+    /// The merge of a register (operator and width), `None` for a table
+    /// or a width that is not 1, 2, 4 or 8 bytes.
+    pub fn merge(self) -> Option<Merge> {
+        match self {
+            ObjectKind::Table => None,
+            ObjectKind::Register { width, op } => {
+                let w = Width::from_bits(width.checked_mul(8)?).ok()?;
+                Some(Merge::new(op, w))
+            }
+        }
+    }
+}
+
+/// The bytes of a register value as the switch and devices store it:
+/// big-endian, `width` bytes [our choice: network order, like the wire].
+pub fn register_bytes(value: u64, width: u8) -> Vec<u8> {
+    let w = usize::from(width.min(8));
+    value.to_be_bytes()[8 - w..].to_vec()
+}
+
+/// The value of register bytes written by [`register_bytes`] (longer
+/// input keeps its last 8 bytes).
+pub fn register_value(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0u64, |v, b| (v << 8) | u64::from(*b))
 }
 
 /// One object of an app.

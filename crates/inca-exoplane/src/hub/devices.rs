@@ -68,7 +68,7 @@ impl Devices {
 }
 
 impl Hub {
-    pub(super) fn on_hello(&mut self, _now: Nanos, pdev: Pdev, req_id: u64, lost_state: bool) {
+    pub(super) fn on_hello(&mut self, now: Nanos, pdev: Pdev, req_id: u64, lost_state: bool) {
         let i = usize::from(pdev.0);
         self.devices.session[i] = true;
         let n = self.config.n_devices;
@@ -82,7 +82,7 @@ impl Hub {
             pdev,
             req_id,
             HubMsg::HelloAck {
-                round: self.round,
+                round: self.sync.round(),
                 roles,
             },
         );
@@ -100,9 +100,11 @@ impl Hub {
         self.devices.set(pdev, DeviceStatus::Rebuilding);
         self.resend_applies(pdev);
         self.stream_dump(pdev);
-        // Call point for the sync part (§5.6 recovery): REJOIN carries the
-        // device's recorded history H[pdev][k] per shared register entry.
-        self.send(pdev, 0, HubMsg::Rejoin { items: Vec::new() });
+        // §5.6 recovery: REJOIN carries the device's recorded history
+        // H[pdev][k] per shared register entry; the device is out of the
+        // rounds until REJOIN_DONE.
+        let rejoin = self.sync.begin_rejoin(now, pdev);
+        self.send(pdev, 0, HubMsg::Rejoin(rejoin));
     }
 
     /// DUMP of every entry whose holders include `pdev`, per app, in
@@ -169,6 +171,7 @@ impl Hub {
             return;
         }
         self.devices.set(pdev, DeviceStatus::Up);
+        self.sync.rejoin_done(pdev);
         self.switch_op(SwitchOp::SetPdevAlive { pdev, alive: true });
         self.out
             .push_back(HubOutput::Event(HubEvent::DeviceUp(pdev)));
@@ -183,6 +186,7 @@ impl Hub {
         }
         self.devices.set(pdev, DeviceStatus::Down);
         self.devices.session_reset(pdev);
+        self.sync.device_down(now, pdev);
         self.stats.holders_dead += 1;
         self.log.push(now, Op::HolderDead { pdev });
         self.switch_op(SwitchOp::SetPdevAlive { pdev, alive: false });

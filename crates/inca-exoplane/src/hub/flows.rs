@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use inca_switch::device::Nanos;
 
+use super::app::register_bytes;
 use super::entries::{SwitchCopy, SWITCH_BIT};
 use super::oplog::{EntryKey, Op};
 use super::timers::Timer;
@@ -272,6 +273,10 @@ impl Hub {
     }
 
     fn install(&mut self, now: Nanos, e: &EntryKey) {
+        // A register starts at the hub's copy S_cp if synchronisation
+        // tracks it, else at 0̸ (§5.6 lifecycle); taken only once a slot is
+        // there, so a waiting install reads S_cp when it goes.
+        let merge = self.merge_of(e);
         let slot = self
             .apps
             .get_mut(&e.app)
@@ -292,9 +297,13 @@ impl Hub {
         entry.slot = Some(slot);
         entry.switch = SwitchCopy::Installing;
         entry.holders |= SWITCH_BIT;
-        // Registers start at the hub's copy; the sync part supplies S_cp
-        // here once it tracks the entry (§5.6 lifecycle).
-        let value = entry.value.clone();
+        let mut value = entry.value.clone();
+        if let Some(m) = merge {
+            match self.sync.switch_install(e, m) {
+                Ok(v) => value = register_bytes(v, m.width().bits() / 8),
+                Err(_) => self.stats.sync_refused += 1,
+            }
+        }
         self.log.push(
             now,
             Op::ObjectInstall {
@@ -320,7 +329,9 @@ impl Hub {
         } else {
             entry.switch = SwitchCopy::Absent;
             entry.holders &= !SWITCH_BIT;
-            if let Some(slot) = entry.slot.take() {
+            let slot = entry.slot.take();
+            self.sync.switch_install_failed(now, &e);
+            if let Some(slot) = slot {
                 self.free_slot(now, &e, slot);
             }
         }
@@ -535,11 +546,8 @@ impl Hub {
             }
             match entry.switch {
                 SwitchCopy::Installed => {
-                    // Call point for the sync part: a shared register is
-                    // folded into the hub copy S_cp before removal (§5.6).
                     entry.switch = SwitchCopy::Removing;
                     entry.holders &= !SWITCH_BIT;
-                    let slot = entry.slot.unwrap_or(0);
                     let refcount = entry.refcount();
                     if let Some(p) = self
                         .apps
@@ -555,12 +563,35 @@ impl Hub {
                             refcount,
                         },
                     );
-                    self.switch_op(SwitchOp::RemoveEntry { entry: e, slot });
+                    // A tracked register is first folded into S_cp (§5.6):
+                    // the sync part reads it once no MERGE is pending and
+                    // asks for the removal (RemoveSwitchSlot) after.
+                    let folded = self.sync.switch_holds(&e) && {
+                        let r = self.sync.switch_evict(now, &e);
+                        if r.is_err() {
+                            self.stats.sync_refused += 1;
+                        }
+                        r.is_ok()
+                    };
+                    if !folded {
+                        self.remove_switch_copy(&e);
+                    }
                 }
                 SwitchCopy::Absent if entry.deleting => self.unblock_delete(now, &e),
                 _ => {}
             }
         }
+    }
+
+    /// Removes the switch copy of `e` (already marked `Removing`).
+    pub(super) fn remove_switch_copy(&mut self, e: &EntryKey) {
+        let Some(slot) = self.dir.map.get(e).and_then(|x| x.slot) else {
+            return;
+        };
+        self.switch_op(SwitchOp::RemoveEntry {
+            entry: e.clone(),
+            slot,
+        });
     }
 
     /// Returns `slot` of `e`'s object; an entry waiting for a slot gets it.

@@ -14,6 +14,10 @@
 //! - `writes` — the per-key FIFO write sequencer (strong consistency);
 //! - `flows` — the flow directory, promotion and two-phase insert/evict;
 //! - `devices` — device status UP/DOWN/REBUILDING, DUMP and REJOIN;
+//! - `syncing` — the glue to the synchronisation part ([`crate::sync`]):
+//!   the hub owns a [`SyncHub`] and drives it from these handlers (entry
+//!   lifecycle, device status, SYNC_RESP, switch reads and MERGE_ACKs), so
+//!   one hub runs both the write path and the sync rounds;
 //! - [`oplog`] — the append-only log the P3/P4 checkers read;
 //! - [`check`] — those checkers.
 //!
@@ -28,6 +32,7 @@ pub mod entries;
 mod flows;
 pub mod msg;
 pub mod oplog;
+mod syncing;
 mod timers;
 mod writes;
 
@@ -36,6 +41,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use inca_switch::device::Nanos;
 
 use crate::ids::{AppId, ObjId, Pdev, UnionKey, MAX_PDEVS};
+use crate::sync::{MergeCmd, SyncHub};
 use app::{FlowKeys, ObjectKind};
 use entries::{Directory, SlotPool};
 use msg::{DaemonMsg, ToDaemon};
@@ -116,6 +122,8 @@ pub struct HubConfig {
     pub op_log_capacity: usize,
     /// A deliberate fault (tests only); `None` in every real run.
     pub breakage: Option<Breakage>,
+    /// The synchronisation part's parameters (`T_c`, `T_rt`, limits).
+    pub sync: crate::sync::hub::HubConfig,
 }
 
 impl HubConfig {
@@ -135,6 +143,7 @@ impl HubConfig {
             ping_misses: PING_MISSES,
             op_log_capacity: oplog::OP_LOG_CAPACITY,
             breakage: None,
+            sync: crate::sync::hub::HubConfig::default(),
         }
     }
 }
@@ -222,6 +231,22 @@ pub enum SwitchOp {
         /// The app.
         app: AppId,
     },
+    /// Read a register entry (a sync snapshot or an eviction's final
+    /// read, §5.6); answered by [`HubInput::RegisterRead`].
+    ReadRegister {
+        /// The entry.
+        entry: EntryKey,
+        /// The slot.
+        slot: u32,
+    },
+    /// Inject a MERGE packet on the CPU port (§4.3, §5.6 step M):
+    /// `reg[slot] ⊕= delta`; answered by [`HubInput::MergeAck`].
+    InjectMerge {
+        /// The slot.
+        slot: u32,
+        /// The entry, operator, round and delta.
+        cmd: MergeCmd,
+    },
     /// Write `pdev_alive[pdev]`.
     SetPdevAlive {
         /// The device.
@@ -282,6 +307,18 @@ pub enum HubInput {
         /// The device.
         pdev: Pdev,
     },
+    /// The answer to [`SwitchOp::ReadRegister`].
+    RegisterRead {
+        /// The entry.
+        entry: EntryKey,
+        /// The register's value.
+        value: u64,
+    },
+    /// The MERGE_ACK of a [`SwitchOp::InjectMerge`].
+    MergeAck {
+        /// The entry.
+        entry: EntryKey,
+    },
 }
 
 /// Something the hub reports to its driver.
@@ -335,6 +372,9 @@ pub struct HubStats {
     pub switch_errors: u64,
     /// Holders declared dead.
     pub holders_dead: u64,
+    /// Register entries the sync part refused (a limit or a mismatch);
+    /// they stay unsynchronised.
+    pub sync_refused: u64,
 }
 
 /// Status of an external device (spec §3.2).
@@ -381,9 +421,8 @@ pub struct Hub {
     out: VecDeque<HubOutput>,
     log: OpLog,
     stats: HubStats,
-    /// The sync round announced in HELLO_ACK; the sync coordinator
-    /// (Algorithm 3) advances it.
-    pub round: u64,
+    /// Algorithm 3: rounds, `H`, `S_cp`, the switch copies' sync state.
+    sync: SyncHub,
 }
 
 impl Hub {
@@ -399,8 +438,8 @@ impl Hub {
             let mut slots = BTreeMap::new();
             let mut kinds = BTreeMap::new();
             for o in a.keys.objects() {
-                if let ObjectKind::Register { width } = o.kind {
-                    if ![1, 2, 4, 8].contains(&width) {
+                if let ObjectKind::Register { width, .. } = o.kind {
+                    if o.kind.merge().is_none() {
                         return Err(HubError::Width {
                             app: id.0,
                             obj: o.obj.0,
@@ -429,7 +468,6 @@ impl Hub {
             devices: devices::Devices::new(config.n_devices),
             promo: flows::PromotionQueue::default(),
             log: OpLog::new(config.op_log_capacity),
-            config,
             apps: map,
             dir: Directory::default(),
             seq: writes::Sequencer::default(),
@@ -438,7 +476,8 @@ impl Hub {
             timers,
             out: VecDeque::new(),
             stats: HubStats::default(),
-            round: 0,
+            sync: SyncHub::new(now, config.sync),
+            config,
         })
     }
 
@@ -454,16 +493,25 @@ impl Hub {
                 self.switch_op(SwitchOp::RearmPortDown { pdev });
                 self.declare_dead(now, pdev);
             }
+            HubInput::RegisterRead { entry, value } => {
+                self.sync.handle_switch_read(now, &entry, value)
+            }
+            HubInput::MergeAck { entry } => self.sync.handle_merge_ack(now, &entry),
         }
+        self.pump_sync(now);
     }
 
     /// The earliest time [`Hub::handle_timeout`] must be called.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        self.timers.next()
+        let sync = self.sync.poll_timeout();
+        Some(self.timers.next().map_or(sync, |t| t.min(sync)))
     }
 
     /// Runs every timer due at or before `now`.
     pub fn handle_timeout(&mut self, now: Nanos) {
+        if self.sync.poll_timeout() <= now {
+            self.sync.handle_timeout(now);
+        }
         while let Some(timer) = self.timers.pop_due(now) {
             match timer {
                 Timer::CounterPoll => {
@@ -484,6 +532,7 @@ impl Hub {
                 }
             }
         }
+        self.pump_sync(now);
     }
 
     /// The next output, if any.
@@ -499,6 +548,16 @@ impl Hub {
     /// Counters.
     pub fn stats(&self) -> &HubStats {
         &self.stats
+    }
+
+    /// The current sync round (HELLO_ACK carries it).
+    pub fn round(&self) -> u64 {
+        self.sync.round()
+    }
+
+    /// The synchronisation state (`H`, `S_cp`, rounds, its counters).
+    pub fn sync(&self) -> &SyncHub {
+        &self.sync
     }
 
     /// A device's status.
@@ -558,6 +617,7 @@ impl Hub {
                 elapsed_us,
             } => self.on_report(now, app, uk, estimate, elapsed_us),
             DaemonMsg::RejoinDone => self.on_rejoin_done(now, pdev),
+            DaemonMsg::SyncResp(resp) => self.sync.handle_sync_resp(now, pdev, &resp),
             DaemonMsg::Ping { ts } => self.send(pdev, req_id, msg::HubMsg::Pong { ts }),
             DaemonMsg::Pong { .. } => {}
         }
@@ -572,7 +632,9 @@ impl Hub {
             SwitchOp::RemoveEntry { entry, .. } => SwitchPending::Remove(entry.clone()),
             SwitchOp::FmAdd { app, uk } => SwitchPending::FmAdd(*app, uk.clone()),
             SwitchOp::FmDelete { app, uk } => SwitchPending::FmDelete(*app, uk.clone()),
-            SwitchOp::ReadFmCounters { .. } => {
+            SwitchOp::ReadFmCounters { .. }
+            | SwitchOp::ReadRegister { .. }
+            | SwitchOp::InjectMerge { .. } => {
                 self.out.push_back(HubOutput::Switch { id, op });
                 return id;
             }

@@ -10,6 +10,7 @@
 //! §4.6's body has no field for it, so the wire format must add one.
 
 use crate::ids::{AppId, ObjId, Pdev, UnionKey, Version};
+use crate::sync::{Rejoin, SyncReq, SyncResp};
 
 /// What a write does to its key (`op` 8 of WRITE_REQ/WRITE_APPLY/DUMP).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +103,8 @@ pub enum DaemonMsg {
     },
     /// REJOIN_DONE: a rebuilt device restored its registers and may serve.
     RejoinDone,
+    /// SYNC_RESP: the device's snapshots and histories for a round (§5.6).
+    SyncResp(SyncResp),
     /// PING (liveness; either side may send it).
     Ping {
         /// Sender's timestamp, echoed in the PONG.
@@ -146,12 +149,13 @@ pub enum HubMsg {
         /// This is the final DUMP message of the stream.
         last: bool,
     },
-    /// REJOIN: the recorded history `H` per shared register entry, filled
-    /// by the sync part (§5.6 recovery); `(obj, key, H)`.
-    Rejoin {
-        /// `(obj, key, H)` items.
-        items: Vec<(ObjId, Vec<u8>, u64)>,
-    },
+    /// REJOIN: the recorded history `H` per shared register entry the
+    /// device holds (§5.6 recovery); items name the app as well [our choice,
+    /// as SYNC items do].
+    Rejoin(Rejoin),
+    /// SYNC_REQ: the switch snapshot and `H[pdev][k]` per shared entry the
+    /// device holds, for one round (§5.6).
+    SyncReq(SyncReq),
     /// PING (liveness).
     Ping {
         /// Sender's timestamp, echoed in the PONG.

@@ -209,6 +209,8 @@ impl Hub {
                     active.version = entry.version;
                     let new = q.extra & !entry.holders;
                     entry.holders |= new;
+                    self.sync_add_holders(key, new & !SWITCH_BIT);
+                    let entry = self.dir.map.get_mut(key).expect("exists");
                     let rec = EntryRec {
                         op: WriteOp::Upsert,
                         obj: key.obj,
@@ -225,7 +227,7 @@ impl Hub {
                 }
                 let value = match kind {
                     ObjectKind::Table => q.write.value.clone(),
-                    ObjectKind::Register { width } => vec![0; usize::from(width)],
+                    ObjectKind::Register { width, .. } => vec![0; usize::from(width)],
                 };
                 self.seq.next_version += 1;
                 let version = self.seq.next_version;
@@ -238,11 +240,13 @@ impl Hub {
                     .or_insert_with(|| Entry::new(Vec::new(), 0));
                 entry.value = value.clone();
                 entry.version = version;
+                let new = q.extra & !entry.holders;
                 entry.holders |= q.extra;
                 let holders = entry.holders;
                 let on_switch =
                     matches!(entry.switch, SwitchCopy::Installing | SwitchCopy::Installed);
                 let slot = entry.slot;
+                self.sync_add_holders(key, new & !SWITCH_BIT);
                 let rec = EntryRec {
                     op: WriteOp::Upsert,
                     obj: key.obj,
@@ -416,6 +420,7 @@ impl Hub {
         }
         if active.delete {
             self.dir.map.remove(key);
+            self.sync.delete(now, key);
         }
         if active.status == WriteStatus::Failed {
             self.stats.writes_failed += 1;

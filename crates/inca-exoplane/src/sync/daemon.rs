@@ -139,6 +139,12 @@ impl Daemon {
         self.pdev
     }
 
+    /// The hub's HELLO_ACK carried `round`: requests of rounds up to it
+    /// belong to an earlier session and are stale.
+    pub fn seen_round(&mut self, round: Round) {
+        self.last_round = self.last_round.max(round);
+    }
+
     /// The last round accepted.
     pub fn last_round(&self) -> Round {
         self.last_round

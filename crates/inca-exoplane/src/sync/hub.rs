@@ -359,6 +359,24 @@ impl SyncHub {
         Ok(())
     }
 
+    /// The switch refused the install `switch_install` answered: it does
+    /// not hold the entry after all. `S_cp` stands (the switch added
+    /// nothing); a snapshot read already issued for it is answered as late.
+    pub fn switch_install_failed(&mut self, now: Nanos, entry: &EntryKey) {
+        let Some(e) = self.entries.get_mut(entry) else {
+            return;
+        };
+        if e.switch != SwitchCopy::Present {
+            return;
+        }
+        e.switch = SwitchCopy::Absent;
+        if e.reading == Some(Reading::Snapshot) {
+            e.reading = None;
+        }
+        self.pump(entry);
+        self.maybe_send(now);
+    }
+
     /// DELETE: the entry is gone everywhere; drop its sync state.
     pub fn delete(&mut self, now: Nanos, entry: &EntryKey) {
         let Some(e) = self.entries.remove(entry) else {

@@ -90,7 +90,7 @@ pub struct SyncResp {
 }
 
 /// REJOIN (0x42, hub → rebuilt daemon): `H[e][k]` per shared entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rejoin {
     /// `(entry, H[e][k])`.
     pub items: Vec<(EntryKey, u64)>,

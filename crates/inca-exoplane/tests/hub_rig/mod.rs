@@ -5,6 +5,15 @@
 //! seed. The rig checks device-side properties as they happen (P1 at the
 //! fake switch, P4 at devices and at every WRITE_ACK and re-injection) and
 //! collects violations.
+//!
+//! Synchronisation runs alongside: the tenant register (ADD, 32 b) is a
+//! packet counter; data packets increment the switch copy (FM hit) or the
+//! serving device's copy, and the hub's rounds, register reads and MERGEs
+//! go through the fake switch and devices. The rig keeps the true total per
+//! entry incarnation (key, version) and what each device contributed, and
+//! computes `Lost` itself from the SYNC_RESPs the hub processed (§6 P5):
+//! no read may exceed the total (P5 upper bound), and after quiescence
+//! every copy equals total − Lost (P6) — see [`Rig::check_sync_converged`].
 
 #![allow(dead_code)]
 
@@ -14,13 +23,15 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use inca_exoplane::daemon::{
     ControlLogic, Daemon, DaemonConfig, DaemonInput, DaemonOutput, DeviceOp, DeviceOpId,
 };
+use inca_exoplane::hub::app::register_value;
 use inca_exoplane::hub::app::{placement, shard, FlowKeys, ObjectDecl, ObjectKind};
 use inca_exoplane::hub::msg::{DaemonMsg, HubMsg, Write, WriteOp, WriteStatus};
 use inca_exoplane::hub::oplog::EntryKey;
 use inca_exoplane::hub::{
     DeviceStatus, Hub, HubApp, HubConfig, HubEvent, HubInput, HubOutput, SwitchOp, SwitchOpId,
 };
-use inca_exoplane::ids::{AppId, ObjId, Pdev, UnionKey, Version};
+use inca_exoplane::ids::{AppId, ObjId, Pdev, Round, UnionKey, Version};
+use inca_exoplane::sync::{MergeCmd, MergeOp};
 use inca_switch::device::Nanos;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -51,7 +62,10 @@ impl TestApp {
         if tenant_slots > 0 {
             objects.push(ObjectDecl {
                 obj: TENANT_OBJ,
-                kind: ObjectKind::Register { width: 4 },
+                kind: ObjectKind::Register {
+                    width: 4,
+                    op: MergeOp::Add,
+                },
                 switch_capacity: tenant_slots,
             });
         }
@@ -114,6 +128,8 @@ impl ControlLogic for TestApp {
 #[derive(Default)]
 pub struct FakeSwitch {
     pub entries: HashMap<EntryKey, Vec<u8>>,
+    /// Register values (tenant entries), changed by packets and MERGEs.
+    pub registers: HashMap<EntryKey, u64>,
     pub fm: BTreeMap<(AppId, UnionKey), u32>,
     pub alive: HashMap<Pdev, bool>,
     last_done: Nanos,
@@ -125,7 +141,47 @@ pub struct FakeDevice {
     pub gen: u64,
     pub version: HashMap<EntryKey, Version>,
     pub present: HashMap<EntryKey, Vec<u8>>,
+    /// Register values (tenant entries), changed by packets and MERGEs.
+    pub registers: HashMap<EntryKey, u64>,
     last_done: Nanos,
+}
+
+/// A sync action on a device, run in the device's operation order.
+enum DevSync {
+    Read { entry: EntryKey, round: Round },
+    Merge(MergeCmd),
+}
+
+/// The rig's own bookkeeping of register contributions (for P5/P6).
+#[derive(Default)]
+pub struct Truth {
+    /// Increments per entry incarnation (key, version), everywhere.
+    pub total: HashMap<(EntryKey, Version), u64>,
+    /// Increments lost with failed devices (computed by the rig).
+    pub lost: HashMap<(EntryKey, Version), u64>,
+    /// Each device's own increments held in its copy, per incarnation.
+    own: HashMap<(Pdev, EntryKey, Version), u64>,
+    /// Own increments as of a register read for a round: (version, own).
+    read_own: HashMap<(Pdev, Round, EntryKey), (Version, u64)>,
+    /// Own increments the hub has processed (its `H`): (version, own).
+    processed: HashMap<(Pdev, EntryKey), (Version, u64)>,
+    /// Own increments of a crashed device, until its REJOIN settles them.
+    crashed: HashMap<(Pdev, EntryKey, Version), u64>,
+    /// Data packets counted.
+    pub packets: u64,
+    /// Register reads checked against the total.
+    pub reads_checked: u64,
+    /// REJOIN register writes seen.
+    pub rejoin_writes: u64,
+    /// The total after each increment, per incarnation: (time, total).
+    history: HashMap<(EntryKey, Version), Vec<(Nanos, u64)>>,
+    /// When each copy was created (`None` = the switch's).
+    born: HashMap<(Option<Pdev>, EntryKey), Nanos>,
+    /// Check P5's lower bound `A(t − B) ≤ V(t)` with this `B` on copies
+    /// older than `B` (runs without failures: Lost = 0).
+    pub lag_bound: Option<Nanos>,
+    /// Register reads checked against the lower bound.
+    pub lower_checked: u64,
 }
 
 struct Session {
@@ -158,6 +214,11 @@ enum Ev {
         id: DeviceOpId,
         op: DeviceOp,
     },
+    DeviceSync {
+        pdev: Pdev,
+        gen: u64,
+        work: DevSync,
+    },
     Reconnect {
         pdev: Pdev,
     },
@@ -185,6 +246,12 @@ pub struct Chaos {
     /// Per tick: probability that a daemon pauses (link up, no progress)
     /// for 100 ms–1.5 s: longer than three PINGs gets it declared dead.
     pub p_pause: f64,
+    /// Per tick: data packets of random flows (counted in the tenant
+    /// register at the switch or the serving device).
+    pub packets_per_tick: u32,
+    /// Share of the register-delete packets (1 % of misses) kept; the
+    /// rest become setups, so counters live long enough to synchronise.
+    pub register_delete_share: f64,
 }
 
 impl Default for Chaos {
@@ -197,6 +264,8 @@ impl Default for Chaos {
             p_storm: 0.002,
             p_idle: 0.01,
             p_pause: 0.0005,
+            packets_per_tick: 4,
+            register_delete_share: 1.0,
         }
     }
 }
@@ -230,6 +299,7 @@ pub struct Rig {
     up_since: Vec<Option<Nanos>>,
     paused_until: Vec<Nanos>,
     pub pauses: u64,
+    pub truth: Truth,
 }
 
 pub fn test_apps() -> Vec<TestApp> {
@@ -301,6 +371,7 @@ impl Rig {
             up_since: vec![Some(0); usize::from(n)],
             paused_until: vec![0; usize::from(n)],
             pauses: 0,
+            truth: Truth::default(),
         };
         for p in 0..n {
             rig.at(
@@ -374,9 +445,10 @@ impl Rig {
         // A paused daemon takes no input: what is addressed to it waits
         // (TCP and the device's completion queue buffer it), in order.
         let target = match &ev {
-            Ev::ToDaemon { pdev, .. } | Ev::DeviceDone { pdev, .. } | Ev::Reconnect { pdev } => {
-                Some(*pdev)
-            }
+            Ev::ToDaemon { pdev, .. }
+            | Ev::DeviceDone { pdev, .. }
+            | Ev::DeviceSync { pdev, .. }
+            | Ev::Reconnect { pdev } => Some(*pdev),
             _ => None,
         };
         if let Some(p) = target {
@@ -394,8 +466,23 @@ impl Rig {
                 msg,
             } => {
                 if self.session_ok(pdev, epoch) {
+                    let resp = match &msg {
+                        DaemonMsg::SyncResp(r) => Some(r.clone()),
+                        DaemonMsg::RejoinDone => {
+                            self.settle_crashed(pdev);
+                            None
+                        }
+                        _ => None,
+                    };
+                    let before = self.hub.sync().last_processed_round(pdev);
                     self.hub
                         .handle(self.now, HubInput::Daemon { pdev, req_id, msg });
+                    if let Some(r) = resp {
+                        let after = self.hub.sync().last_processed_round(pdev);
+                        if after == Some(r.round) && before != after {
+                            self.processed(pdev, &r);
+                        }
+                    }
                     self.drain_hub();
                 }
             }
@@ -419,12 +506,32 @@ impl Rig {
                 }
             }
             Ev::SwitchDone { id, op } => self.switch_done(id, op),
+            Ev::DeviceSync { pdev, gen, work } => {
+                if self.devices[usize::from(pdev.0)].gen != gen {
+                    return;
+                }
+                self.device_sync(pdev, work);
+            }
             Ev::DeviceDone { pdev, gen, id, op } => {
                 let dev = &mut self.devices[usize::from(pdev.0)];
                 if dev.gen != gen {
                     return;
                 }
                 let (key, version, value) = match op {
+                    DeviceOp::SetRegister {
+                        app,
+                        obj,
+                        key,
+                        value,
+                    } => {
+                        let key = EntryKey { app, obj, key };
+                        self.rejoin_register(pdev, key, register_value(&value));
+                        if let Some(d) = self.daemons[usize::from(pdev.0)].as_mut() {
+                            d.handle(self.now, DaemonInput::DeviceAck { id, ok: true });
+                            self.drain_daemon(pdev);
+                        }
+                        return;
+                    }
                     DeviceOp::Store {
                         app,
                         obj,
@@ -454,9 +561,14 @@ impl Rig {
                 dev.version.insert(key.clone(), version);
                 match value {
                     Some(v) => {
+                        if key.obj == TENANT_OBJ {
+                            dev.registers.insert(key.clone(), register_value(&v));
+                            self.truth.born.insert((Some(pdev), key.clone()), self.now);
+                        }
                         dev.present.insert(key, v);
                     }
                     None => {
+                        dev.registers.remove(&key);
                         dev.present.remove(&key);
                     }
                 }
@@ -527,6 +639,22 @@ impl Rig {
         self.devices[i].gen += 1;
         self.devices[i].version.clear();
         self.devices[i].present.clear();
+        self.devices[i].registers.clear();
+        // Its own increments are gone with it; its REJOIN settles how many
+        // the hub had processed (restored as H) and how many are lost.
+        let mine: Vec<(Pdev, EntryKey, Version)> = self
+            .truth
+            .own
+            .keys()
+            .filter(|(p, _, _)| *p == pdev)
+            .cloned()
+            .collect();
+        for k in mine {
+            let own = self.truth.own.remove(&k).unwrap_or(0);
+            // A crash during the rebuild keeps the first crash's count
+            // (what REJOIN restored since is part of it).
+            self.truth.crashed.entry(k).or_insert(own);
+        }
         self.sessions[i].epoch += 1;
         self.sessions[i].up = false;
         if port_down {
@@ -630,6 +758,10 @@ impl Rig {
                     self.at(t, Ev::DeviceDone { pdev, gen, id, op });
                 }
                 DaemonOutput::Reinject { app, uk, .. } => self.check_release(pdev, app, uk),
+                DaemonOutput::ReadRegister { entry, round } => {
+                    self.device_queue(pdev, DevSync::Read { entry, round })
+                }
+                DaemonOutput::InjectMerge(cmd) => self.device_queue(pdev, DevSync::Merge(cmd)),
             }
         }
     }
@@ -730,7 +862,31 @@ impl Rig {
         match op {
             SwitchOp::InstallEntry { entry, value, .. }
             | SwitchOp::ModifyEntry { entry, value, .. } => {
+                if entry.obj == TENANT_OBJ {
+                    self.switch
+                        .registers
+                        .insert(entry.clone(), register_value(&value));
+                    self.truth.born.insert((None, entry.clone()), self.now);
+                }
                 self.switch.entries.insert(entry, value);
+            }
+            SwitchOp::ReadRegister { entry, .. } => {
+                let value = self.switch.registers.get(&entry).copied().unwrap_or(0);
+                let version = self.hub.entry(&entry).map_or(0, |e| e.version);
+                self.check_read(None, &entry, version, value);
+                self.hub
+                    .handle(self.now, HubInput::RegisterRead { entry, value });
+                self.drain_hub();
+                return;
+            }
+            SwitchOp::InjectMerge { cmd, .. } => {
+                if let Some(v) = self.switch.registers.get_mut(&cmd.entry) {
+                    *v = cmd.merge.combine(*v, cmd.delta);
+                }
+                self.hub
+                    .handle(self.now, HubInput::MergeAck { entry: cmd.entry });
+                self.drain_hub();
+                return;
             }
             SwitchOp::RemoveEntry { entry, .. } => {
                 let users: Vec<&UnionKey> = self
@@ -747,6 +903,7 @@ impl Rig {
                     ));
                 }
                 self.switch.entries.remove(&entry);
+                self.switch.registers.remove(&entry);
             }
             SwitchOp::FmAdd { app, uk } => {
                 for e in keys_of(app, &uk) {
@@ -832,12 +989,18 @@ impl Rig {
         for _ in 0..c.misses_per_tick {
             let app = self.apps[self.rng.gen_range(0..self.apps.len())];
             let uk = Self::uk(self.rng.gen_range(0..c.flows));
-            let kind: u8 = match self.rng.gen_range(0..100) {
+            let mut kind: u8 = match self.rng.gen_range(0..100) {
                 0..=84 => 0,
                 85..=93 => 1,
                 94..=98 => 2,
                 _ => 3,
             };
+            if kind == 3
+                && c.register_delete_share < 1.0
+                && !self.rng.gen_bool(c.register_delete_share)
+            {
+                kind = 0;
+            }
             let frame = vec![kind, self.rng.gen()];
             self.miss(app, uk, frame);
         }
@@ -876,6 +1039,11 @@ impl Rig {
                     self.drain_daemon(p);
                 }
             }
+        }
+        for _ in 0..c.packets_per_tick {
+            let app = self.apps[self.rng.gen_range(0..self.apps.len())];
+            let uk = Self::uk(self.rng.gen_range(0..c.flows));
+            self.data_packet(app, uk);
         }
         // Switch-served traffic moves the FM counters.
         let keys: Vec<(AppId, UnionKey)> = self.switch.fm.keys().cloned().collect();
@@ -925,5 +1093,261 @@ impl Rig {
             .filter(|(_, e)| e.holders & bit != 0)
             .map(|(k, e)| (k.clone(), e.version))
             .collect()
+    }
+
+    /// A data packet of `uk`: an FM hit counts in the switch's tenant
+    /// register, otherwise the serving device's (if it holds the key; a
+    /// miss is the setup path's business and not counted).
+    pub fn data_packet(&mut self, app: AppId, uk: UnionKey) {
+        let entry = EntryKey {
+            app,
+            obj: TENANT_OBJ,
+            key: vec![uk.0[0]],
+        };
+        if self.switch.fm.contains_key(&(app, uk.clone())) {
+            let Some(v) = self.switch.registers.get_mut(&entry) else {
+                return;
+            };
+            *v = v.wrapping_add(1) & 0xFFFF_FFFF;
+            let version = self.hub.entry(&entry).map_or(0, |e| e.version);
+            self.count(entry, version);
+            return;
+        }
+        let Some(p) = self.route(app, &uk) else {
+            return;
+        };
+        let dev = &mut self.devices[usize::from(p.0)];
+        let Some(v) = dev.registers.get_mut(&entry) else {
+            return;
+        };
+        *v = v.wrapping_add(1) & 0xFFFF_FFFF;
+        let version = dev.version.get(&entry).copied().unwrap_or(0);
+        *self
+            .truth
+            .own
+            .entry((p, entry.clone(), version))
+            .or_default() += 1;
+        self.count(entry, version);
+    }
+
+    fn count(&mut self, entry: EntryKey, version: Version) {
+        let key = (entry, version);
+        let total = self.truth.total.entry(key.clone()).or_default();
+        *total += 1;
+        let total = *total;
+        if self.truth.lag_bound.is_some() {
+            self.truth
+                .history
+                .entry(key)
+                .or_default()
+                .push((self.now, total));
+        }
+        self.truth.packets += 1;
+    }
+
+    fn device_queue(&mut self, pdev: Pdev, work: DevSync) {
+        let i = usize::from(pdev.0);
+        let d = self.delay(50 * US, 5 * MS);
+        let t = (self.now + d).max(self.devices[i].last_done);
+        self.devices[i].last_done = t;
+        let gen = self.devices[i].gen;
+        self.at(t, Ev::DeviceSync { pdev, gen, work });
+    }
+
+    fn device_sync(&mut self, pdev: Pdev, work: DevSync) {
+        let i = usize::from(pdev.0);
+        let input = match work {
+            DevSync::Read { entry, round } => {
+                let value = self.devices[i].registers.get(&entry).copied().unwrap_or(0);
+                let version = self.devices[i].version.get(&entry).copied().unwrap_or(0);
+                self.check_read(Some(pdev), &entry, version, value);
+                let own = self
+                    .truth
+                    .own
+                    .get(&(pdev, entry.clone(), version))
+                    .copied()
+                    .unwrap_or(0);
+                self.truth
+                    .read_own
+                    .insert((pdev, round, entry.clone()), (version, own));
+                DaemonInput::RegisterRead {
+                    entry,
+                    round,
+                    value,
+                }
+            }
+            DevSync::Merge(cmd) => {
+                if let Some(v) = self.devices[i].registers.get_mut(&cmd.entry) {
+                    *v = cmd.merge.combine(*v, cmd.delta);
+                }
+                DaemonInput::MergeAck { entry: cmd.entry }
+            }
+        };
+        if let Some(d) = self.daemons[i].as_mut() {
+            d.handle(self.now, input);
+            self.drain_daemon(pdev);
+        }
+    }
+
+    /// P5: no copy ever holds more than the true total; with `lag_bound`
+    /// B, a copy older than B holds at least the total of B ago.
+    fn check_read(&mut self, at: Option<Pdev>, entry: &EntryKey, version: Version, value: u64) {
+        let who = at.map_or("switch".to_string(), |p| format!("pdev {}", p.0));
+        self.truth.reads_checked += 1;
+        if let Some(b) = self.truth.lag_bound {
+            let old = self
+                .truth
+                .born
+                .get(&(at, entry.clone()))
+                .is_some_and(|t| *t + b <= self.now);
+            if old {
+                let h = self
+                    .truth
+                    .history
+                    .get(&(entry.clone(), version))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                let i = h.partition_point(|(t, _)| *t + b <= self.now);
+                let lagged = if i == 0 { 0 } else { h[i - 1].1 };
+                self.truth.lower_checked += 1;
+                if value < lagged {
+                    self.violations.push(format!(
+                        "P5 t={}: {who} copy of {entry:?} v{version} reads {value} < total {lagged} of B = {b} ns ago",
+                        self.now
+                    ));
+                }
+            }
+        }
+        let total = self
+            .truth
+            .total
+            .get(&(entry.clone(), version))
+            .copied()
+            .unwrap_or(0);
+        if value > total {
+            self.violations.push(format!(
+                "P5 t={}: {who} copy of {entry:?} v{version} reads {value} > total {total}",
+                self.now
+            ));
+        }
+    }
+
+    /// The hub processed `resp`: its `H` of `pdev` is now the own
+    /// increments each item's read saw.
+    fn processed(&mut self, pdev: Pdev, resp: &inca_exoplane::sync::SyncResp) {
+        for item in &resp.items {
+            if let Some(x) = self
+                .truth
+                .read_own
+                .remove(&(pdev, resp.round, item.entry.clone()))
+            {
+                self.truth.processed.insert((pdev, item.entry.clone()), x);
+            }
+        }
+        self.truth
+            .read_own
+            .retain(|(p, r, _), _| *p != pdev || *r > resp.round);
+    }
+
+    /// REJOIN restored `entry` at `pdev` to `value`: it must be what the
+    /// hub processed of the device's own increments; the rest is Lost.
+    fn rejoin_register(&mut self, pdev: Pdev, entry: EntryKey, value: u64) {
+        let i = usize::from(pdev.0);
+        let version = self.devices[i].version.get(&entry).copied().unwrap_or(0);
+        self.devices[i].registers.insert(entry.clone(), value);
+        self.truth.rejoin_writes += 1;
+        let base = match self.truth.crashed.remove(&(pdev, entry.clone(), version)) {
+            Some(own) => own,
+            None => self
+                .truth
+                .own
+                .get(&(pdev, entry.clone(), version))
+                .copied()
+                .unwrap_or(0),
+        };
+        let processed = match self.truth.processed.get(&(pdev, entry.clone())) {
+            Some((v, own)) if *v == version => *own,
+            _ => 0,
+        };
+        if value != processed || base < processed {
+            self.violations.push(format!(
+                "P8 t={}: pdev {} rejoined {entry:?} v{version} at {value}; hub processed {processed} of its {base}",
+                self.now, pdev.0
+            ));
+        }
+        *self.truth.lost.entry((entry.clone(), version)).or_default() +=
+            base.saturating_sub(processed);
+        self.truth.own.insert((pdev, entry, version), processed);
+    }
+
+    /// REJOIN_DONE: crashed copies REJOIN did not restore are lost whole.
+    fn settle_crashed(&mut self, pdev: Pdev) {
+        let left: Vec<(Pdev, EntryKey, Version)> = self
+            .truth
+            .crashed
+            .keys()
+            .filter(|(p, _, _)| *p == pdev)
+            .cloned()
+            .collect();
+        for k in left {
+            let own = self.truth.crashed.remove(&k).unwrap();
+            *self.truth.lost.entry((k.1, k.2)).or_default() += own;
+        }
+    }
+
+    /// P6 after quiescence: every copy of every register entry (the switch
+    /// or the hub's `S_cp`, and each UP holder with the hub's version)
+    /// equals its total − Lost.
+    pub fn check_sync_converged(&mut self) {
+        let entries: Vec<(EntryKey, Version)> = self
+            .hub
+            .entries()
+            .filter(|(k, _)| k.obj == TENANT_OBJ)
+            .map(|(k, e)| (k.clone(), e.version))
+            .collect();
+        for (entry, version) in entries {
+            let key = (entry.clone(), version);
+            let total = self.truth.total.get(&key).copied().unwrap_or(0);
+            let lost = self.truth.lost.get(&key).copied().unwrap_or(0);
+            let expected = total - lost.min(total);
+            let mut copies = Vec::new();
+            let sync = self.hub.sync();
+            if sync.switch_holds(&entry) {
+                copies.push((
+                    "switch".to_string(),
+                    self.switch.registers.get(&entry).copied(),
+                ));
+            } else if sync.is_shared(&entry) {
+                copies.push(("S_cp".to_string(), sync.s_cp(&entry)));
+            }
+            for p in 0..self.n {
+                let pdev = Pdev(u16::from(p));
+                let dev = &self.devices[usize::from(p)];
+                if self.hub.device_status(pdev) != Some(DeviceStatus::Up)
+                    || dev.version.get(&entry) != Some(&version)
+                {
+                    continue;
+                }
+                copies.push((format!("pdev {p}"), dev.registers.get(&entry).copied()));
+            }
+            for (who, value) in copies {
+                if value != Some(expected) {
+                    self.violations.push(format!(
+                        "P6: {who} holds {value:?} of {entry:?} v{version}; total {total} − lost {lost} = {expected}"
+                    ));
+                }
+            }
+        }
+    }
+
+    /// (total, lost) over the register entries the hub still has.
+    pub fn live_totals(&self) -> (u64, u64) {
+        let mut t = (0, 0);
+        for (k, e) in self.hub.entries().filter(|(k, _)| k.obj == TENANT_OBJ) {
+            let key = (k.clone(), e.version);
+            t.0 += self.truth.total.get(&key).copied().unwrap_or(0);
+            t.1 += self.truth.lost.get(&key).copied().unwrap_or(0);
+        }
+        t
     }
 }
