@@ -51,7 +51,7 @@ proptest! {
 fn wire_codes_round_trip_and_bad_ones_are_named() {
     for op in [MergeOp::Add, MergeOp::Or, MergeOp::Max] {
         for w in Width::ALL {
-            let m = Merge::from_wire(op.code(), w.bits()).unwrap();
+            let m = Merge::from_wire(op as u8, w.bits()).unwrap();
             assert_eq!((m.op(), m.width()), (op, w));
         }
     }

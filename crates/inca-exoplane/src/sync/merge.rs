@@ -61,37 +61,9 @@ impl Width {
     }
 }
 
-/// A built-in merge operator (the MERGE body's `op`, §4.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum MergeOp {
-    /// Addition mod 2^w (counters, count-min and count-sketch rows); inverse SUB.
-    Add,
-    /// Bitwise OR (Bloom filters); idempotent, no inverse.
-    Or,
-    /// Unsigned maximum; idempotent, no inverse.
-    Max,
-}
-
-impl MergeOp {
-    /// The wire code: 1 ADD, 2 OR, 3 MAX.
-    pub fn code(self) -> u8 {
-        match self {
-            MergeOp::Add => 1,
-            MergeOp::Or => 2,
-            MergeOp::Max => 3,
-        }
-    }
-
-    /// The operator with wire code `code`.
-    pub fn from_code(code: u8) -> Result<MergeOp, MergeError> {
-        match code {
-            1 => Ok(MergeOp::Add),
-            2 => Ok(MergeOp::Or),
-            3 => Ok(MergeOp::Max),
-            other => Err(MergeError::Op(other)),
-        }
-    }
-}
+/// A built-in merge operator: the one type the wire (the MERGE body's `op`,
+/// §4.3), the app declarations and the synchronisation share.
+pub use inca_wire::exoplane::MergeOp;
 
 /// How an operator is synchronised, decided by whether it has an inverse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +101,7 @@ impl Merge {
     /// The operator of a MERGE body's `op` and `width` fields.
     pub fn from_wire(op: u8, width: u8) -> Result<Merge, MergeError> {
         Ok(Merge::new(
-            MergeOp::from_code(op)?,
+            MergeOp::from_u8(op).map_err(|_| MergeError::Op(op))?,
             Width::from_bits(width)?,
         ))
     }
