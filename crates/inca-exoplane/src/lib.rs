@@ -32,6 +32,8 @@
 //!   the hub writes them.
 //! - [`programs`] — both programs sized from named parameters (`inca
 //!   check`-style).
+//! - [`bench`] — its `inca bench` row: the flow manager's cost in front
+//!   of four apps, against the same apps without ExoPlane.
 //! - [`system`] — ExoPlane as an inca system: its programs in `inca
 //!   check` and scenarios.
 //! - [`codec`] — the hub's, daemons' and sync messages on the wire: both
@@ -39,6 +41,7 @@
 //!   batch splitting, and a sans-IO session framing them over TCP.
 
 pub mod app;
+pub mod bench;
 pub mod codec;
 pub mod daemon;
 pub mod device;

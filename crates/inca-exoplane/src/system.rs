@@ -4,7 +4,8 @@
 //! `inca check --list` names them, `inca check` places them, and scenario
 //! switches and `[[smartnic]]`s can run them.
 //!
-//! Not yet offered (issue 16): campaigns, run checks, benches and the hub
+//! Its `inca bench` row is [`crate::bench`]. Not yet offered (issue 16):
+//! campaigns, run checks and the hub
 //! and daemons as scenario devices — the hub and daemons are sans-IO state
 //! machines that no scenario device drives yet.
 
@@ -113,6 +114,10 @@ impl System for ExoPlaneSystem {
 
     fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
         Box::new(ExoPlaneRun)
+    }
+
+    fn benches(&self) -> Vec<inca_system::bench::Bench> {
+        crate::bench::benches()
     }
 }
 

@@ -116,6 +116,7 @@ fn list_names_every_benchmark_and_the_planner_row_runs() {
         "live",
         "live-mmsg",
         "exoplane-plan",
+        "exoplane-fm",
     ] {
         assert!(
             out.lines()
@@ -165,4 +166,15 @@ fn profile_iterations_runs_the_work_untimed() {
         out.contains("nat: 1000 packets through the NAT fast path"),
         "{out}"
     );
+}
+
+#[test]
+fn the_exoplane_flow_manager_row_runs_against_its_baseline() {
+    let (ok, out, err) = run(&["bench", "--quick", "--runs", "1", "exoplane-fm"]);
+    assert!(ok, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("exoplane-fm"))
+        .unwrap_or_else(|| panic!("no exoplane-fm row:\n{out}"));
+    assert!(row.contains("packets/s") && row.contains('x'), "{row}");
 }
