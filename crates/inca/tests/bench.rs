@@ -170,8 +170,20 @@ fn profile_iterations_runs_the_work_untimed() {
 
 #[test]
 fn the_exoplane_flow_manager_row_runs_against_its_baseline() {
-    let (ok, out, err) = run(&["bench", "--quick", "--runs", "1", "exoplane-fm"]);
+    // --json into a scratch folder: the default would write into the
+    // source tree (the test's working directory).
+    let json = scratch("fm.json");
+    let (ok, out, err) = run(&[
+        "bench",
+        "--quick",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "exoplane-fm",
+    ]);
     assert!(ok, "{err}");
+    let _ = std::fs::remove_dir_all(json.parent().unwrap());
     let row = out
         .lines()
         .find(|l| l.starts_with("exoplane-fm"))
