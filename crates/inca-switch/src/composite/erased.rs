@@ -178,53 +178,13 @@ where
     }
 
     fn control(&mut self, event: ControlEvent<Box<dyn AnyDigest>>, cp: &mut ControlPlane<'_>) {
-        let event = match event {
-            ControlEvent::Digest(d) => match d.into_any().downcast::<P::Digest>() {
+        let event = match event.split_digest() {
+            Ok(e) => e,
+            Err(d) => match d.into_any().downcast::<P::Digest>() {
                 Ok(d) => ControlEvent::Digest(*d),
                 // The composite tags a digest with the block that made it.
                 Err(_) => return,
             },
-            ControlEvent::Start => ControlEvent::Start,
-            ControlEvent::PacketIn {
-                port,
-                reason,
-                frame,
-            } => ControlEvent::PacketIn {
-                port,
-                reason,
-                frame,
-            },
-            ControlEvent::IdleTimeout { table, spec } => ControlEvent::IdleTimeout { table, spec },
-            ControlEvent::RegisterValues { request, values } => {
-                ControlEvent::RegisterValues { request, values }
-            }
-            ControlEvent::EntryActivity {
-                request,
-                table,
-                spec,
-                hit,
-                idle,
-            } => ControlEvent::EntryActivity {
-                request,
-                table,
-                spec,
-                hit,
-                idle,
-            },
-            ControlEvent::CounterValues {
-                request,
-                first,
-                values,
-            } => ControlEvent::CounterValues {
-                request,
-                first,
-                values,
-            },
-            ControlEvent::OpFailed { request, error } => ControlEvent::OpFailed { request, error },
-            ControlEvent::Timer { token } => ControlEvent::Timer { token },
-            ControlEvent::PortStatus { port, up } => ControlEvent::PortStatus { port, up },
-            ControlEvent::Message(m) => ControlEvent::Message(m),
-            ControlEvent::Session(e) => ControlEvent::Session(e),
         };
         self.program.control(event, cp)
     }
