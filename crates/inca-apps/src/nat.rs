@@ -53,11 +53,21 @@ impl Translate {
     }
 }
 
+/// Public addresses `flows` endpoints need (at least one).
+fn addresses_for(flows: u64) -> u32 {
+    let per = u64::from(core::PORTS_PER_ADDRESS);
+    u32::try_from(flows.div_ceil(per).max(1)).unwrap_or(u32::MAX)
+}
+
 /// The NAT program. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct Nat {
     flows: usize,
     outside_port: PortId,
+    /// The first public address of the whole pool.
+    public_base: [u8; 4],
+    /// Public addresses in the whole pool (every part's share).
+    public_span: u32,
     nat_out: Option<TableHandle<Translate>>,
     nat_in: Option<TableHandle<Translate>>,
     /// Control-plane state: the public endpoint of every inside 5-tuple.
@@ -78,6 +88,8 @@ impl Nat {
         Nat {
             flows,
             outside_port,
+            public_base,
+            public_span: addresses_for(capacity),
             nat_out: None,
             nat_in: None,
             allocator: Allocator::new(Pool { base: public_base }, capacity),
@@ -120,6 +132,27 @@ impl Nat {
             egress: port,
         };
         Some((m.out_key, out, m.reply_key, back))
+    }
+
+    /// The same NAT whose control plane allocates only from share `part`
+    /// of `parts` of the public pool (each share a run of whole addresses
+    /// big enough for every flow), for several control planes that must
+    /// never hand out one endpoint twice (ExoPlane's daemons: §7's port
+    /// pool partitioned per shard). Its tables are unchanged.
+    pub fn partitioned(&self, part: u32, parts: u32) -> Nat {
+        let share = addresses_for(self.flows as u64);
+        let base = u32::from_be_bytes(self.public_base).wrapping_add(part.wrapping_mul(share));
+        let mut n = Nat::new(self.flows, self.outside_port, base.to_be_bytes());
+        n.public_base = self.public_base;
+        n.public_span = share.saturating_mul(parts.max(1));
+        n
+    }
+
+    /// Whether `ip` is one of the pool's public addresses (a packet to it
+    /// is a reply, translated back by `nat_in`).
+    pub fn is_public(&self, ip: [u8; 4]) -> bool {
+        let off = u32::from_be_bytes(ip).wrapping_sub(u32::from_be_bytes(self.public_base));
+        off < self.public_span
     }
 
     /// The outside port (packets arriving there are translated back).

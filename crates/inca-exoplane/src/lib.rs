@@ -42,6 +42,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod checks;
 pub mod codec;
 pub mod daemon;
 pub mod device;
@@ -49,6 +50,7 @@ pub mod hub;
 pub mod ids;
 pub mod manual;
 pub mod programs;
+pub mod runtime;
 mod step_m;
 pub mod switch;
 pub mod sync;

@@ -21,14 +21,35 @@
 //! - `devices`: external devices (default 4), on switch ports
 //!   `device_port`, `device_port + 1`, … (default 2).
 //!
-//! Device only: `cms_width` (default 65,536), `theta` (default 64).
+//! - `hub`: 1 runs the hub on the switch's control plane (§5.4–§5.8),
+//!   talking to the devices' daemons over control sessions; 0 (default)
+//!   leaves flow-manager and app entries to control messages
+//!   ([`crate::manual`]).
+//! - `converged`: 1 asks a checked run to find every synchronised copy in
+//!   agreement at its end ([`crate::checks`]; only for scenarios whose
+//!   traffic and faults stop at least 3 s before the end).
+//! - `breakage`: a deliberate fault in the hub for showing the checks
+//!   catch it (`fm_before_acks`, `ack_before_apply`); never in real runs.
+//!
+//! Device only: `cms_width` (default 65,536), `theta` (default 64);
+//! `pdev` (0 ..) runs the daemon as that physical device, of `devices`
+//! (default 4) in the deployment (without `pdev`, no daemon).
 
 use inca_apps::params::{ParamError, Params};
 
 use crate::app::{catalog, Affinity, AppSpec};
+use crate::daemon::DaemonConfig;
+use crate::device::DaemonSetup;
 use crate::device::{DeviceConfig, ExoDevice, CMS_WIDTH, THETA};
+use crate::hub::{Breakage, HubConfig};
 use crate::ids::AppId;
-use crate::switch::{ExoSwitch, SwitchApp, SwitchConfig};
+use crate::ids::Pdev;
+use crate::switch::{ExoSwitch, HubSetup, SwitchApp, SwitchConfig};
+
+/// The device's report threshold θ (the data plane's and the daemon's).
+fn dev_theta(p: &Params) -> Result<u32, ParamError> {
+    Ok(p.count("theta", u64::from(THETA), u64::from(u32::MAX))? as u32)
+}
 use inca_switch::composite::ClassifyRule;
 use inca_switch::PortId;
 
@@ -40,9 +61,20 @@ pub const SWITCH_PARAMS: &[&str] = &[
     "fm",
     "devices",
     "device_port",
+    "hub",
+    "converged",
+    "breakage",
 ];
 /// The device program's parameter names.
-pub const DEVICE_PARAMS: &[&str] = &["apps", "flows", "outside_port", "cms_width", "theta"];
+pub const DEVICE_PARAMS: &[&str] = &[
+    "apps",
+    "flows",
+    "outside_port",
+    "cms_width",
+    "theta",
+    "pdev",
+    "devices",
+];
 
 fn bad(name: &str, reason: impl Into<String>) -> ParamError {
     ParamError::Value {
@@ -133,7 +165,26 @@ pub fn switch_from_params(p: &Params) -> Result<ExoSwitch, ParamError> {
         })
         .collect();
     let cfg = SwitchConfig::new(apps, rules, (first..first + devices).collect());
-    ExoSwitch::new(cfg).map_err(|e| bad("apps", e.to_string()))
+    let sw = ExoSwitch::new(cfg).map_err(|e| bad("apps", e.to_string()))?;
+    let mut config = HubConfig::new(devices as u8);
+    config.breakage = match p.text("breakage") {
+        None => None,
+        Some("fm_before_acks") => Some(Breakage::FmInsertBeforeObjectAcks),
+        Some("ack_before_apply") => Some(Breakage::AckBeforeHoldersApplied),
+        Some(other) => {
+            return Err(bad(
+                "breakage",
+                format!("{other:?}: fm_before_acks or ack_before_apply (tests only)"),
+            ))
+        }
+    };
+    Ok(match p.number("hub", 0, 0, 1)? {
+        1 => sw.with_hub(HubSetup {
+            config,
+            converged: p.number("converged", 0, 0, 1)? == 1,
+        }),
+        _ => sw,
+    })
 }
 
 /// The device program from parameters (HIGH apps left out: they never
@@ -150,7 +201,19 @@ pub fn device_from_params(p: &Params) -> Result<ExoDevice, ParamError> {
         return Err(bad("cms_width", "a power of two (indices are hash bits)"));
     }
     cfg.theta = p.count("theta", u64::from(THETA), u64::from(u32::MAX))? as u32;
-    ExoDevice::new(cfg).map_err(|e| bad("apps", e.to_string()))
+    let devices = p.number("devices", 4, 1, 64)? as u8;
+    let dev = ExoDevice::new(cfg).map_err(|e| bad("apps", e.to_string()))?;
+    if p.text("pdev").is_none() {
+        return Ok(dev);
+    }
+    let pdev = p.number("pdev", 0, 0, u64::from(devices) - 1)? as u16;
+    let mut config = DaemonConfig::new(Pdev(pdev));
+    config.theta = dev_theta(p)?;
+    Ok(dev.with_daemon(DaemonSetup {
+        config,
+        n_devices: devices,
+        seed: u64::from(pdev),
+    }))
 }
 
 #[cfg(test)]

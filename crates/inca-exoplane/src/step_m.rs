@@ -47,10 +47,13 @@ pub(crate) fn merge<M, D>(
     Ok(Merged::Applied)
 }
 
-/// The MERGE body of a MERGE or MERGE_ACK frame.
-pub(crate) fn body_of(frame: &[u8]) -> Option<MergeRepr> {
-    let (at, _) = inca_wire::exoplane::shim::shim_of(frame).ok()??;
-    MergeRepr::parse(frame.get(at + SHIM_LEN..)?).ok()
+/// The app and MERGE body of a MERGE or MERGE_ACK frame.
+pub(crate) fn body_of(frame: &[u8]) -> Option<(u8, MergeRepr)> {
+    let (at, s) = inca_wire::exoplane::shim::shim_of(frame).ok()??;
+    Some((
+        s.app_id,
+        MergeRepr::parse(frame.get(at + SHIM_LEN..)?).ok()?,
+    ))
 }
 
 /// A MERGE frame for app `app_id` (what the hub or daemon injects into

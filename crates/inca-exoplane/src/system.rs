@@ -112,8 +112,10 @@ impl System for ExoPlaneSystem {
         report.map_err(CheckError::DoesNotFit)
     }
 
-    fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
-        Box::new(ExoPlaneRun)
+    fn start_run(&self, mode: RunMode) -> Box<dyn SystemRun> {
+        Box::new(ExoPlaneRun {
+            checks: (mode == RunMode::Checked).then_some(crate::checks::ExoChecks),
+        })
     }
 
     fn benches(&self) -> Vec<inca_system::bench::Bench> {
@@ -121,8 +123,10 @@ impl System for ExoPlaneSystem {
     }
 }
 
-/// One run's ExoPlane devices (no run checks yet).
-struct ExoPlaneRun;
+/// One run's ExoPlane devices, and in checked mode the §6 checks over it.
+struct ExoPlaneRun {
+    checks: Option<crate::checks::ExoChecks>,
+}
 
 impl SystemRun for ExoPlaneRun {
     fn build_switch(
@@ -135,6 +139,13 @@ impl SystemRun for ExoPlaneRun {
             Built::Switch(p) => Box::new(Switch::new(profile, p)?),
             Built::Device(p) => Box::new(Switch::new(profile, p)?),
         })
+    }
+
+    fn run_checks(&self) -> Vec<&dyn inca_system::RunCheck> {
+        match &self.checks {
+            Some(c) => vec![c as &dyn inca_system::RunCheck],
+            None => Vec::new(),
+        }
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -316,6 +316,27 @@ impl AppProgram {
         }
     }
 
+    /// The value bytes of a table write the program's control handler
+    /// issued (the inverse of [`AppSpec::install`]'s decoding), for the
+    /// daemon's WRITE_REQ; None for a write that is not a table add of
+    /// this program.
+    pub fn encode_value(
+        &self,
+        o: &ObjectSpec,
+        w: &inca_switch::capture::ControlWrite,
+    ) -> Option<Vec<u8>> {
+        match (self, o.name.as_str()) {
+            (AppProgram::Nat(_), "nat_out" | "nat_in") => {
+                w.action::<Translate>().map(encode_translate)
+            }
+            (AppProgram::Firewall(_), "fw_conn") => {
+                w.action::<PortId>().map(|p| p.to_be_bytes().to_vec())
+            }
+            (AppProgram::Vpn(_), "vpn_in" | "vpn_out") => w.action::<Tunnel>().map(encode_tunnel),
+            _ => None,
+        }
+    }
+
     /// See [`AppSpec::install`].
     pub(super) fn install(
         &self,

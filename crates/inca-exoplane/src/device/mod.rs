@@ -27,6 +27,8 @@
 //! queues for it, and takes entry writes by control message
 //! ([`crate::manual`]) until the daemon writes them.
 
+mod daemon_glue;
+
 use std::collections::VecDeque;
 
 use inca_switch::composite::{BlockDigest, CompositeMeta};
@@ -44,6 +46,7 @@ use crate::app::AppSpec;
 use crate::manual;
 use crate::step_m::{self, Merged};
 use crate::switch::config::ConfigError;
+pub use daemon_glue::{DaemonSetup, BANK_TIMER, DAEMON_TIMER};
 
 /// Count-min rows per app (§3.3).
 pub const CMS_ROWS: usize = 4;
@@ -194,7 +197,9 @@ pub struct ExoDevice {
     /// The apps' digests and aging notices, for the daemon.
     pub app_events: VecDeque<AppEvent>,
     /// MERGE_ACK bodies for the daemon.
-    pub merge_acks: VecDeque<inca_wire::exoplane::MergeRepr>,
+    pub merge_acks: VecDeque<(u8, inca_wire::exoplane::MergeRepr)>,
+    /// The daemon, when this device runs one ([`ExoDevice::with_daemon`]).
+    daemon: daemon_glue::DaemonSlot,
 }
 
 fn push_bounded<T>(q: &mut VecDeque<T>, v: T, overflow: &mut u64) {
@@ -240,6 +245,7 @@ impl ExoDevice {
             reports: VecDeque::new(),
             app_events: VecDeque::new(),
             merge_acks: VecDeque::new(),
+            daemon: daemon_glue::DaemonSlot::default(),
         })
     }
 
@@ -267,9 +273,19 @@ impl ExoDevice {
         key: &[u8],
         value: Option<&[u8]>,
     ) -> bool {
-        let Some(i) = self.app_index(app_id) else {
-            return false;
-        };
+        self.entry_request(cp, app_id, obj, key, value).is_some()
+    }
+
+    /// [`ExoDevice::entry_write`], returning the control request id.
+    pub(crate) fn entry_request(
+        &mut self,
+        cp: &mut ControlPlane<'_>,
+        app_id: u8,
+        obj: u16,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Option<u64> {
+        let i = self.app_index(app_id)?;
         let objects = &self.objects[i];
         let spec = &self.cfg.apps[i];
         let resolve = |name: &str| {
@@ -280,7 +296,7 @@ impl ExoDevice {
                 .map(|(_, id)| *id)
         };
         spec.install(cp, &resolve, crate::ids::ObjId(obj), key, value)
-            .is_ok()
+            .ok()
     }
 
     /// Sends a MISS back into the pipeline as the TO_DEV it was (the
@@ -414,8 +430,18 @@ impl ExoDevice {
                     pkt.drop_packet();
                 }
             }
+            // The PUNT shim carries the app's own punt reason in
+            // `out_port` [our choice], for the daemon's control logic.
             Destination::Cpu(code) => match code.checked_add(MISS_REASON_BASE) {
-                Some(c) if push(pkt, back(ShimType::Punt, 0)) => {
+                Some(c)
+                    if push(
+                        pkt,
+                        back(
+                            ShimType::Punt,
+                            self.apps.punt_origin(code).map_or(0, |(_, own)| own),
+                        ),
+                    ) =>
+                {
                     self.counters.misses += 1;
                     pkt.to_cpu(c);
                 }
@@ -562,6 +588,27 @@ impl Program for ExoDevice {
     }
 
     fn control(&mut self, event: ControlEvent<DeviceDigest>, cp: &mut ControlPlane<'_>) {
+        self.control_event(event, cp);
+        self.daemon_pump(cp);
+    }
+
+    /// TO_DEV samples for every app, so the check reaches the sketch and
+    /// the apps.
+    fn check_hints(&self) -> CheckHints {
+        self.hints()
+    }
+
+    fn report(&self) -> ProgramReport {
+        let mut r = self.report_counters();
+        if let Some(run) = self.daemon.run.as_deref() {
+            daemon_glue::report(run, &mut r.counters);
+        }
+        r
+    }
+}
+
+impl ExoDevice {
+    fn control_event(&mut self, event: ControlEvent<DeviceDigest>, cp: &mut ControlPlane<'_>) {
         let event = match event.split_digest::<BlockDigest>() {
             Ok(e) => e,
             // The app's control logic is the daemon's (§5.4): its writes go
@@ -577,6 +624,9 @@ impl Program for ExoDevice {
                 return push_bounded(&mut self.reports, r, &mut self.counters.queue_overflow);
             }
         };
+        let Some(event) = self.daemon_event(event, cp) else {
+            return;
+        };
         match event {
             ControlEvent::Start => {
                 self.current_bank = 0;
@@ -584,6 +634,7 @@ impl Program for ExoDevice {
                     cp.table_add(b, MatchSpec::Exact(vec![0].into()), 0);
                 }
                 self.apps.control(ControlEvent::Start, cp);
+                self.daemon_start(cp);
             }
             ControlEvent::PacketIn { reason, frame, .. } if reason == REASON_MERGE_ACK => {
                 if let Some(m) = step_m::body_of(&frame) {
@@ -637,9 +688,7 @@ impl Program for ExoDevice {
         }
     }
 
-    /// TO_DEV samples for every app, so the check reaches the sketch and
-    /// the apps.
-    fn check_hints(&self) -> CheckHints {
+    fn hints(&self) -> CheckHints {
         let mut h = self.apps.check_hints();
         for a in &self.cfg.apps {
             for (failover, in_port) in [(false, 0), (true, 1)] {
@@ -660,7 +709,7 @@ impl Program for ExoDevice {
         h
     }
 
-    fn report(&self) -> ProgramReport {
+    fn report_counters(&self) -> ProgramReport {
         let mut r = self.apps.report();
         let c = &self.counters;
         for (name, v) in [

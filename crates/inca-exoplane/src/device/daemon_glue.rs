@@ -1,0 +1,547 @@
+//! The daemon on the smart NIC's control plane (§2, §3.3): the sans-IO
+//! [`Daemon`] driven by the device program's control events, its messages
+//! on the control session to the hub, its device operations on this
+//! program's objects.
+//!
+//! - The session: the first control session that comes up is the hub's
+//!   (a device has one). Messages are §4.6 frames ([`DaemonSession`]).
+//! - MISSes queued by the data plane become setups (the app's own control
+//!   logic, [`crate::runtime::logic`]); REPORTs promotion reports; the
+//!   data-plane sketch's bank flips every `T_win`.
+//! - Device operations are acknowledged at a register-read barrier as on
+//!   the switch ([`crate::switch`]'s hub glue).
+//! - [our choice] Restoring a counter cell to `H` on REJOIN (`reg = H`)
+//!   is a MERGE of `H` into the cell, which is at the identity: a
+//!   rebuilding device is sent no packets and its counters restarted at 0.
+//! - A restart of the device (its control plane sees `Start` again) makes
+//!   the daemon say `lost_state` in its HELLO.
+
+use std::collections::HashMap;
+
+use inca_switch::device::{Nanos, SessionEvent, SessionId};
+use inca_switch::{ControlEvent, ControlPlane, Handle, PacketOutDest};
+use inca_wire::exoplane::{shim, MergeOp, MergeRepr};
+
+use super::{ExoDevice, Miss};
+use crate::app::{key_of, ObjectKind as AppKind};
+use crate::codec::{DaemonSession, DaemonToHub, HubToDaemon};
+use crate::daemon::{
+    ControlLogic, Daemon, DaemonConfig, DaemonInput, DaemonOutput, DaemonStats, DeviceOp,
+    DeviceOpId,
+};
+use crate::hub::oplog::EntryKey;
+use crate::ids::{AppId, UnionKey};
+use crate::runtime::logic::{cell_index, AppLogic};
+
+/// The control-plane timer token of the daemon.
+pub const DAEMON_TIMER: u64 = 0x4558_4441_454d_0001;
+/// The control-plane timer token of the sketch's bank flip.
+pub const BANK_TIMER: u64 = 0x4558_4441_454d_0002;
+
+/// What the daemon is built from.
+#[derive(Clone, Debug)]
+pub struct DaemonSetup {
+    /// The daemon's parameters (its pdev among them).
+    pub config: DaemonConfig,
+    /// External devices in the deployment (NAT pools are split over them).
+    pub n_devices: u8,
+    /// Seed of the apps' control logic (a NAT's allocations).
+    pub seed: u64,
+}
+
+#[derive(Clone, Copy)]
+enum Ack {
+    Request(u64),
+    Done,
+    Refused,
+}
+
+enum Read {
+    Register(EntryKey, crate::ids::Round),
+    Barrier(Vec<(DeviceOpId, Ack)>),
+}
+
+enum MergeFor {
+    Sync(EntryKey),
+    Restore(DeviceOpId),
+}
+
+pub(crate) struct DaemonRun {
+    daemon: Daemon,
+    session: Option<SessionId>,
+    codec: DaemonSession,
+    reads: HashMap<u64, Read>,
+    failed: std::collections::HashSet<u64>,
+    unacked: Vec<(DeviceOpId, Ack)>,
+    merges: HashMap<(u8, u16, u32), MergeFor>,
+    timer_at: Option<Nanos>,
+    dropped: u64,
+}
+
+/// The daemon's slot in the program.
+#[derive(Default)]
+pub(crate) struct DaemonSlot {
+    pub setup: Option<DaemonSetup>,
+    pub run: Option<Box<DaemonRun>>,
+    started: bool,
+}
+
+impl Clone for DaemonSlot {
+    fn clone(&self) -> Self {
+        DaemonSlot {
+            setup: self.setup.clone(),
+            run: None,
+            started: false,
+        }
+    }
+}
+
+impl ExoDevice {
+    /// Runs a daemon on this device's control plane.
+    pub fn with_daemon(mut self, setup: DaemonSetup) -> Self {
+        self.daemon.setup = Some(setup);
+        self
+    }
+
+    /// The running daemon.
+    pub fn daemon(&self) -> Option<&Daemon> {
+        self.daemon.run.as_deref().map(|r| &r.daemon)
+    }
+
+    /// The daemon's counters.
+    pub fn daemon_stats(&self) -> Option<&DaemonStats> {
+        self.daemon().map(Daemon::stats)
+    }
+
+    pub(super) fn daemon_start(&mut self, cp: &mut ControlPlane<'_>) {
+        let Some(setup) = self.daemon.setup.clone() else {
+            return;
+        };
+        let lost_state = self.daemon.started;
+        self.daemon.started = true;
+        let mut apps: Vec<Box<dyn ControlLogic>> = Vec::new();
+        for a in &self.cfg.apps {
+            match AppLogic::new(
+                a,
+                u32::MAX,
+                setup.config.pdev.0 as u8,
+                setup.n_devices,
+                setup.seed,
+            ) {
+                Ok(l) => apps.push(Box::new(l)),
+                Err(_) => return,
+            }
+        }
+        let now = cp.now();
+        let daemon = Daemon::new(setup.config.clone(), apps, now, lost_state);
+        self.daemon.run = Some(Box::new(DaemonRun {
+            daemon,
+            session: None,
+            codec: DaemonSession::new(),
+            reads: HashMap::new(),
+            failed: Default::default(),
+            unacked: Vec::new(),
+            merges: HashMap::new(),
+            timer_at: None,
+            dropped: 0,
+        }));
+        cp.set_timer(now + setup.config.t_win, BANK_TIMER);
+    }
+
+    /// Takes `event` if it is the daemon's; gives it back otherwise.
+    pub(super) fn daemon_event(
+        &mut self,
+        event: ControlEvent<inca_switch::composite::BlockDigest>,
+        cp: &mut ControlPlane<'_>,
+    ) -> Option<ControlEvent<inca_switch::composite::BlockDigest>> {
+        let t_win = self.daemon.setup.as_ref().map(|s| s.config.t_win);
+        let Some(run) = self.daemon.run.as_deref_mut() else {
+            return Some(event);
+        };
+        let now = cp.now();
+        match event {
+            ControlEvent::Timer { token } if token == DAEMON_TIMER => {
+                run.timer_at = None;
+                run.daemon.handle_timeout(now);
+            }
+            ControlEvent::Timer { token } if token == BANK_TIMER => {
+                self.flip_bank(cp);
+                if let Some(t) = t_win {
+                    cp.set_timer(now + t, BANK_TIMER);
+                }
+            }
+            ControlEvent::Session(e) => on_session(run, now, e),
+            ControlEvent::OpFailed { request, error } => {
+                let ours = run.reads.values().any(|r| {
+                    matches!(r, Read::Barrier(ops) if ops.iter().any(|&(_, a)| matches!(a, Ack::Request(q) if q == request)))
+                });
+                if !ours {
+                    return Some(ControlEvent::OpFailed { request, error });
+                }
+                run.failed.insert(request);
+            }
+            ControlEvent::RegisterValues { request, values } => match run.reads.remove(&request) {
+                Some(Read::Barrier(ops)) => {
+                    for (id, ack) in ops {
+                        let ok = match ack {
+                            Ack::Request(r) => !run.failed.remove(&r),
+                            Ack::Done => true,
+                            Ack::Refused => false,
+                        };
+                        run.daemon.handle(now, DaemonInput::DeviceAck { id, ok });
+                    }
+                }
+                Some(_) => run.dropped += 1,
+                None => return Some(ControlEvent::RegisterValues { request, values }),
+            },
+            ControlEvent::CounterValues {
+                request,
+                first,
+                values,
+            } => match run.reads.remove(&request) {
+                Some(Read::Register(entry, round)) => {
+                    let value = values.first().map_or(0, |&(p, _)| p & 0xFFFF_FFFF);
+                    run.daemon.handle(
+                        now,
+                        DaemonInput::RegisterRead {
+                            entry,
+                            round,
+                            value,
+                        },
+                    );
+                }
+                Some(_) => run.dropped += 1,
+                None => {
+                    return Some(ControlEvent::CounterValues {
+                        request,
+                        first,
+                        values,
+                    })
+                }
+            },
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// Feeds the data plane's queues to the daemon and carries out its
+    /// outputs. Call after every control event.
+    pub(super) fn daemon_pump(&mut self, cp: &mut ControlPlane<'_>) {
+        if self.daemon.run.is_none() {
+            return;
+        }
+        let now = cp.now();
+        let misses: Vec<Miss> = self.misses.drain(..).collect();
+        let reports: Vec<_> = self.reports.drain(..).collect();
+        let acks: Vec<_> = self.merge_acks.drain(..).collect();
+        self.app_events.clear();
+        let uks: Vec<_> = misses
+            .iter()
+            .map(|m| {
+                let app = self.app_index(m.app_id)?;
+                let mut f = m.frame.clone();
+                shim::pop(&mut f).ok()?;
+                let p = inca_apps::headers::parse(&f).unwrap_or_default();
+                Some(key_of(&self.uk_fields[app], &p, &f))
+            })
+            .collect();
+        let run = self.daemon.run.as_deref_mut().expect("checked above");
+        for (m, uk) in misses.into_iter().zip(uks) {
+            match uk {
+                Some(uk) => run.daemon.handle(
+                    now,
+                    DaemonInput::Miss {
+                        app: AppId(m.app_id),
+                        uk,
+                        frame: m.frame,
+                    },
+                ),
+                None => run.dropped += 1,
+            }
+        }
+        for r in reports {
+            run.daemon.handle(
+                now,
+                DaemonInput::Report {
+                    app: AppId(r.app_id),
+                    uk: UnionKey(r.uk),
+                    estimate: r.estimate,
+                },
+            );
+        }
+        for (app, m) in acks {
+            match run.merges.remove(&(app, m.obj_id, m.slot)) {
+                Some(MergeFor::Sync(entry)) => {
+                    run.daemon.handle(now, DaemonInput::MergeAck { entry })
+                }
+                Some(MergeFor::Restore(id)) => run
+                    .daemon
+                    .handle(now, DaemonInput::DeviceAck { id, ok: true }),
+                None => run.dropped += 1,
+            }
+        }
+        if run.daemon.poll_timeout().is_some_and(|t| t <= now) {
+            run.daemon.handle_timeout(now);
+        }
+        loop {
+            let run = self.daemon.run.as_deref_mut().expect("checked above");
+            let Some(out) = run.daemon.poll_output() else {
+                break;
+            };
+            self.daemon_output(cp, out);
+        }
+        let run = self.daemon.run.as_deref_mut().expect("checked above");
+        if !run.unacked.is_empty() {
+            let ops = std::mem::take(&mut run.unacked);
+            // The barrier: a one-entry read of the first sketch row.
+            match self.sketches.first().and_then(|s| s.rows.first()) {
+                Some(&(_, reg)) => {
+                    let r = cp.register_read(reg, 0, 1);
+                    let run = self.daemon.run.as_deref_mut().expect("checked above");
+                    run.reads.insert(r, Read::Barrier(ops));
+                }
+                None => {
+                    let run = self.daemon.run.as_deref_mut().expect("checked above");
+                    for (id, _) in ops {
+                        run.daemon
+                            .handle(now, DaemonInput::DeviceAck { id, ok: false });
+                    }
+                }
+            }
+        }
+        let run = self.daemon.run.as_deref_mut().expect("checked above");
+        if let Some(t) = run.daemon.poll_timeout() {
+            if run.timer_at.is_none_or(|at| t < at) {
+                run.timer_at = Some(t.max(now));
+                cp.set_timer(t.max(now), DAEMON_TIMER);
+            }
+        }
+    }
+
+    fn daemon_output(&mut self, cp: &mut ControlPlane<'_>, out: DaemonOutput) {
+        match out {
+            DaemonOutput::ToHub { req_id, msg } => {
+                let run = self.daemon.run.as_deref_mut().expect("daemon running");
+                let Some(session) = run.session else {
+                    run.dropped += 1;
+                    return;
+                };
+                match run.codec.encode(req_id, &DaemonToHub::Daemon(msg)) {
+                    Ok(bytes) => cp.session_send(session, bytes),
+                    Err(_) => run.dropped += 1,
+                }
+            }
+            DaemonOutput::Device { id, op } => {
+                let ack = match op {
+                    DeviceOp::Store {
+                        app,
+                        obj,
+                        key,
+                        value,
+                        ..
+                    } => self.device_write(cp, app, obj.0, &key, Some(&value)),
+                    DeviceOp::Remove { app, obj, key, .. } => {
+                        self.device_write(cp, app, obj.0, &key, None)
+                    }
+                    DeviceOp::SetRegister {
+                        app,
+                        obj,
+                        key,
+                        value,
+                    } => {
+                        let v = crate::hub::app::register_value(&value);
+                        match self.inject_merge(cp, app, obj.0, &key, MergeOp::Add, v) {
+                            Some(k) => {
+                                let run = self.daemon.run.as_deref_mut().expect("daemon running");
+                                run.merges.insert(k, MergeFor::Restore(id));
+                                return;
+                            }
+                            None => Ack::Refused,
+                        }
+                    }
+                };
+                let run = self.daemon.run.as_deref_mut().expect("daemon running");
+                run.unacked.push((id, ack));
+            }
+            DaemonOutput::ReadRegister { entry, round } => {
+                let cell = self.cell_of(entry.app, entry.obj.0, &entry.key);
+                let run = self.daemon.run.as_deref_mut().expect("daemon running");
+                match cell {
+                    Some((h, i)) => {
+                        let r = cp.counter_read(h, i, 1);
+                        run.reads.insert(r, Read::Register(entry, round));
+                    }
+                    None => run.dropped += 1,
+                }
+            }
+            DaemonOutput::InjectMerge(cmd) => {
+                let k = self.inject_merge_cmd(cp, &cmd);
+                let run = self.daemon.run.as_deref_mut().expect("daemon running");
+                match k {
+                    Some(k) => {
+                        run.merges.insert(k, MergeFor::Sync(cmd.entry));
+                    }
+                    None => run.dropped += 1,
+                }
+            }
+            DaemonOutput::Reinject { app, frame, .. } => {
+                let ok = self.reinject(
+                    cp,
+                    Miss {
+                        app_id: app.0,
+                        reason: 0,
+                        frame,
+                    },
+                );
+                if !ok {
+                    self.daemon
+                        .run
+                        .as_deref_mut()
+                        .expect("daemon running")
+                        .dropped += 1;
+                }
+            }
+        }
+    }
+
+    fn device_write(
+        &mut self,
+        cp: &mut ControlPlane<'_>,
+        app: AppId,
+        obj: u16,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Ack {
+        if self.cell_of(app, obj, key).is_some() {
+            return Ack::Done;
+        }
+        self.entry_request(cp, app.0, obj, key, value)
+            .map_or(Ack::Refused, Ack::Request)
+    }
+
+    fn inject_merge_cmd(
+        &mut self,
+        cp: &mut ControlPlane<'_>,
+        cmd: &crate::sync::MergeCmd,
+    ) -> Option<(u8, u16, u32)> {
+        let (_, index) = self.cell_of(cmd.entry.app, cmd.entry.obj.0, &cmd.entry.key)?;
+        let m = MergeRepr {
+            obj_id: cmd.entry.obj.0,
+            op: cmd.merge.op(),
+            width: cmd.merge.width().bits(),
+            slot: index as u32,
+            round: cmd.round,
+            delta: cmd.delta,
+        };
+        let f = crate::merge_frame(cmd.entry.app.0, &m)?;
+        cp.packet_out(f, PacketOutDest::Ingress(0));
+        Some((cmd.entry.app.0, m.obj_id, m.slot))
+    }
+
+    fn inject_merge(
+        &mut self,
+        cp: &mut ControlPlane<'_>,
+        app: AppId,
+        obj: u16,
+        key: &[u8],
+        op: MergeOp,
+        delta: u64,
+    ) -> Option<(u8, u16, u32)> {
+        let (_, index) = self.cell_of(app, obj, key)?;
+        let m = MergeRepr {
+            obj_id: obj,
+            op,
+            width: 32,
+            slot: index as u32,
+            round: 0,
+            delta: delta & 0xFFFF_FFFF,
+        };
+        let f = crate::merge_frame(app.0, &m)?;
+        cp.packet_out(f, PacketOutDest::Ingress(0));
+        Some((app.0, obj, m.slot))
+    }
+
+    /// The packets counted in the cell of register entry `entry` of this
+    /// device (its `objects`), low 32 bits as the hub merges them.
+    pub fn cell_value(
+        &self,
+        objects: &inca_switch::objects::Objects,
+        entry: &EntryKey,
+    ) -> Option<u64> {
+        let (h, i) = self.cell_of(entry.app, entry.obj.0, &entry.key)?;
+        objects
+            .counter_read(h, i)
+            .ok()
+            .map(|(p, _)| p & 0xFFFF_FFFF)
+    }
+
+    /// The pdev its daemon runs as.
+    pub fn pdev(&self) -> Option<crate::ids::Pdev> {
+        self.daemon.setup.as_ref().map(|s| s.config.pdev)
+    }
+
+    /// The counter and index of a register entry (a counter cell).
+    fn cell_of(&self, app: AppId, obj: u16, key: &[u8]) -> Option<(Handle, u64)> {
+        let i = self.app_index(app.0)?;
+        let o = self.cfg.apps[i].object(crate::ids::ObjId(obj))?;
+        if o.kind == AppKind::Table {
+            return None;
+        }
+        let id = self.objects[i]
+            .iter()
+            .find(|(o, _)| *o == obj)
+            .map(|(_, id)| *id)?;
+        Some((Handle::of_object(id), u64::from(cell_index(key)?)))
+    }
+}
+
+fn on_session(run: &mut DaemonRun, now: Nanos, e: SessionEvent) {
+    match e {
+        SessionEvent::Up { session } if run.session.is_none() || run.session == Some(session) => {
+            run.session = Some(session);
+            run.codec = DaemonSession::new();
+            run.daemon.handle(now, DaemonInput::SessionUp);
+        }
+        SessionEvent::Reset { session, .. } if run.session == Some(session) => {
+            run.codec = DaemonSession::new();
+            run.daemon.handle(now, DaemonInput::SessionReset);
+        }
+        SessionEvent::Message { session, body } if run.session == Some(session) => {
+            let mut msgs = Vec::new();
+            if run.codec.feed(&body, &mut msgs).is_err() {
+                run.dropped += 1;
+                run.codec = DaemonSession::new();
+            }
+            for (req_id, m) in msgs {
+                match m {
+                    HubToDaemon::Hub(msg) => {
+                        run.daemon.handle(now, DaemonInput::FromHub { req_id, msg })
+                    }
+                    // EVENT_FWD: the catalog's MEDIUM apps raise no
+                    // control events on a switch hit yet; counted.
+                    HubToDaemon::EventFwd { .. } => run.dropped += 1,
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What the daemon shows in the program's report.
+pub(super) fn report(run: &DaemonRun, out: &mut Vec<(String, u64)>) {
+    let s = run.daemon.stats();
+    for (name, v) in [
+        ("setups", s.setups),
+        ("setups_ok", s.setups_ok),
+        ("setups_failed", s.setups_failed),
+        ("setups_timed_out", s.setups_timed_out),
+        ("frames_dropped", s.frames_dropped),
+        ("frames_reinjected", s.frames_reinjected),
+        ("reports", s.reports),
+        ("unsent", s.unsent),
+        ("unknown", s.unknown),
+        ("driver_dropped", run.dropped),
+    ] {
+        out.push((format!("daemon/{name}"), v));
+    }
+}

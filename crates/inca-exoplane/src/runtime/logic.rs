@@ -1,0 +1,347 @@
+//! An app as the hub and daemons see it ([`FlowKeys`], [`ControlLogic`]),
+//! made from its [`AppSpec`] and its inca-apps program — the app's own
+//! control logic, run, not rewritten.
+//!
+//! - Objects: each table is a strongly consistent hub object; each
+//!   mergeable data-plane counter or register a synchronised one (32-bit
+//!   packet counts, the spec's merge operator).
+//! - Object keys: a table's key is the union key projected onto its key
+//!   fields. [our choice] A data-plane counter of inca-apps is indexed by a
+//!   hash of its key, so two keys can share a cell; the hub's entry is
+//!   therefore the *cell* (its key is the 4-byte big-endian index), which is
+//!   what the switch and devices actually store and merge, so a merge never
+//!   mixes two entries' histories.
+//! - Direction: a flow is the packets of one union key, one direction. A
+//!   NAT's reply flow (addressed to the public address) looks up `nat_in`,
+//!   the rest `nat_out`; a firewall's and VPN's inside-to-outside flows are
+//!   the ones whose table keys are a projection of their union key, so only
+//!   those are promotable (their reverse flows are served by devices, §9
+//!   pitfall 11 in spirit) [our choice].
+//! - New flows: the daemon hands the app's MISS to [`ControlLogic::
+//!   writes_for`], which runs the app program's own control handler on it
+//!   with [`inca_switch::capture`] and turns the table writes it issued into
+//!   INSERT_IF_ABSENT / DELETE writes, plus the creation of every counter
+//!   cell the flow touches (so a promotion finds them all, Invariant 1).
+//!   A punted frame carries the app's own punt reason in the PUNT shim's
+//!   `out_port` (the device program puts it there).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use inca_switch::capture::{capture_control, Captured, ControlWrite};
+use inca_switch::device::DeviceRng;
+use inca_switch::objects::ObjectId;
+use inca_switch::placement::ObjectKind as PlacedKind;
+use inca_switch::{ControlEvent, Declare, MatchSpec, PortId, Profile, Program};
+use inca_wire::exoplane::{shim, ShimType};
+
+use crate::app::{catalog::AppProgram, AppSpec, Consistency, KeyField, ObjectKind as AppKind};
+use crate::daemon::ControlLogic;
+use crate::hub::app::{FlowKeys, ObjectDecl, ObjectKind};
+use crate::hub::msg::{Write, WriteOp};
+use crate::ids::{AppId, ObjId, UnionKey};
+
+/// Bytes of a counter cell's key (its index, big-endian).
+pub const CELL_KEY_LEN: usize = 4;
+
+/// The index of a counter cell from its hub key.
+pub fn cell_index(key: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(key.try_into().ok()?))
+}
+
+/// An app program run standalone so its control handler can be captured.
+trait Captures {
+    fn punt(&mut self, port: PortId, reason: u16, frame: Vec<u8>, rng: &mut DeviceRng) -> Captured;
+}
+
+struct Standalone<P: Program>(P);
+
+impl<P: Program> Captures for Standalone<P> {
+    fn punt(&mut self, port: PortId, reason: u16, frame: Vec<u8>, rng: &mut DeviceRng) -> Captured {
+        let timing = Profile::smartnic().control_plane;
+        let event = ControlEvent::PacketIn {
+            port,
+            reason,
+            frame,
+        };
+        capture_control(&mut self.0, event, 0, &timing, rng)
+    }
+}
+
+/// The app's objects as the hub knows them, with what the runtime needs
+/// to find each in a data plane.
+#[derive(Clone, Debug)]
+struct RuntimeObject {
+    decl: ObjectDecl,
+    name: String,
+    key: &'static [KeyField],
+    /// Cells of a counter (0 for a table).
+    cells: u64,
+}
+
+/// One app for the hub and daemons. See the module documentation.
+pub struct AppLogic {
+    spec: AppSpec,
+    decls: Vec<ObjectDecl>,
+    objects: Vec<RuntimeObject>,
+    /// Each union-key field's offset in the union key.
+    offsets: Vec<(KeyField, usize)>,
+    /// The standalone program's table ids → object ids.
+    tables: HashMap<ObjectId, ObjId>,
+    program: RefCell<Box<dyn Captures>>,
+    /// A NAT's whole public pool (replies are addressed to it).
+    public: Option<inca_apps::nat::Nat>,
+    rng: RefCell<DeviceRng>,
+}
+
+/// A clone of `p` declared on `d` (so the writes its control handler
+/// issues name `d`'s object ids), ready for capture.
+fn declared<P: Program + Clone>(p: &P, d: &mut Declare) -> Result<Box<dyn Captures>, String> {
+    let mut p = p.clone();
+    p.declare(d).map_err(|e| e.to_string())?;
+    Ok(Box::new(Standalone(p)))
+}
+
+/// The app's program for device `pdev` of `n_devices`, declared on `d`:
+/// a NAT allocates from its own share of the public pool.
+fn standalone(
+    p: &AppProgram,
+    pdev: u8,
+    n_devices: u8,
+    d: &mut Declare,
+) -> Result<Box<dyn Captures>, String> {
+    match p {
+        AppProgram::Nat(n) => declared(&n.partitioned(u32::from(pdev), u32::from(n_devices)), d),
+        AppProgram::Firewall(p) => declared(p, d),
+        AppProgram::UnivMon(p) => declared(p, d),
+        AppProgram::SynProxy(p) => declared(p, d),
+        AppProgram::Vpn(p) => declared(p, d),
+    }
+}
+
+impl AppLogic {
+    /// The app `spec` as the daemon of device `pdev` of `n_devices` runs
+    /// it (and the hub, which never runs its control logic), tables of
+    /// `table_capacity` entries on the switch, the capture instance's
+    /// random choices drawn from `seed`.
+    pub fn new(
+        spec: &AppSpec,
+        table_capacity: u32,
+        pdev: u8,
+        n_devices: u8,
+        seed: u64,
+    ) -> Result<AppLogic, String> {
+        let mut d = Declare::default();
+        let program = standalone(&spec.program, pdev, n_devices, &mut d)?;
+        let public = match &spec.program {
+            AppProgram::Nat(n) => Some(n.partitioned(0, u32::from(n_devices))),
+            _ => None,
+        };
+        let placed = d.decls();
+        let mut objects = Vec::new();
+        let mut tables = HashMap::new();
+        for o in &spec.objects {
+            let id = d.id_of(&o.name);
+            let cells =
+                id.and_then(|id| placed.get(id.index()))
+                    .map_or(0, |p| match p.kind {
+                        PlacedKind::Counter { entries, .. }
+                        | PlacedKind::Register { entries, .. } => entries,
+                        _ => 0,
+                    });
+            let kind = match (o.kind, o.consistency) {
+                (AppKind::Table, _) => ObjectKind::Table,
+                (_, Consistency::Bounded(op)) => ObjectKind::Register { width: 4, op },
+                // Unmergeable state never leaves its device (LOW or HIGH).
+                (_, _) => continue,
+            };
+            if kind == ObjectKind::Table {
+                if let Some(id) = id {
+                    tables.insert(id, o.id);
+                }
+            }
+            let switch_capacity = match kind {
+                ObjectKind::Table => table_capacity,
+                ObjectKind::Register { .. } => u32::try_from(cells).unwrap_or(u32::MAX),
+            };
+            objects.push(RuntimeObject {
+                decl: ObjectDecl {
+                    obj: o.id,
+                    kind,
+                    switch_capacity,
+                },
+                name: o.name.clone(),
+                key: o.key,
+                cells,
+            });
+        }
+        let mut offsets = Vec::new();
+        let mut at = 0;
+        for f in spec.union_fields() {
+            offsets.push((f, at));
+            at += f.bytes();
+        }
+        Ok(AppLogic {
+            decls: objects.iter().map(|o| o.decl.clone()).collect(),
+            spec: spec.clone(),
+            objects,
+            offsets,
+            tables,
+            program: RefCell::new(program),
+            public,
+            rng: RefCell::new(inca_switch::device::device_rng(seed, u64::from(spec.id.0))),
+        })
+    }
+
+    /// The app's spec.
+    pub fn spec(&self) -> &AppSpec {
+        &self.spec
+    }
+
+    fn field<'a>(&self, uk: &'a UnionKey, f: KeyField) -> Option<&'a [u8]> {
+        let &(_, at) = self.offsets.iter().find(|(g, _)| *g == f)?;
+        uk.0.get(at..at + f.bytes())
+    }
+
+    fn project(&self, uk: &UnionKey, fields: &[KeyField]) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        for &f in fields {
+            out.extend_from_slice(self.field(uk, f)?);
+        }
+        Some(out)
+    }
+
+    /// Whether flow `uk` looks up table `name` (see the module
+    /// documentation on direction).
+    fn looks_up(&self, uk: &UnionKey, name: &str) -> bool {
+        match &self.spec.program {
+            AppProgram::Nat(_) => {
+                let dst = self
+                    .field(uk, KeyField::Dst)
+                    .and_then(|d| <[u8; 4]>::try_from(d).ok());
+                let inbound = match (&self.public, dst) {
+                    (Some(n), Some(d)) => n.is_public(d),
+                    _ => false,
+                };
+                (name == "nat_in") == inbound
+            }
+            AppProgram::Vpn(_) => name == "vpn_out",
+            _ => true,
+        }
+    }
+
+    /// The cell of counter `o` a packet of `uk` counts in.
+    fn cell(&self, o: &RuntimeObject, uk: &UnionKey) -> Option<Vec<u8>> {
+        let cells = o.cells.max(1);
+        let index = match o.key {
+            [] => 0,
+            [KeyField::Src] | [KeyField::InnerSrc] => {
+                inca_apps::core::counter::index(self.field(uk, o.key[0])?, cells as usize)
+            }
+            fields => {
+                let v = self.project(uk, fields)?;
+                v.iter().fold(0u64, |a, b| (a << 8) | u64::from(*b)) % cells
+            }
+        };
+        Some((index as u32).to_be_bytes().to_vec())
+    }
+
+    /// The object id of a table of the standalone program.
+    fn table_obj(&self, id: ObjectId) -> Option<ObjId> {
+        self.tables.get(&id).copied()
+    }
+}
+
+impl FlowKeys for AppLogic {
+    fn app(&self) -> AppId {
+        self.spec.id
+    }
+
+    fn objects(&self) -> &[ObjectDecl] {
+        &self.decls
+    }
+
+    fn object_key(&self, obj: ObjId, uk: &UnionKey) -> Option<Vec<u8>> {
+        let o = self.objects.iter().find(|o| o.decl.obj == obj)?;
+        match o.decl.kind {
+            ObjectKind::Table => {
+                if !self.looks_up(uk, &o.name) {
+                    return None;
+                }
+                self.project(uk, o.key)
+            }
+            ObjectKind::Register { .. } => self.cell(o, uk),
+        }
+    }
+}
+
+impl ControlLogic for AppLogic {
+    fn writes_for(&self, uk: &UnionKey, frame: &[u8]) -> Vec<Write> {
+        let Ok(Some((at, s))) = shim::shim_of(frame) else {
+            return Vec::new();
+        };
+        if s.shim_type != ShimType::Punt {
+            return Vec::new();
+        }
+        let _ = at;
+        let mut inner = frame.to_vec();
+        if shim::pop(&mut inner).is_err() {
+            return Vec::new();
+        }
+        let captured = {
+            let mut rng = self.rng.borrow_mut();
+            self.program
+                .borrow_mut()
+                .punt(s.in_port, s.out_port, inner, &mut rng)
+        };
+        let mut writes = Vec::new();
+        for w in captured.writes() {
+            let (table, spec, delete) = match w {
+                ControlWrite::TableAdd { table, spec, .. }
+                | ControlWrite::TableModify { table, spec, .. } => (*table, spec, false),
+                ControlWrite::TableDelete { table, spec } => (*table, spec, true),
+                _ => continue,
+            };
+            let (Some(obj), MatchSpec::Exact(key)) = (self.table_obj(table), spec) else {
+                continue;
+            };
+            let Some(o) = self.spec.object(obj) else {
+                continue;
+            };
+            let value = if delete {
+                Vec::new()
+            } else {
+                match self.spec.program.encode_value(o, w) {
+                    Some(v) => v,
+                    None => continue,
+                }
+            };
+            writes.push(Write {
+                op: if delete {
+                    WriteOp::Delete
+                } else {
+                    WriteOp::InsertIfAbsent
+                },
+                obj,
+                key: key.to_vec(),
+                value,
+            });
+        }
+        if writes.is_empty() {
+            return writes;
+        }
+        for o in &self.objects {
+            if let ObjectKind::Register { .. } = o.decl.kind {
+                if let Some(key) = self.cell(o, uk) {
+                    writes.push(Write {
+                        op: WriteOp::InsertIfAbsent,
+                        obj: o.decl.obj,
+                        key,
+                        value: Vec::new(),
+                    });
+                }
+            }
+        }
+        writes
+    }
+}

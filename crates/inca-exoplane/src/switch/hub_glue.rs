@@ -1,0 +1,568 @@
+//! The hub on the switch's control plane (§2, §3.2): the sans-IO
+//! [`Hub`] driven by the switch program's control events, its messages on
+//! the control sessions to the device daemons, its switch operations on
+//! this program's objects.
+//!
+//! - Sessions: a daemon says HELLO first; the session it came on is then
+//!   that device's. Messages are §4.6 frames ([`HubSession`]), one per
+//!   session message.
+//! - Switch operations run in issue order on the control channel. The
+//!   hub wants each acknowledged once it has taken effect: after a batch
+//!   the driver issues one register read (a barrier: reads answer in issue
+//!   order too), whose answer acknowledges every operation before it; an
+//!   operation that failed was reported by `OpFailed` first [our choice:
+//!   BfRt's batch-then-sync idiom].
+//! - Counter cells are the hub's register entries (their key is the cell
+//!   index, [`crate::runtime::logic`]); reads and MERGEs name that cell.
+//! - FM direct-counter slots are allocated here, per app.
+//! - Port-down copies, MERGE_ACKs and aged FM entries queued by the data
+//!   plane path are fed to the hub on every control event.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use inca_switch::device::{Nanos, SessionEvent, SessionId};
+use inca_switch::{ControlEvent, ControlPlane, Handle, PacketOutDest};
+use inca_wire::exoplane::MergeRepr;
+
+use super::ExoSwitch;
+use crate::app::{Affinity, AppSpec};
+use crate::codec::{DaemonToHub, HubSession, HubToDaemon};
+use crate::hub::oplog::EntryKey;
+use crate::hub::{Hub, HubApp, HubConfig, HubInput, HubOutput, HubStats, SwitchOp, SwitchOpId};
+use crate::ids::{AppId, Pdev, UnionKey};
+use crate::runtime::logic::{cell_index, AppLogic};
+
+/// The control-plane timer token of the hub (apart from the apps').
+pub const HUB_TIMER: u64 = 0x4558_4855_4200_0001;
+
+/// What the hub is built from; kept by the program, the hub itself built
+/// at every start (a restarted switch's control plane starts afresh).
+#[derive(Clone, Debug)]
+pub struct HubSetup {
+    /// The hub's parameters (device count among them).
+    pub config: HubConfig,
+    /// Whether a checked run may require every synchronised copy to agree
+    /// at its end ([`crate::checks`], P6).
+    pub converged: bool,
+}
+
+/// What a pending read is for.
+enum Read {
+    Fm(AppId),
+    Register(EntryKey),
+    Barrier(Vec<(SwitchOpId, Ack)>),
+}
+
+/// How an operation's acknowledgement is decided at the barrier.
+#[derive(Clone, Copy)]
+enum Ack {
+    /// By whether this control request failed.
+    Request(u64),
+    /// Nothing to wait for (a counter cell exists from the start).
+    Done,
+    /// Refused before it was issued.
+    Refused,
+}
+
+/// An app's flow-manager slots.
+#[derive(Default)]
+struct FmSlots {
+    by_uk: HashMap<UnionKey, u32>,
+    by_slot: HashMap<u32, UnionKey>,
+    free: Vec<u32>,
+}
+
+/// A running hub with its driver state.
+pub(crate) struct HubRun {
+    hub: Hub,
+    session_of: BTreeMap<Pdev, SessionId>,
+    pdev_of: HashMap<SessionId, Pdev>,
+    codecs: HashMap<SessionId, HubSession>,
+    reads: HashMap<u64, Read>,
+    failed: HashSet<u64>,
+    unacked: Vec<(SwitchOpId, Ack)>,
+    slots: HashMap<AppId, FmSlots>,
+    merges: HashMap<(u8, u16, u32), EntryKey>,
+    timer_at: Option<Nanos>,
+    /// Messages the codec refused, sessions unknown, reads unmatched.
+    pub dropped: u64,
+}
+
+impl HubRun {
+    /// The hub.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+}
+
+/// The hub's slot in the program: its setup and, once started, the hub.
+#[derive(Default)]
+pub(crate) struct HubSlot {
+    pub setup: Option<HubSetup>,
+    pub run: Option<Box<HubRun>>,
+}
+
+impl Clone for HubSlot {
+    /// A clone has the setup, not the running hub (a program is cloned
+    /// before it starts: checks, benchmarks).
+    fn clone(&self) -> Self {
+        HubSlot {
+            setup: self.setup.clone(),
+            run: None,
+        }
+    }
+}
+
+fn new_run(sw: &ExoSwitch, setup: &HubSetup, now: Nanos) -> Option<Box<HubRun>> {
+    let n = setup.config.n_devices;
+    let mut apps = Vec::new();
+    let mut slots = HashMap::new();
+    for a in &sw.cfg.apps {
+        if a.spec.affinity == Affinity::High {
+            continue;
+        }
+        let logic = AppLogic::new(&a.spec, table_capacity(&a.spec, a.fm_entries), 0, n, 0).ok()?;
+        apps.push(HubApp {
+            keys: Box::new(logic),
+            fm_capacity: a.fm_entries as u32,
+        });
+        slots.insert(
+            a.spec.id,
+            FmSlots {
+                free: (0..a.fm_entries as u32).rev().collect(),
+                ..FmSlots::default()
+            },
+        );
+    }
+    let hub = Hub::new(setup.config.clone(), apps, now).ok()?;
+    Some(Box::new(HubRun {
+        hub,
+        session_of: BTreeMap::new(),
+        pdev_of: HashMap::new(),
+        codecs: HashMap::new(),
+        reads: HashMap::new(),
+        failed: HashSet::new(),
+        unacked: Vec::new(),
+        slots,
+        merges: HashMap::new(),
+        timer_at: None,
+        dropped: 0,
+    }))
+}
+
+/// Switch copies of a MEDIUM app's tables: room for every FM entry's
+/// entries [our choice: the app's own table size].
+fn table_capacity(spec: &AppSpec, fm: usize) -> u32 {
+    let _ = spec;
+    u32::try_from(fm.max(1) * 2).unwrap_or(u32::MAX)
+}
+
+impl ExoSwitch {
+    /// Runs the hub here: the program then answers daemons on its control
+    /// sessions and installs flows itself.
+    pub fn with_hub(mut self, setup: HubSetup) -> Self {
+        self.hub.setup = Some(setup);
+        self
+    }
+
+    /// The hub's `T_flush` (0 without a hub).
+    pub fn t_flush(&self) -> Nanos {
+        self.hub.setup.as_ref().map_or(0, |s| s.config.t_flush)
+    }
+
+    /// Whether the run's end must find synchronised copies in agreement.
+    pub fn converged_check(&self) -> bool {
+        self.hub.setup.as_ref().is_some_and(|s| s.converged)
+    }
+
+    /// The running hub, if this program has one and has started.
+    pub fn hub(&self) -> Option<&Hub> {
+        self.hub.run.as_deref().map(HubRun::hub)
+    }
+
+    /// The hub's counters (None without a running hub).
+    pub fn hub_stats(&self) -> Option<&HubStats> {
+        self.hub().map(Hub::stats)
+    }
+
+    pub(super) fn hub_start(&mut self, cp: &mut ControlPlane<'_>) {
+        let Some(setup) = self.hub.setup.clone() else {
+            return;
+        };
+        self.hub.run = new_run(self, &setup, cp.now());
+        self.hub_pump(cp);
+    }
+
+    /// Takes `event` if it is the hub's; gives it back otherwise.
+    pub(super) fn hub_event(
+        &mut self,
+        event: ControlEvent<inca_switch::composite::BlockDigest>,
+        cp: &mut ControlPlane<'_>,
+    ) -> Option<ControlEvent<inca_switch::composite::BlockDigest>> {
+        let Some(run) = self.hub.run.as_deref_mut() else {
+            return Some(event);
+        };
+        let now = cp.now();
+        match event {
+            ControlEvent::Timer { token } if token == HUB_TIMER => {
+                run.timer_at = None;
+                run.hub.handle_timeout(now);
+            }
+            ControlEvent::Session(e) => on_session(run, now, e),
+            ControlEvent::OpFailed { request, error } => {
+                if !run.failed_op(request) {
+                    return Some(ControlEvent::OpFailed { request, error });
+                }
+            }
+            ControlEvent::RegisterValues { request, values } => match run.reads.remove(&request) {
+                Some(Read::Barrier(ops)) => {
+                    for (id, ack) in ops {
+                        let ok = match ack {
+                            Ack::Request(req) => !run.failed.remove(&req),
+                            Ack::Done => true,
+                            Ack::Refused => false,
+                        };
+                        run.hub.handle(now, HubInput::SwitchAck { id, ok });
+                    }
+                }
+                Some(_) => run.dropped += 1,
+                None => return Some(ControlEvent::RegisterValues { request, values }),
+            },
+            ControlEvent::CounterValues {
+                request,
+                first,
+                values,
+            } => match run.reads.remove(&request) {
+                Some(Read::Fm(app)) => {
+                    let counters = run
+                        .slots
+                        .get(&app)
+                        .map(|s| {
+                            values
+                                .iter()
+                                .enumerate()
+                                .filter_map(|(i, &(p, _))| {
+                                    let slot = first as u32 + i as u32;
+                                    Some((s.by_slot.get(&slot)?.clone(), p as u32))
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    run.hub.handle(now, HubInput::FmCounters { app, counters });
+                }
+                Some(Read::Register(entry)) => {
+                    let value = values.first().map_or(0, |&(p, _)| p & 0xFFFF_FFFF);
+                    run.hub.handle(now, HubInput::RegisterRead { entry, value });
+                }
+                Some(Read::Barrier(_)) => run.dropped += 1,
+                None => {
+                    return Some(ControlEvent::CounterValues {
+                        request,
+                        first,
+                        values,
+                    })
+                }
+            },
+            other => return Some(other),
+        }
+        self.hub_pump(cp);
+        None
+    }
+
+    /// Feeds the data plane's queued events to the hub, carries out its
+    /// outputs and re-arms its timer. Call after every control event.
+    pub(super) fn hub_pump(&mut self, cp: &mut ControlPlane<'_>) {
+        if self.hub.run.is_none() {
+            return;
+        }
+        let now = cp.now();
+        let ports = self.cfg.devices.clone();
+        let port_downs: Vec<_> = self.port_down_events.drain(..).collect();
+        let acks: Vec<(u8, MergeRepr)> = self.merge_acks.drain(..).collect();
+        let aged: Vec<_> = self.aged.drain(..).collect();
+        let app_ids: Vec<AppId> = self.cfg.apps.iter().map(|a| a.spec.id).collect();
+        // MEDIUM apps' switch events: EVENT_FWD is not carried yet; they
+        // are counted (the catalog's MEDIUM apps raise none on a hit).
+        self.app_events.clear();
+        let run = self.hub.run.as_deref_mut().expect("checked above");
+        for port in port_downs {
+            if let Some(pdev) = ports.iter().position(|&p| p == port) {
+                run.hub.handle(
+                    now,
+                    HubInput::PortDown {
+                        pdev: Pdev(pdev as u16),
+                    },
+                );
+            }
+        }
+        for (app, m) in acks {
+            match run.merges.remove(&(app, m.obj_id, m.slot)) {
+                Some(entry) => run.hub.handle(now, HubInput::MergeAck { entry }),
+                None => run.dropped += 1,
+            }
+        }
+        for (i, uk) in aged {
+            if let Some(&app) = app_ids.get(usize::from(i)) {
+                run.hub.handle(
+                    now,
+                    HubInput::FmIdle {
+                        app,
+                        uk: UnionKey(uk),
+                    },
+                );
+            }
+        }
+        if run.hub.poll_timeout().is_some_and(|t| t <= now) {
+            run.hub.handle_timeout(now);
+        }
+        loop {
+            let run = self.hub.run.as_deref_mut().expect("checked above");
+            let Some(out) = run.hub.poll_output() else {
+                break;
+            };
+            match out {
+                HubOutput::ToDaemon(m) => {
+                    let run = self.hub.run.as_deref_mut().expect("checked above");
+                    send(run, cp, m.pdev, m.req_id, HubToDaemon::Hub(m.msg));
+                }
+                HubOutput::Switch { id, op } => self.switch_op(cp, id, op),
+                HubOutput::Event(_) => {}
+            }
+        }
+        let Some(o) = self.objs else { return };
+        let run = self.hub.run.as_deref_mut().expect("checked above");
+        if !run.unacked.is_empty() {
+            let ops = std::mem::take(&mut run.unacked);
+            let r = cp.register_read(o.pdev_alive, 0, 1);
+            run.reads.insert(r, Read::Barrier(ops));
+        }
+        if let Some(t) = run.hub.poll_timeout() {
+            if run.timer_at.is_none_or(|at| t < at) {
+                run.timer_at = Some(t.max(now));
+                cp.set_timer(t.max(now), HUB_TIMER);
+            }
+        }
+    }
+
+    /// Carries out one switch operation of the hub.
+    fn switch_op(&mut self, cp: &mut ControlPlane<'_>, id: SwitchOpId, op: SwitchOp) {
+        let Some(o) = self.objs else { return };
+        let acked = |sw: &mut ExoSwitch, ack: Ack| {
+            let run = sw.hub.run.as_deref_mut().expect("hub running");
+            run.unacked.push((id, ack));
+        };
+        match op {
+            SwitchOp::InstallEntry { entry, value, .. }
+            | SwitchOp::ModifyEntry { entry, value, .. } => {
+                let r = self.hub_write(cp, &entry, Some(&value));
+                acked(self, r);
+            }
+            SwitchOp::RemoveEntry { entry, .. } => {
+                let r = self.hub_write(cp, &entry, None);
+                acked(self, r);
+            }
+            SwitchOp::FmAdd { app, uk } => {
+                let run = self.hub.run.as_deref_mut().expect("hub running");
+                let slot = run.slots.get_mut(&app).and_then(|s| {
+                    if let Some(&slot) = s.by_uk.get(&uk) {
+                        return Some(slot);
+                    }
+                    let slot = s.free.pop()?;
+                    s.by_uk.insert(uk.clone(), slot);
+                    s.by_slot.insert(slot, uk.clone());
+                    Some(slot)
+                });
+                let r = slot.and_then(|slot| self.fm_request(cp, app.0, Some(slot), &uk.0));
+                acked(self, r.map_or(Ack::Refused, Ack::Request));
+            }
+            SwitchOp::FmDelete { app, uk } => {
+                let run = self.hub.run.as_deref_mut().expect("hub running");
+                if let Some(s) = run.slots.get_mut(&app) {
+                    if let Some(slot) = s.by_uk.remove(&uk) {
+                        s.by_slot.remove(&slot);
+                        s.free.push(slot);
+                    }
+                }
+                let r = self.fm_request(cp, app.0, None, &uk.0);
+                acked(self, r.map_or(Ack::Refused, Ack::Request));
+            }
+            SwitchOp::ReadFmCounters { app } => {
+                let Some(i) = self.app_index(app.0) else {
+                    return;
+                };
+                let Some((_, hits)) = self.per_app[i].fm else {
+                    return;
+                };
+                let n = self.cfg.apps[i].fm_entries as u64;
+                let r = cp.counter_read(hits, 0, n);
+                let run = self.hub.run.as_deref_mut().expect("hub running");
+                run.reads.insert(r, Read::Fm(app));
+            }
+            SwitchOp::ReadRegister { entry, .. } => {
+                let cell = self.cell_of(&entry);
+                let run = self.hub.run.as_deref_mut().expect("hub running");
+                match cell {
+                    Some((h, index)) => {
+                        let r = cp.counter_read(h, index, 1);
+                        run.reads.insert(r, Read::Register(entry));
+                    }
+                    None => run.dropped += 1,
+                }
+            }
+            SwitchOp::InjectMerge { cmd, .. } => {
+                let Some((_, index)) = self.cell_of(&cmd.entry) else {
+                    self.hub.run.as_deref_mut().expect("hub running").dropped += 1;
+                    return;
+                };
+                let m = MergeRepr {
+                    obj_id: cmd.entry.obj.0,
+                    op: cmd.merge.op(),
+                    width: cmd.merge.width().bits(),
+                    slot: index as u32,
+                    round: cmd.round,
+                    delta: cmd.delta,
+                };
+                let app = cmd.entry.app.0;
+                match crate::merge_frame(app, &m) {
+                    Some(f) => {
+                        cp.packet_out(f, PacketOutDest::Ingress(0));
+                        let run = self.hub.run.as_deref_mut().expect("hub running");
+                        run.merges.insert((app, m.obj_id, m.slot), cmd.entry);
+                    }
+                    None => self.hub.run.as_deref_mut().expect("hub running").dropped += 1,
+                }
+            }
+            SwitchOp::SetPdevAlive { pdev, alive } => {
+                let r = cp.register_write(o.pdev_alive, u64::from(pdev.0), u8::from(alive));
+                acked(self, Ack::Request(r));
+            }
+            SwitchOp::RearmPortDown { pdev } => {
+                if let Some(&port) = self.cfg.devices.get(usize::from(pdev.0)) {
+                    cp.pktgen_clear_port_down(port);
+                }
+                acked(self, Ack::Done);
+            }
+        }
+    }
+
+    /// An app table write the hub asked for.
+    fn hub_write(
+        &mut self,
+        cp: &mut ControlPlane<'_>,
+        entry: &EntryKey,
+        value: Option<&[u8]>,
+    ) -> Ack {
+        if self.cell_of(entry).is_some() {
+            // A counter cell exists in the data plane from the start, at
+            // the merge identity (0) like the hub's new entry.
+            return Ack::Done;
+        }
+        self.entry_request(cp, entry.app.0, entry.obj.0, &entry.key, value)
+            .map_or(Ack::Refused, Ack::Request)
+    }
+
+    /// The packets counted in the cell of register entry `entry` of this
+    /// switch (its `objects`), low 32 bits as the hub merges them.
+    pub fn cell_value(
+        &self,
+        objects: &inca_switch::objects::Objects,
+        entry: &EntryKey,
+    ) -> Option<u64> {
+        let (h, i) = self.cell_of(entry)?;
+        objects
+            .counter_read(h, i)
+            .ok()
+            .map(|(p, _)| p & 0xFFFF_FFFF)
+    }
+
+    /// The counter and index of a hub register entry (a counter cell).
+    fn cell_of(&self, entry: &EntryKey) -> Option<(Handle, u64)> {
+        let i = self.app_index(entry.app.0)?;
+        let spec = &self.cfg.apps[i].spec;
+        let o = spec.object(entry.obj)?;
+        if o.kind == crate::app::ObjectKind::Table {
+            return None;
+        }
+        let id = self.object_of(i, entry.obj.0)?;
+        Some((Handle::of_object(id), u64::from(cell_index(&entry.key)?)))
+    }
+}
+impl HubRun {
+    fn failed_op(&mut self, request: u64) -> bool {
+        let ours = self
+            .reads
+            .values()
+            .any(|r| matches!(r, Read::Barrier(ops) if ops.iter().any(|&(_, a)| matches!(a, Ack::Request(q) if q == request))));
+        if ours {
+            self.failed.insert(request);
+        }
+        ours
+    }
+}
+
+fn on_session(run: &mut HubRun, now: Nanos, e: SessionEvent) {
+    match e {
+        SessionEvent::Up { .. } | SessionEvent::Refused { .. } => {}
+        SessionEvent::Reset { session, .. } => {
+            run.codecs.remove(&session);
+            if let Some(pdev) = run.pdev_of.get(&session).copied() {
+                run.hub.handle(now, HubInput::SessionReset { pdev });
+            }
+        }
+        SessionEvent::Message { session, body } => {
+            let codec = run.codecs.entry(session).or_default();
+            let mut msgs = Vec::new();
+            if codec.feed(&body, &mut msgs).is_err() {
+                run.dropped += 1;
+                run.codecs.remove(&session);
+            }
+            for (req_id, m) in msgs {
+                let DaemonToHub::Daemon(msg) = m;
+                if let crate::hub::msg::DaemonMsg::Hello { pdev, .. } = &msg {
+                    if let Some(old) = run.session_of.insert(*pdev, session) {
+                        if old != session {
+                            run.pdev_of.remove(&old);
+                        }
+                    }
+                    run.pdev_of.insert(session, *pdev);
+                }
+                match run.pdev_of.get(&session).copied() {
+                    Some(pdev) => run.hub.handle(now, HubInput::Daemon { pdev, req_id, msg }),
+                    None => run.dropped += 1,
+                }
+            }
+        }
+    }
+}
+
+fn send(run: &mut HubRun, cp: &mut ControlPlane<'_>, pdev: Pdev, req_id: u64, msg: HubToDaemon) {
+    let Some(&session) = run.session_of.get(&pdev) else {
+        run.dropped += 1;
+        return;
+    };
+    let codec = run.codecs.entry(session).or_default();
+    match codec.encode(req_id, &msg) {
+        Ok(bytes) => cp.session_send(session, bytes),
+        Err(_) => run.dropped += 1,
+    }
+}
+
+/// What the hub's switch side shows in the program's report.
+pub(super) fn report(run: &HubRun, out: &mut Vec<(String, u64)>) {
+    let s = run.hub.stats();
+    for (name, v) in [
+        ("writes", s.writes),
+        ("writes_failed", s.writes_failed),
+        ("promotions", s.promotions),
+        ("evictions", s.evictions),
+        ("holders_dead", s.holders_dead),
+        ("switch_errors", s.switch_errors),
+        ("unsent", s.unsent),
+        ("unknown", s.unknown),
+        ("reports_dropped", s.reports_dropped),
+        ("sync_refused", s.sync_refused),
+        ("driver_dropped", run.dropped),
+    ] {
+        out.push((format!("hub/{name}"), v));
+    }
+}
