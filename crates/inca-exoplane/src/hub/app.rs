@@ -73,6 +73,14 @@ pub trait FlowKeys {
     /// The key of `obj` that a packet of flow `uk` looks up, or `None` when
     /// the flow does not touch `obj`.
     fn object_key(&self, obj: ObjId, uk: &UnionKey) -> Option<Vec<u8>>;
+
+    /// Flows besides the writer's that look up entry `key` of `obj`: their
+    /// shards' devices hold it too (a NAT's reply flow reads the `nat_in`
+    /// entry its outbound flow's setup wrote). None by default.
+    fn entry_flows(&self, obj: ObjId, key: &[u8]) -> Vec<UnionKey> {
+        let _ = (obj, key);
+        Vec::new()
+    }
 }
 
 /// The logical id a flow is sharded to (spec §5.2 step 5): the low 10 bits

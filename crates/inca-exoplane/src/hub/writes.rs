@@ -129,6 +129,18 @@ impl Hub {
                 obj: write.obj,
                 key: write.key.clone(),
             };
+            // The shards of other flows that look the entry up hold it too
+            // (a NAT's reply direction, a firewall's inbound packets).
+            let mut extra = extra;
+            if let Some(state) = self.apps.get(&app) {
+                for other in state.keys.entry_flows(write.obj, &write.key) {
+                    let (p, r) = placement(
+                        shard(app, &other, self.config.n_devices),
+                        self.config.n_devices,
+                    );
+                    extra |= pdev_bit(p) | pdev_bit(r);
+                }
+            }
             self.seq.queued += 1;
             self.seq
                 .queues

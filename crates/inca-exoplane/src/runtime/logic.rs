@@ -273,6 +273,30 @@ impl FlowKeys for AppLogic {
             ObjectKind::Register { .. } => self.cell(o, uk),
         }
     }
+
+    /// A table keyed by the whole union key is looked up by the flow whose
+    /// key it is; a firewall connection also by its reverse (inbound
+    /// packets of the connection).
+    fn entry_flows(&self, obj: ObjId, key: &[u8]) -> Vec<UnionKey> {
+        let Some(o) = self.objects.iter().find(|o| o.decl.obj == obj) else {
+            return Vec::new();
+        };
+        if o.decl.kind != ObjectKind::Table || o.key != self.spec.union_fields().as_slice() {
+            return Vec::new();
+        }
+        let mut flows = vec![UnionKey(key.to_vec())];
+        if matches!(self.spec.program, AppProgram::Firewall(_)) && key.len() == 13 {
+            // src 4 ‖ dst 4 ‖ proto 1 ‖ sport 2 ‖ dport 2, reversed.
+            let mut r = Vec::with_capacity(13);
+            r.extend_from_slice(&key[4..8]);
+            r.extend_from_slice(&key[0..4]);
+            r.push(key[8]);
+            r.extend_from_slice(&key[11..13]);
+            r.extend_from_slice(&key[9..11]);
+            flows.push(UnionKey(r));
+        }
+        flows
+    }
 }
 
 impl ControlLogic for AppLogic {
@@ -343,5 +367,112 @@ impl ControlLogic for AppLogic {
             }
         }
         writes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use inca_wire::exoplane::ShimRepr;
+    use inca_wire::{build_udp_frame, Endpoints};
+
+    use super::*;
+    use crate::app::catalog;
+
+    fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
+        let ep = Endpoints::new(
+            [2, 0, 0, 0, 0, 1],
+            Ipv4Addr::from(src),
+            [2, 0, 0, 0, 0, 2],
+            Ipv4Addr::from(dst),
+        );
+        build_udp_frame(&ep, sport, dport, &[0xAB; 16], true).unwrap()
+    }
+
+    /// `frame` as a device punts it: a PUNT shim naming the switch port it
+    /// came in on and the app's own reason.
+    fn punted(mut frame: Vec<u8>, app: u8, in_port: u16, reason: u16) -> Vec<u8> {
+        let s = ShimRepr {
+            shim_type: ShimType::Punt,
+            failover: false,
+            app_id: app,
+            ldev: 0,
+            in_port,
+            out_port: reason,
+            next_type: 0,
+        };
+        shim::push(&mut frame, s).unwrap();
+        frame
+    }
+
+    fn key(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
+        let mut k = src.to_vec();
+        k.extend_from_slice(&dst);
+        k.push(17);
+        k.extend_from_slice(&sport.to_be_bytes());
+        k.extend_from_slice(&dport.to_be_bytes());
+        k
+    }
+
+    #[test]
+    fn a_nat_miss_becomes_both_directions_entries_from_the_nats_own_logic() {
+        let spec = catalog::nat(AppId(1), "nat", 1024, 1);
+        let logic = AppLogic::new(&spec, 64, 1, 2, 7).unwrap();
+        let out = key([10, 0, 0, 1], [203, 0, 113, 9], 4000, 80);
+        let frame = punted(udp([10, 0, 0, 1], [203, 0, 113, 9], 4000, 80), 1, 3, 1);
+        let writes = logic.writes_for(&UnionKey(out.clone()), &frame);
+        assert_eq!(writes.len(), 2, "{writes:?}");
+        assert!(writes.iter().all(|w| w.op == WriteOp::InsertIfAbsent));
+        assert_eq!((writes[0].obj, &writes[0].key), (ObjId(1), &out));
+        // Device 1 of 2 allocates from the second share of the pool: the
+        // public address after the first share's.
+        let public = [
+            writes[0].value[0],
+            writes[0].value[1],
+            writes[0].value[2],
+            writes[0].value[3],
+        ];
+        assert_eq!(public, [198, 51, 100, 2]);
+        let reply = UnionKey(writes[1].key.clone());
+        assert_eq!(&reply.0[4..8], &public);
+        // Each direction looks up its own table, and the reply's shard
+        // holds the entry its key names.
+        assert_eq!(
+            logic.object_key(ObjId(1), &UnionKey(out.clone())),
+            Some(out.clone())
+        );
+        assert_eq!(logic.object_key(ObjId(2), &UnionKey(out.clone())), None);
+        assert_eq!(logic.object_key(ObjId(2), &reply), Some(reply.0.clone()));
+        assert_eq!(logic.object_key(ObjId(1), &reply), None);
+        assert_eq!(logic.entry_flows(ObjId(2), &reply.0), vec![reply.clone()]);
+        // A packet from the outside raises nothing to write.
+        let inbound = punted(udp([203, 0, 113, 9], public, 80, 1024), 1, 1, 1);
+        assert!(logic.writes_for(&reply, &inbound).is_empty());
+    }
+
+    #[test]
+    fn a_firewall_connection_brings_its_counter_cells_and_both_directions() {
+        let spec = catalog::firewall(AppId(2), "fw", 1024, 1, 4096);
+        let logic = AppLogic::new(&spec, 64, 0, 2, 7).unwrap();
+        let k = key([10, 0, 0, 1], [203, 0, 113, 9], 4000, 5353);
+        let frame = punted(udp([10, 0, 0, 1], [203, 0, 113, 9], 4000, 5353), 2, 3, 1);
+        let writes = logic.writes_for(&UnionKey(k.clone()), &frame);
+        let objs: Vec<u16> = writes.iter().map(|w| w.obj.0).collect();
+        assert_eq!(objs, vec![1, 2, 3], "{writes:?}");
+        assert_eq!(writes[0].value, 3u16.to_be_bytes().to_vec());
+        // The per-source cell is the one the data plane counts in.
+        let cell = inca_apps::core::counter::index(&[10, 0, 0, 1], 4096) as u32;
+        assert_eq!(writes[1].key, cell.to_be_bytes().to_vec());
+        assert_eq!(writes[2].key, vec![0; 4]);
+        let rev = key([203, 0, 113, 9], [10, 0, 0, 1], 5353, 4000);
+        assert_eq!(
+            logic.entry_flows(ObjId(1), &k),
+            vec![UnionKey(k.clone()), UnionKey(rev)]
+        );
+        assert_eq!(
+            logic.object_key(ObjId(2), &UnionKey(k)),
+            Some(cell.to_be_bytes().to_vec())
+        );
     }
 }
