@@ -35,8 +35,13 @@ pub(super) struct Table {
     slots: BTreeMap<EntryKey, Slot>,
     in_flight: HashMap<u64, (EntryKey, Version)>,
     pub next_op: u64,
-    /// WRITE_APPLIED replies waiting for device acknowledgements.
-    replies: Vec<Reply>,
+    /// WRITE_APPLIED replies waiting for device acknowledgements, by
+    /// arrival.
+    replies: BTreeMap<u64, Reply>,
+    next_reply: u64,
+    /// The replies each unacknowledged key holds back (so an ack looks at
+    /// those alone, not at every waiting reply).
+    waiting_on: HashMap<EntryKey, Vec<u64>>,
     dump_seen: Option<HashSet<EntryKey>>,
     dump_done: bool,
     pub rejoin_requested: bool,
@@ -162,12 +167,26 @@ impl Daemon {
             keys.push((key, rec.version));
             self.store(app, rec);
         }
-        self.table.replies.push(Reply {
-            req_id,
-            ok: true,
-            keys,
-        });
-        self.flush_replies();
+        let seq = self.table.next_reply;
+        self.table.next_reply += 1;
+        for (k, v) in &keys {
+            if !self.table.satisfied(k, *v) {
+                self.table
+                    .waiting_on
+                    .entry(k.clone())
+                    .or_default()
+                    .push(seq);
+            }
+        }
+        self.table.replies.insert(
+            seq,
+            Reply {
+                req_id,
+                ok: true,
+                keys,
+            },
+        );
+        self.flush_replies(vec![seq]);
     }
 
     pub(super) fn on_dump(&mut self, app: AppId, entries: Vec<EntryRec>, last: bool) {
@@ -206,31 +225,49 @@ impl Daemon {
                 self.table.slots.remove(&key);
             }
         }
+        let waiting = self.table.waiting_on.remove(&key).unwrap_or_default();
         if !ok {
-            for r in &mut self.table.replies {
-                if r.keys.iter().any(|(k, v)| *k == key && *v == version) {
-                    r.ok = false;
+            for seq in &waiting {
+                if let Some(r) = self.table.replies.get_mut(seq) {
+                    if r.keys.iter().any(|(k, v)| *k == key && *v == version) {
+                        r.ok = false;
+                    }
                 }
             }
         }
-        self.flush_replies();
+        // Replies still waiting for a newer version of this key wait on.
+        for &seq in &waiting {
+            let still = self.table.replies.get(&seq).is_some_and(|r| {
+                r.keys
+                    .iter()
+                    .any(|(k, v)| *k == key && !self.table.satisfied(k, *v))
+            });
+            if still {
+                self.table
+                    .waiting_on
+                    .entry(key.clone())
+                    .or_default()
+                    .push(seq);
+            }
+        }
+        self.flush_replies(waiting);
         self.maybe_rejoin_done();
     }
 
-    /// Sends every WRITE_APPLIED whose entries the device acknowledged, in
-    /// request order.
-    fn flush_replies(&mut self) {
-        let mut i = 0;
-        while i < self.table.replies.len() {
-            let done = self.table.replies[i]
-                .keys
-                .iter()
-                .all(|(k, v)| self.table.satisfied(k, *v));
+    /// Sends the WRITE_APPLIED of each of `candidates` whose entries the
+    /// device has all acknowledged, in request order.
+    fn flush_replies(&mut self, mut candidates: Vec<u64>) {
+        candidates.sort_unstable();
+        candidates.dedup();
+        for seq in candidates {
+            let done = self
+                .table
+                .replies
+                .get(&seq)
+                .is_some_and(|r| r.keys.iter().all(|(k, v)| self.table.satisfied(k, *v)));
             if done {
-                let r = self.table.replies.remove(i);
+                let r = self.table.replies.remove(&seq).expect("checked");
                 self.send_hub(r.req_id, DaemonMsg::WriteApplied { ok: r.ok });
-            } else {
-                i += 1;
             }
         }
     }
