@@ -1,0 +1,108 @@
+//! ExoPlane's simulated experiments (experiments/exoplane/, spec §8): every
+//! sweep descriptor there runs with `--quick`, writes its plots, and shows
+//! the shape the spec expects — measured, from the plots' data:
+//! - E3: UnivMon (HIGH) has one switch-level latency mode; the NAT and the
+//!   firewall (MEDIUM) have two, the switch's and the devices';
+//! - E7: a new flow's first packet takes at least 10x the steady device
+//!   latency (the device control plane's insert and the replication).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `descriptor` with `--quick` into a fresh folder; the folder.
+fn sweep(descriptor: &str) -> PathBuf {
+    let out = std::env::temp_dir().join(format!(
+        "inca-exo-{}-{}",
+        descriptor.trim_end_matches(".toml"),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&out);
+    let result = Command::new(env!("CARGO_BIN_EXE_inca"))
+        .env("INCA_FONT", "none")
+        .current_dir(root())
+        .args(["sweep", "--quick", "--jobs", "2", "--format", "svg"])
+        .arg(root().join("experiments/exoplane").join(descriptor))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{descriptor}: inca sweep --quick failed:\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    out
+}
+
+/// `config`'s row of a percentile table: column name → value.
+fn percentiles(csv: &Path, config: &str) -> Vec<(String, f64)> {
+    let body = std::fs::read_to_string(csv).unwrap();
+    let mut lines = body.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines
+        .find(|l| l.starts_with(&format!("{config},")))
+        .unwrap_or_else(|| panic!("no row {config} in {}:\n{body}", csv.display()))
+        .split(',')
+        .collect();
+    header
+        .iter()
+        .zip(row)
+        .filter_map(|(h, v)| Some((h.to_string(), v.parse().ok()?)))
+        .collect()
+}
+
+fn get(row: &[(String, f64)], name: &str) -> f64 {
+    row.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| *v)
+        .unwrap()
+}
+
+/// Below this one-way latency a packet took the switch only (its pass and
+/// two 1 µs links); above, a device detour (two more links and a NIC).
+const SWITCH_MODE_US: f64 = 5.0;
+
+#[test]
+fn e3_high_apps_have_one_mode_and_medium_apps_two() {
+    let out = sweep("e3-latency.toml");
+    let csv = out.join("plots/latency_percentiles.csv");
+    let um = percentiles(&csv, "univmon");
+    println!("univmon {um:?}");
+    assert!(get(&um, "p90_us") < SWITCH_MODE_US, "{um:?}");
+    for app in ["nat", "firewall"] {
+        let row = percentiles(&csv, app);
+        println!("{app} {row:?}");
+        // A switch mode (the popular flows) and a device mode (the tail).
+        assert!(get(&row, "p10_us") < SWITCH_MODE_US, "{app}: {row:?}");
+        assert!(get(&row, "p75_us") > SWITCH_MODE_US, "{app}: {row:?}");
+        // The device mode is narrow: its quartile and p90 within 2x.
+        assert!(
+            get(&row, "p90_us") < 2.0 * get(&row, "p75_us"),
+            "{app}: {row:?}"
+        );
+    }
+    assert!(out.join("plots/latency_cdf.svg").exists());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn e7_first_packets_wait_for_the_device_control_plane() {
+    let out = sweep("e7-new-flows.toml");
+    let csv = out.join("plots/latency_percentiles.csv");
+    let steady = percentiles(&csv, "steady");
+    let new = percentiles(&csv, "new-flows");
+    println!("steady {steady:?}\nnew flows {new:?}");
+    assert!(
+        get(&steady, "p50_us") > SWITCH_MODE_US,
+        "steady flows are device-served"
+    );
+    assert!(
+        get(&new, "p50_us") >= 10.0 * get(&steady, "p50_us"),
+        "first packets {new:?} against steady {steady:?}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
