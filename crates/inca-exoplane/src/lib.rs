@@ -36,6 +36,9 @@
 //!   of four apps, against the same apps without ExoPlane.
 //! - [`system`] — ExoPlane as an inca system: its programs in `inca
 //!   check` and scenarios.
+//! - [`props`] — checks of the quantitative properties P11 (promotion
+//!   quality) and P12 (load balance), with the workload scaling rule they
+//!   run under.
 //! - [`codec`] — the hub's, daemons' and sync messages on the wire: both
 //!   directions to and from inca-wire's control protocol (§4.6), DUMP/SYNC
 //!   batch splitting, and a sans-IO session framing them over TCP.
@@ -50,6 +53,7 @@ pub mod hub;
 pub mod ids;
 pub mod manual;
 pub mod programs;
+pub mod props;
 pub mod runtime;
 mod step_m;
 pub mod switch;
