@@ -135,12 +135,13 @@ impl Nat {
     }
 
     /// The same NAT whose control plane allocates only from share `part`
-    /// of `parts` of the public pool (each share a run of whole addresses
-    /// big enough for every flow), for several control planes that must
-    /// never hand out one endpoint twice (ExoPlane's daemons: §7's port
-    /// pool partitioned per shard). Its tables are unchanged.
-    pub fn partitioned(&self, part: u32, parts: u32) -> Nat {
-        let share = addresses_for(self.flows as u64);
+    /// of `parts` of the public pool, each share `share` whole addresses
+    /// (every partition of one pool must use the same `share`), for several
+    /// control planes that must never hand out one endpoint twice
+    /// (ExoPlane's daemons: §7's port pool partitioned per shard). Its
+    /// tables are unchanged.
+    pub fn partitioned(&self, part: u32, parts: u32, share: u32) -> Nat {
+        let share = share.max(1);
         let base = u32::from_be_bytes(self.public_base).wrapping_add(part.wrapping_mul(share));
         let mut n = Nat::new(self.flows, self.outside_port, base.to_be_bytes());
         n.public_base = self.public_base;

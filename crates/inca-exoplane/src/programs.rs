@@ -28,6 +28,8 @@
 //! - `converged`: 1 asks a checked run to find every synchronised copy in
 //!   agreement at its end ([`crate::checks`]; only for scenarios whose
 //!   traffic and faults stop at least 3 s before the end).
+//! - `failover`: 0 turns device failover off (§8 E10's baseline: the
+//!   switch keeps sending a lost device its shards); default 1.
 //! - `breakage`: a deliberate fault in the hub for showing the checks
 //!   catch it (`fm_before_acks`, `ack_before_apply`); never in real runs.
 //!
@@ -64,6 +66,7 @@ pub const SWITCH_PARAMS: &[&str] = &[
     "hub",
     "converged",
     "breakage",
+    "failover",
 ];
 /// The device program's parameter names.
 pub const DEVICE_PARAMS: &[&str] = &[
@@ -182,6 +185,7 @@ pub fn switch_from_params(p: &Params) -> Result<ExoSwitch, ParamError> {
         1 => sw.with_hub(HubSetup {
             config,
             converged: p.number("converged", 0, 0, 1)? == 1,
+            failover: p.number("failover", 1, 0, 1)? == 1,
         }),
         _ => sw,
     })

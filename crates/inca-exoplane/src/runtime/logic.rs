@@ -41,6 +41,11 @@ use crate::hub::app::{FlowKeys, ObjectDecl, ObjectKind};
 use crate::hub::msg::{Write, WriteOp};
 use crate::ids::{AppId, ObjId, UnionKey};
 
+/// Public addresses of each device's share of a NAT's pool [our choice:
+/// 16 addresses of 64,512 ports, a million flows per device; the hub and
+/// every daemon must agree, so it does not depend on a program's size].
+pub const NAT_SHARE: u32 = 16;
+
 /// Bytes of a counter cell's key (its index, big-endian).
 pub const CELL_KEY_LEN: usize = 4;
 
@@ -111,7 +116,10 @@ fn standalone(
     d: &mut Declare,
 ) -> Result<Box<dyn Captures>, String> {
     match p {
-        AppProgram::Nat(n) => declared(&n.partitioned(u32::from(pdev), u32::from(n_devices)), d),
+        AppProgram::Nat(n) => declared(
+            &n.partitioned(u32::from(pdev), u32::from(n_devices), NAT_SHARE),
+            d,
+        ),
         AppProgram::Firewall(p) => declared(p, d),
         AppProgram::UnivMon(p) => declared(p, d),
         AppProgram::SynProxy(p) => declared(p, d),
@@ -134,7 +142,7 @@ impl AppLogic {
         let mut d = Declare::default();
         let program = standalone(&spec.program, pdev, n_devices, &mut d)?;
         let public = match &spec.program {
-            AppProgram::Nat(n) => Some(n.partitioned(0, u32::from(n_devices))),
+            AppProgram::Nat(n) => Some(n.partitioned(0, u32::from(n_devices), NAT_SHARE)),
             _ => None,
         };
         let placed = d.decls();
@@ -433,7 +441,7 @@ mod tests {
             writes[0].value[2],
             writes[0].value[3],
         ];
-        assert_eq!(public, [198, 51, 100, 2]);
+        assert_eq!(public, [198, 51, 100, 1 + NAT_SHARE as u8]);
         let reply = UnionKey(writes[1].key.clone());
         assert_eq!(&reply.0[4..8], &public);
         // Each direction looks up its own table, and the reply's shard

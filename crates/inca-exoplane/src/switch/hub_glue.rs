@@ -44,6 +44,12 @@ pub struct HubSetup {
     /// Whether a checked run may require every synchronised copy to agree
     /// at its end ([`crate::checks`], P6).
     pub converged: bool,
+    /// Whether a lost device's traffic moves to its replicas (§5.8). False
+    /// is §8 E10's "failure without failover" baseline: no port-down
+    /// trigger is armed and `pdev_alive` is never cleared, so the switch
+    /// keeps sending a dead device its shards (the hub still stops writing
+    /// to it).
+    pub failover: bool,
 }
 
 /// What a pending read is for.
@@ -168,6 +174,12 @@ impl ExoSwitch {
     /// The hub's `T_flush` (0 without a hub).
     pub fn t_flush(&self) -> Nanos {
         self.hub.setup.as_ref().map_or(0, |s| s.config.t_flush)
+    }
+
+    /// Whether device loss fails traffic over (always, without a hub: the
+    /// port-down trigger still clears `pdev_alive`).
+    pub fn failover_enabled(&self) -> bool {
+        self.hub.setup.as_ref().is_none_or(|s| s.failover)
     }
 
     /// Whether the run's end must find synchronised copies in agreement.
@@ -431,6 +443,9 @@ impl ExoSwitch {
                     }
                     None => self.hub.run.as_deref_mut().expect("hub running").dropped += 1,
                 }
+            }
+            SwitchOp::SetPdevAlive { alive: false, .. } if !self.failover_enabled() => {
+                acked(self, Ack::Done);
             }
             SwitchOp::SetPdevAlive { pdev, alive } => {
                 let r = cp.register_write(o.pdev_alive, u64::from(pdev.0), u8::from(alive));

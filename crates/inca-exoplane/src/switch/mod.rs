@@ -417,7 +417,7 @@ impl ExoSwitch {
             cp.table_add(o.pdev_port, exact(&(pdev as u16).to_be_bytes()), port);
             cp.table_add(o.port_pdev, exact(&port.to_be_bytes()), pdev as u16);
             let stream = FIRST_PKTGEN_STREAM as usize + pdev;
-            if stream < 8 {
+            if stream < 8 && self.failover_enabled() {
                 cp.packet_generator(
                     stream as u8,
                     Some(StreamConfig {
