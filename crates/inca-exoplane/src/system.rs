@@ -31,14 +31,14 @@ pub struct ExoPlaneSystem;
 
 /// One of the two programs, built from parameters.
 enum Built {
-    Switch(crate::switch::ExoSwitch),
-    Device(crate::device::ExoDevice),
+    Switch(Box<crate::switch::ExoSwitch>),
+    Device(Box<crate::device::ExoDevice>),
 }
 
 fn build(program: &str, params: &Params) -> Result<Built, SystemError> {
     match program {
-        SWITCH_PROGRAM => Ok(Built::Switch(switch_from_params(params)?)),
-        DEVICE_PROGRAM => Ok(Built::Device(device_from_params(params)?)),
+        SWITCH_PROGRAM => Ok(Built::Switch(Box::new(switch_from_params(params)?))),
+        DEVICE_PROGRAM => Ok(Built::Device(Box::new(device_from_params(params)?))),
         other => Err(SystemError::UnknownProgram {
             program: other.to_string(),
             known: format!("{SWITCH_PROGRAM}, {DEVICE_PROGRAM}"),
@@ -92,8 +92,8 @@ impl System for ExoPlaneSystem {
         profile: &Profile,
     ) -> Result<Placement, CheckError> {
         let placed = match build(program, params).map_err(check_error)? {
-            Built::Switch(mut p) => inca_switch::check(profile, &mut p),
-            Built::Device(mut p) => inca_switch::check(profile, &mut p),
+            Built::Switch(mut p) => inca_switch::check(profile, &mut *p),
+            Built::Device(mut p) => inca_switch::check(profile, &mut *p),
         };
         placed.map_err(CheckError::DoesNotFit)
     }
@@ -106,8 +106,8 @@ impl System for ExoPlaneSystem {
         opts: LoadCheckOptions,
     ) -> Result<LoadCheckReport, CheckError> {
         let report = match build(program, params).map_err(check_error)? {
-            Built::Switch(p) => load_check(profile, p, opts),
-            Built::Device(p) => load_check(profile, p, opts),
+            Built::Switch(p) => load_check(profile, *p, opts),
+            Built::Device(p) => load_check(profile, *p, opts),
         };
         report.map_err(CheckError::DoesNotFit)
     }
@@ -136,8 +136,8 @@ impl SystemRun for ExoPlaneRun {
         profile: Profile,
     ) -> Result<Box<dyn Node>, SystemError> {
         Ok(match build(program, params)? {
-            Built::Switch(p) => Box::new(Switch::new(profile, p)?),
-            Built::Device(p) => Box::new(Switch::new(profile, p)?),
+            Built::Switch(p) => Box::new(Switch::new(profile, *p)?),
+            Built::Device(p) => Box::new(Switch::new(profile, *p)?),
         })
     }
 

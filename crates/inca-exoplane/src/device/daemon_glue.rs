@@ -16,7 +16,7 @@
 //! - A restart of the device (its control plane sees `Start` again) makes
 //!   the daemon say `lost_state` in its HELLO.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use inca_switch::device::{Nanos, SessionEvent, SessionId};
 use inca_switch::{ControlEvent, ControlPlane, Handle, PacketOutDest};
@@ -32,6 +32,7 @@ use crate::daemon::{
 use crate::hub::oplog::EntryKey;
 use crate::ids::{AppId, UnionKey};
 use crate::runtime::logic::{cell_index, AppLogic};
+use crate::runtime::pop_merge;
 
 /// The control-plane timer token of the daemon.
 pub const DAEMON_TIMER: u64 = 0x4558_4441_454d_0001;
@@ -73,7 +74,9 @@ pub(crate) struct DaemonRun {
     reads: HashMap<u64, Read>,
     failed: std::collections::HashSet<u64>,
     unacked: Vec<(DeviceOpId, Ack)>,
-    merges: HashMap<(u8, u16, u32), MergeFor>,
+    /// MERGEs in flight per cell, oldest first: a cell's MERGE_ACKs come
+    /// back in the order its MERGEs went in (one pipeline, FIFO).
+    merges: HashMap<(u8, u16, u32), VecDeque<MergeFor>>,
     timer_at: Option<Nanos>,
     dropped: u64,
 }
@@ -83,7 +86,6 @@ pub(crate) struct DaemonRun {
 pub(crate) struct DaemonSlot {
     pub setup: Option<DaemonSetup>,
     pub run: Option<Box<DaemonRun>>,
-    started: bool,
 }
 
 impl Clone for DaemonSlot {
@@ -91,7 +93,6 @@ impl Clone for DaemonSlot {
         DaemonSlot {
             setup: self.setup.clone(),
             run: None,
-            started: false,
         }
     }
 }
@@ -117,8 +118,10 @@ impl ExoDevice {
         let Some(setup) = self.daemon.setup.clone() else {
             return;
         };
-        let lost_state = self.daemon.started;
-        self.daemon.started = true;
+        // A daemon that starts finds its device's tables empty (a
+        // restarted device's program restarts from scratch too), so its
+        // HELLO always says `lost_state`; at first start the DUMP is empty.
+        let lost_state = true;
         let mut apps: Vec<Box<dyn ControlLogic>> = Vec::new();
         for a in &self.cfg.apps {
             match AppLogic::new(
@@ -133,10 +136,16 @@ impl ExoDevice {
             }
         }
         let now = cp.now();
-        let daemon = Daemon::new(setup.config.clone(), apps, now, lost_state);
+        let mut daemon = Daemon::new(setup.config.clone(), apps, now, lost_state);
+        // A session already up (the control plane restarted without the
+        // device losing it) gets the new daemon's HELLO at once.
+        let session = self.daemon.run.as_ref().and_then(|r| r.session);
+        if session.is_some() {
+            daemon.handle(now, DaemonInput::SessionUp);
+        }
         self.daemon.run = Some(Box::new(DaemonRun {
             daemon,
-            session: None,
+            session,
             codec: DaemonSession::new(),
             reads: HashMap::new(),
             failed: Default::default(),
@@ -270,7 +279,7 @@ impl ExoDevice {
             );
         }
         for (app, m) in acks {
-            match run.merges.remove(&(app, m.obj_id, m.slot)) {
+            match pop_merge(&mut run.merges, (app, m.obj_id, m.slot)) {
                 Some(MergeFor::Sync(entry)) => {
                     run.daemon.handle(now, DaemonInput::MergeAck { entry })
                 }
@@ -353,7 +362,10 @@ impl ExoDevice {
                         match self.inject_merge(cp, app, obj.0, &key, MergeOp::Add, v) {
                             Some(k) => {
                                 let run = self.daemon.run.as_deref_mut().expect("daemon running");
-                                run.merges.insert(k, MergeFor::Restore(id));
+                                run.merges
+                                    .entry(k)
+                                    .or_default()
+                                    .push_back(MergeFor::Restore(id));
                                 return;
                             }
                             None => Ack::Refused,
@@ -379,7 +391,10 @@ impl ExoDevice {
                 let run = self.daemon.run.as_deref_mut().expect("daemon running");
                 match k {
                     Some(k) => {
-                        run.merges.insert(k, MergeFor::Sync(cmd.entry));
+                        run.merges
+                            .entry(k)
+                            .or_default()
+                            .push_back(MergeFor::Sync(cmd.entry));
                     }
                     None => run.dropped += 1,
                 }

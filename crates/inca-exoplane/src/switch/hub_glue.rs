@@ -18,7 +18,7 @@
 //! - Port-down copies, MERGE_ACKs and aged FM entries queued by the data
 //!   plane path are fed to the hub on every control event.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use inca_switch::device::{Nanos, SessionEvent, SessionId};
 use inca_switch::{ControlEvent, ControlPlane, Handle, PacketOutDest};
@@ -31,6 +31,7 @@ use crate::hub::oplog::EntryKey;
 use crate::hub::{Hub, HubApp, HubConfig, HubInput, HubOutput, HubStats, SwitchOp, SwitchOpId};
 use crate::ids::{AppId, Pdev, UnionKey};
 use crate::runtime::logic::{cell_index, AppLogic};
+use crate::runtime::pop_merge;
 
 /// The control-plane timer token of the hub (apart from the apps').
 pub const HUB_TIMER: u64 = 0x4558_4855_4200_0001;
@@ -88,7 +89,8 @@ pub(crate) struct HubRun {
     failed: HashSet<u64>,
     unacked: Vec<(SwitchOpId, Ack)>,
     slots: HashMap<AppId, FmSlots>,
-    merges: HashMap<(u8, u16, u32), EntryKey>,
+    /// MERGEs in flight per cell, oldest first (acks come back in order).
+    merges: HashMap<(u8, u16, u32), VecDeque<EntryKey>>,
     timer_at: Option<Nanos>,
     /// Messages the codec refused, sessions unknown, reads unmatched.
     pub dropped: u64,
@@ -308,7 +310,7 @@ impl ExoSwitch {
             }
         }
         for (app, m) in acks {
-            match run.merges.remove(&(app, m.obj_id, m.slot)) {
+            match pop_merge(&mut run.merges, (app, m.obj_id, m.slot)) {
                 Some(entry) => run.hub.handle(now, HubInput::MergeAck { entry }),
                 None => run.dropped += 1,
             }
@@ -439,7 +441,10 @@ impl ExoSwitch {
                     Some(f) => {
                         cp.packet_out(f, PacketOutDest::Ingress(0));
                         let run = self.hub.run.as_deref_mut().expect("hub running");
-                        run.merges.insert((app, m.obj_id, m.slot), cmd.entry);
+                        run.merges
+                            .entry((app, m.obj_id, m.slot))
+                            .or_default()
+                            .push_back(cmd.entry);
                     }
                     None => self.hub.run.as_deref_mut().expect("hub running").dropped += 1,
                 }
