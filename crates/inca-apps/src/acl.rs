@@ -254,6 +254,15 @@ impl Acl {
         }
     }
 
+    /// A per-tenant ACL with no start-up rules: its entries come from the
+    /// control plane; `default` applies to packets with none.
+    pub fn tenant(default: Verdict, out_port: PortId, size: usize) -> Self {
+        Acl {
+            per_tenant: true,
+            ..Acl::new(Vec::new(), default, out_port, size)
+        }
+    }
+
     /// The per-tenant variant: exact (VID ‖ 5-tuple) entries and a drop
     /// counter per VID (see the module documentation). Rules must name
     /// every field exactly; the first that does not is returned.

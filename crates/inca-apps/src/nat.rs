@@ -62,6 +62,36 @@ impl Translate {
     }
 }
 
+/// The two entries of inside flow packet `p` (arrived on `port`) mapped to
+/// `public`: its key and translation out of `outside_port`, the reply's key
+/// and translation back to `port` — what the control plane installs for a
+/// new flow, wherever it allocated `public`.
+pub fn flow_entries(
+    tenant: TenantKey,
+    p: &Parsed,
+    public: Endpoint,
+    port: PortId,
+    outside_port: PortId,
+) -> (Vec<u8>, Translate, Vec<u8>, Translate) {
+    let m = Mapping::of(p, public);
+    let out = Translate {
+        ip: m.public.ip,
+        port: m.public.port,
+        egress: outside_port,
+    };
+    let back = Translate {
+        ip: m.inside.ip,
+        port: m.inside.port,
+        egress: port,
+    };
+    (
+        tenant.key(p.vlan, &m.out_key),
+        out,
+        tenant.key(p.vlan, &m.reply_key),
+        back,
+    )
+}
+
 /// The NAT program. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct Nat {
@@ -142,6 +172,16 @@ impl Nat {
         Some(self)
     }
 
+    /// The first public address.
+    pub fn public_base(&self) -> [u8; 4] {
+        self.public_base
+    }
+
+    /// Entries per direction (and endpoints in the pool).
+    pub fn flows(&self) -> usize {
+        self.flows
+    }
+
     /// What the tables are keyed by besides the 5-tuple.
     pub fn tenant_key(&self) -> TenantKey {
         self.tenant
@@ -162,22 +202,13 @@ impl Nat {
             self.refused += 1;
             return None;
         };
-        let m = Mapping::of(p, public);
-        let out = Translate {
-            ip: m.public.ip,
-            port: m.public.port,
-            egress: self.outside_port,
-        };
-        let back = Translate {
-            ip: m.inside.ip,
-            port: m.inside.port,
-            egress: port,
-        };
-        let (k, reply) = (
-            self.tenant.key(p.vlan, &m.out_key),
-            self.tenant.key(p.vlan, &m.reply_key),
-        );
-        Some((k, out, reply, back))
+        Some(flow_entries(
+            self.tenant,
+            p,
+            public,
+            port,
+            self.outside_port,
+        ))
     }
 
     /// The outside port (packets arriving there are translated back).

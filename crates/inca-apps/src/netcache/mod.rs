@@ -22,8 +22,9 @@
 //! Objects: `nc_cache` (exact table, key → slot, `flows` entries, written by
 //! the control plane); per slot a 16-bit `nc_state` register (bit 15 =
 //! valid, bits 0–14 = writes sent to the server and not yet acknowledged),
-//! the value split over 32-bit register arrays `nc_value0..` (four per 16
-//! bytes), and a
+//! the value split over register arrays `nc_value0..` (four 32-bit arrays
+//! per 16 bytes with the KV header, two arrays of word pairs with
+//! ExoPlane's; see `values`), and a
 //! 32-bit hit counter `nc_hits`; for uncached keys a count-min sketch of
 //! three rows `nc_cms0..2` (32-bit entries, `sketch_width` each, indexed
 //! by three hash units: CRC-32 of the key, CRC-64 of the key and CRC-32 of
@@ -99,6 +100,7 @@
 //! default `own`).
 
 pub mod format;
+mod values;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -112,6 +114,7 @@ use crate::core::sketch::RowHashes;
 use crate::kvstore::{index_bits, OP_ACK, OP_READ, OP_REPLY, OP_UPDATE, VALUE_WORDS};
 use crate::params::{ParamError, Params};
 pub use format::{CacheMeta, Format, MAX_KEY, MAX_WORDS};
+use values::Values;
 
 /// The sketch's row hashes: CRC-32, CRC-64, CRC-32 of the key reversed.
 const ROW_HASHES: RowHashes = RowHashes::Reversed;
@@ -160,7 +163,7 @@ pub struct NetCache {
     external_index: bool,
     cache: Option<TableHandle<u32>>,
     state: Option<RegisterHandle<u16>>,
-    values: Vec<RegisterHandle<u32>>,
+    values: Values,
     hits: Option<RegisterHandle<u32>>,
     hashes: Vec<Handle>,
     cms: Vec<RegisterHandle<u32>>,
@@ -220,7 +223,7 @@ impl NetCache {
             external_index: false,
             cache: None,
             state: None,
-            values: Vec::new(),
+            values: Values::None,
             hits: None,
             hashes: Vec::new(),
             cms: Vec::new(),
@@ -261,6 +264,21 @@ impl NetCache {
     pub fn with_external_index(mut self) -> Self {
         self.external_index = true;
         self
+    }
+
+    /// Cache slots.
+    pub fn slots(&self) -> usize {
+        self.flows
+    }
+
+    /// The value's register arrays (`nc_value0..`) and their entry width
+    /// in bits (after loading): 32-bit words with the KV header, pairs of
+    /// words with ExoPlane's.
+    pub fn value_arrays(&self) -> (usize, u32) {
+        match self.format {
+            Format::Kv => (self.words, 32),
+            Format::Exo => (self.words.div_ceil(2), 64),
+        }
     }
 
     /// The header it speaks.
@@ -440,9 +458,7 @@ impl NetCache {
                     return Ok(());
                 }
                 let mut v = [0u32; MAX_WORDS];
-                for (w, reg) in v.iter_mut().zip(&self.values) {
-                    *w = dp.register(*reg, slot, |x| *x)?;
-                }
+                self.values.read(dp, slot, &mut v[..self.words])?;
                 dp.register(hits, slot, |h| *h = h.wrapping_add(1))?;
                 let words = self.words;
                 self.format
@@ -553,9 +569,7 @@ impl NetCache {
             }
         })?;
         if write {
-            for (&w, reg) in m.value.iter().zip(&self.values) {
-                dp.register(*reg, slot, |x| *x = w)?;
-            }
+            self.values.write(dp, slot, &m.value[..self.words])?;
         }
         Ok(())
     }
@@ -585,13 +599,8 @@ impl Program for NetCache {
         )?;
         let state =
             d.register::<u16>(ArrayDecl::new("nc_state", self.flows).after(&[cache.id()]))?;
-        self.values = (0..self.words)
-            .map(|i| {
-                d.register::<u32>(
-                    ArrayDecl::new(&format!("nc_value{i}"), self.flows).after(&[state.id()]),
-                )
-            })
-            .collect::<Result<_, _>>()?;
+        let pairs = self.format == Format::Exo;
+        self.values = Values::declare(d, self.words, pairs, self.flows, &[state.id()])?;
         let hits = d.register::<u32>(ArrayDecl::new("nc_hits", self.flows).after(&[state.id()]))?;
         let width_bits = index_bits(self.sketch_width) as u8;
         self.hashes = (0..SKETCH_ROWS)
