@@ -450,3 +450,27 @@ fn nat_shards_allocate_disjoint_endpoints_and_their_writes_set_a_flow_up() {
     assert_eq!(inn.len(), 1);
     assert_eq!(u16::from_be_bytes([inn[0][40], inn[0][41]]), 7000);
 }
+
+#[test]
+fn the_load_time_check_passes_both_programs_with_the_new_apps() {
+    use inca_switch::loadcheck::{load_check, LoadCheckOptions};
+    let opts = LoadCheckOptions { seed: 7 };
+    println!("seed {}", opts.seed);
+    let rules = ClassifyRule::parse_list("nc:dport=50000;tacl:dport=8080;tnat:*").unwrap();
+    let sw_apps = apps(256)
+        .into_iter()
+        .map(|spec| SwitchApp {
+            fm_entries: 64,
+            spec,
+        })
+        .collect();
+    let sw_prog = ExoSwitch::new(SwitchConfig::new(sw_apps, rules, DEV_PORTS.to_vec())).unwrap();
+    let r = load_check(&Profile::tofino(), sw_prog, opts).unwrap();
+    println!("{r}");
+    assert!(r.passed() && r.passes > 0, "{r}");
+    let mut cfg = DeviceConfig::new(apps(256).into_iter().filter(|a| a.id.0 != NC).collect());
+    cfg.cms_width = 1024;
+    let r = load_check(&Profile::smartnic(), ExoDevice::new(cfg).unwrap(), opts).unwrap();
+    println!("{r}");
+    assert!(r.passed() && r.passes > 0, "{r}");
+}

@@ -21,9 +21,11 @@
 //!
 //! [our choice] Data-plane counters of inca-apps are indexed by a hash of
 //! their key (per-source counters: CRC-32 of the address), not through a
-//! control-plane key→slot table as §3.1 describes; their entries are
-//! therefore always "present", and a MERGE names the hashed index as its
-//! slot.
+//! control-plane key→slot table as §3.1 describes (the per-tenant ACL's
+//! drop counter by the VID itself, one cell per VID); their entries are
+//! therefore always "present", and a MERGE names that index as its slot.
+//! NetCache's registers are indexed by the slot its control-plane index
+//! gives the key, as §3.1 describes.
 
 mod netcache;
 mod tenant;
