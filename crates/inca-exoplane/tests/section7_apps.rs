@@ -474,3 +474,51 @@ fn the_load_time_check_passes_both_programs_with_the_new_apps() {
     println!("{r}");
     assert!(r.passed() && r.passes > 0, "{r}");
 }
+
+#[test]
+fn every_catalog_apps_declared_widths_are_its_programs() {
+    use inca_exoplane::app::ObjectKind;
+    // Each catalog app alone on a switch (the SYN proxy, LOW, on a device):
+    // every declared object is the program's, with its key and value width.
+    let all = vec![
+        catalog::nat(AppId(1), "nat", 1024, OUTSIDE),
+        catalog::firewall(AppId(1), "fw", 1024, OUTSIDE, 256),
+        catalog::univmon(AppId(1), "um", 2, 2, 256),
+        catalog::vpn(AppId(1), "vpn", 1024, OUTSIDE, 256),
+        catalog::tenant_nat(AppId(1), "tnat", 1024, OUTSIDE),
+        catalog::tenant_acl(AppId(1), "tacl", 1024, OUTSIDE),
+        catalog::netcache(AppId(1), "nc", 1000, OUTSIDE, INSIDE, 1024),
+        catalog::synproxy(AppId(1), "sp", 1024, INSIDE, OUTSIDE),
+    ];
+    for spec in all {
+        let rules = ClassifyRule::parse_list(&format!("{}:*", spec.name)).unwrap();
+        let placed = if spec.affinity == inca_exoplane::app::Affinity::Low {
+            let mut d = ExoDevice::new(DeviceConfig::new(vec![spec.clone()])).unwrap();
+            inca_switch::check(&Profile::smartnic(), &mut d).unwrap()
+        } else {
+            let apps = vec![SwitchApp {
+                spec: spec.clone(),
+                fm_entries: 64,
+            }];
+            let mut s = ExoSwitch::new(SwitchConfig::new(apps, rules, vec![2])).unwrap();
+            inca_switch::check(&Profile::tofino(), &mut s).unwrap()
+        };
+        for o in &spec.objects {
+            let name = format!("{}/{}", spec.name, o.name);
+            let p = placed
+                .objects
+                .iter()
+                .find(|p| p.name == name)
+                .unwrap_or_else(|| panic!("{name} is not an object of the program"));
+            let key_bits: usize = o.key.iter().map(|f| f.bytes() * 8).sum();
+            let ok = match o.kind {
+                ObjectKind::Table => p
+                    .kind
+                    .contains(&format!("{key_bits} b key, {} b data", o.value_bits)),
+                ObjectKind::Register => p.kind.ends_with(&format!("× {} b", o.value_bits)),
+                ObjectKind::Counter => p.kind.starts_with("counter"),
+            };
+            assert!(ok, "{name}: declared {:?}, the program has {:?}", o, p.kind);
+        }
+    }
+}

@@ -58,7 +58,8 @@ pub fn netcache(
     };
     let un = Consistency::Unmergeable;
     let mut objects = vec![
-        table(1, "nc_cache", KEY, 32),
+        // Action data: the slot, in as many bits as the program declares.
+        table(1, "nc_cache", KEY, slot_bits(slots)),
         reg(2, "nc_state".into(), 16, un),
         reg(3, "nc_hits".into(), 32, Consistency::Bounded(MergeOp::Add)),
     ];
@@ -84,6 +85,11 @@ pub fn netcache(
         objects,
         program: AppProgram::NetCache(nc),
     }
+}
+
+/// ⌈log2(slots)⌉ bits (at least 1): the width of a slot number.
+fn slot_bits(slots: usize) -> u32 {
+    (usize::BITS - slots.saturating_sub(1).leading_zeros()).max(1)
 }
 
 /// The index entry a NetCache packet looks up: its key, for requests from
