@@ -5,6 +5,8 @@
 --   * The hub <-> daemon control protocol on TCP port 7700 (§4.6): 16-byte
 --     header and every message body; frames split across TCP segments are
 --     reassembled. EVENT_FWD's frame goes to the Ethernet dissector.
+--   * The NetCache app's header on UDP port 50000 (§7): op, seq, 128-bit
+--     key, value (the rest of the datagram, at most 128 bytes).
 --   tshark -X lua_script:contrib/wireshark/exoplane.lua -r capture.pcap
 
 local ETHERTYPE = 0x88B6
@@ -287,3 +289,46 @@ function ctl.dissector(buf, pinfo, tree)
 end
 
 DissectorTable.get("tcp.port"):add(HUB_PORT, ctl)
+
+------------------------------------------------------------------------
+-- NetCache header (§7)
+------------------------------------------------------------------------
+
+local NC_PORT = 50000
+local NC_HEADER = 21
+local NC_MAX_VALUE = 128
+local nc = Proto("exonc", "ExoPlane NetCache")
+local nc_ops = { [1] = "READ", [2] = "WRITE", [3] = "REPLY", [4] = "ACK" }
+local ncf = nc.fields
+ncf.op = ProtoField.uint8("exonc.op", "Op", base.DEC, nc_ops)
+ncf.seq = ProtoField.uint32("exonc.seq", "Sequence", base.DEC)
+ncf.key = ProtoField.bytes("exonc.key", "Key")
+ncf.value_len = ProtoField.uint32("exonc.value_len", "Value length", base.DEC)
+ncf.value = ProtoField.bytes("exonc.value", "Value")
+local nc_malformed = ProtoExpert.new("exonc.malformed", "Malformed NetCache header",
+  expert.group.MALFORMED, expert.severity.ERROR)
+nc.experts = { nc_malformed }
+
+function nc.dissector(buf, pinfo, tree)
+  pinfo.cols.protocol = "EXONC"
+  local t = tree:add(nc, buf())
+  local n = buf:len()
+  local op = n > 0 and buf(0, 1):uint() or 0
+  if n < NC_HEADER or n > NC_HEADER + NC_MAX_VALUE or nc_ops[op] == nil then
+    t:add_proto_expert_info(nc_malformed)
+    pinfo.cols.info = "EXONC [malformed]"
+    return n
+  end
+  t:add(ncf.op, buf(0, 1))
+  t:add(ncf.seq, buf(1, 4))
+  t:add(ncf.key, buf(5, 16))
+  t:add(ncf.value_len, n - NC_HEADER)
+  if n > NC_HEADER then
+    t:add(ncf.value, buf(NC_HEADER))
+  end
+  pinfo.cols.info = "EXONC " .. nc_ops[op] .. " seq=" .. buf(1, 4):uint()
+    .. " value=" .. (n - NC_HEADER) .. "B"
+  return n
+end
+
+DissectorTable.get("udp.port"):add(NC_PORT, nc)

@@ -11,14 +11,23 @@
 //! `acl_hits` counts packets and bytes per rule (index = the rule's
 //! position), the last entry counting packets decided by the default.
 //!
+//! Per tenant (`per_tenant=1`, ExoPlane's per-tenant ACL, specs/exoplane.md
+//! §7): the rules are exact entries of `acl_map` keyed by the 802.1Q VID
+//! and the 5-tuple ([`crate::core::nat::tenant_key`], 15 bytes), written by
+//! the control plane one flow at a time, and the counter array
+//! `acl_tenant_drops` (one cell per VID, 4,096) counts each tenant's denied
+//! packets and bytes; there is no per-rule counter. A rule in `rules` must
+//! then name every field exactly (`vid`, `src` and `dst` as /32, `proto`,
+//! `sport`, `dport`).
+//!
 //! Parameters: `rules` (see below; default none), `default` (`permit` or
 //! `deny`, default `permit`), `out_port` (default 1), `size` (table
-//! entries, default 1,024).
+//! entries, default 1,024), `per_tenant` (0 or 1, default 0).
 //!
 //! Rule syntax, rules separated by `;`:
 //! `permit|deny [field=value[,field=value...]]` with fields `src` and
 //! `dst` (`A.B.C.D[/len]`), `proto` (a number, or `tcp`/`udp`/`icmp`),
-//! `sport` and `dport` (a number). A field left out matches anything; a
+//! `sport` and `dport` (a number), and per tenant `vid` (0..=4095). A field left out matches anything; a
 //! rule with no fields matches every IPv4 packet. Example:
 //! `deny dst=10.9.0.0/16,proto=udp,dport=53; permit src=10.0.0.0/8`.
 
@@ -27,11 +36,14 @@ use inca_switch::{
     Handle, MatchKind, MatchSpec, PacketCtx, ParseError, PortId, Program, TableDecl, TableHandle,
 };
 
+use crate::core::nat::{tenant_key, TENANT_KEY_LEN};
 use crate::headers::{parse_ingress_only, Parsed, PROTO_ICMP, PROTO_TCP, PROTO_UDP};
 use crate::params::{ParamError, Params};
 
 /// Bytes of the 5-tuple key.
 const KEY_BYTES: usize = 13;
+/// Cells of the per-tenant drop counter: one per 12-bit VID.
+pub const TENANT_CELLS: usize = 4096;
 
 /// What a rule does with a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +69,8 @@ pub struct AclRule {
     pub sport: Option<u16>,
     /// Destination port.
     pub dport: Option<u16>,
+    /// Tenant (802.1Q VID), per-tenant ACLs only.
+    pub vid: Option<u16>,
 }
 
 impl AclRule {
@@ -69,6 +83,23 @@ impl AclRule {
         key.iter()
             .zip(value.iter().zip(mask.iter()))
             .all(|(k, (v, m))| k & m == v & m)
+    }
+
+    /// The per-tenant exact key (VID ‖ 5-tuple) if the rule names every
+    /// field exactly.
+    pub fn exact_key(&self) -> Option<[u8; TENANT_KEY_LEN]> {
+        let ((src, 32), (dst, 32)) = (self.src?, self.dst?) else {
+            return None;
+        };
+        let p = Parsed {
+            src,
+            dst,
+            proto: self.proto?,
+            sport: self.sport?,
+            dport: self.dport?,
+            ..Parsed::default()
+        };
+        Some(tenant_key(self.vid?, &p.five_tuple()))
     }
 
     /// The table entry, at `priority`.
@@ -129,6 +160,7 @@ impl AclRule {
             proto: None,
             sport: None,
             dport: None,
+            vid: None,
         };
         for f in fields.split(',').map(str::trim).filter(|f| !f.is_empty()) {
             let (k, v) = f
@@ -161,9 +193,13 @@ impl AclRule {
                 }
                 "sport" => r.sport = Some(v.parse().map_err(|_| bad())?),
                 "dport" => r.dport = Some(v.parse().map_err(|_| bad())?),
+                "vid" => match v.parse() {
+                    Ok(vid) if vid < TENANT_CELLS as u16 => r.vid = Some(vid),
+                    _ => return Err(bad()),
+                },
                 _ => {
                     return Err(err(format!(
-                        "unknown field {k:?} (src, dst, proto, sport, dport)"
+                        "unknown field {k:?} (src, dst, proto, sport, dport, vid)"
                     )))
                 }
             }
@@ -188,15 +224,18 @@ pub struct Acl {
     default: Verdict,
     out_port: PortId,
     size: usize,
+    per_tenant: bool,
     table: Option<TableHandle<AclAction>>,
     hits: Option<Handle>,
+    drops: Option<Handle>,
     /// Rules the switch refused to install.
     pub install_failures: u64,
 }
 
 impl Acl {
     /// Parameter names.
-    pub const PARAMS: &'static [&'static str] = &["rules", "default", "out_port", "size"];
+    pub const PARAMS: &'static [&'static str] =
+        &["rules", "default", "out_port", "size", "per_tenant"];
 
     /// An ACL with `rules` (first match wins), `default` for the rest, and
     /// permitted packets sent out of `out_port`; the table holds `size`
@@ -207,10 +246,37 @@ impl Acl {
             default,
             out_port,
             size,
+            per_tenant: false,
             table: None,
             hits: None,
+            drops: None,
             install_failures: 0,
         }
+    }
+
+    /// A per-tenant ACL with no start-up rules: its entries come from the
+    /// control plane; `default` applies to packets with none.
+    pub fn tenant(default: Verdict, out_port: PortId, size: usize) -> Self {
+        Acl {
+            per_tenant: true,
+            ..Acl::new(Vec::new(), default, out_port, size)
+        }
+    }
+
+    /// The per-tenant variant: exact (VID ‖ 5-tuple) entries and a drop
+    /// counter per VID (see the module documentation). Rules must name
+    /// every field exactly; the first that does not is returned.
+    pub fn per_tenant(mut self) -> Result<Self, AclRule> {
+        if let Some(r) = self.rules.iter().find(|r| r.exact_key().is_none()) {
+            return Err(r.clone());
+        }
+        self.per_tenant = true;
+        Ok(self)
+    }
+
+    /// The per-tenant drop counter (after loading a per-tenant ACL).
+    pub fn tenant_drops(&self) -> Option<Handle> {
+        self.drops
     }
 
     /// An ACL from parameters.
@@ -235,7 +301,22 @@ impl Acl {
                 reason: format!("{} rules but the table holds {size}", rules.len()),
             });
         }
-        Ok(Acl::new(rules, default, out, size))
+        let acl = Acl::new(rules, default, out, size);
+        if p.number("per_tenant", 0, 0, 1)? == 0 {
+            if acl.rules.iter().any(|r| r.vid.is_some()) {
+                return Err(ParamError::Value {
+                    name: "rules".into(),
+                    reason: "vid only with per_tenant=1".into(),
+                });
+            }
+            return Ok(acl);
+        }
+        acl.per_tenant().map_err(|r| ParamError::Value {
+            name: "rules".into(),
+            reason: format!(
+                "per tenant, a rule names vid, src/32, dst/32, proto, sport and dport: {r:?}"
+            ),
+        })
     }
 
     /// The counter array's handle (after loading).
@@ -249,6 +330,48 @@ impl Acl {
     }
 }
 
+impl Acl {
+    /// Per-tenant ingress: the exact entry of (VID, 5-tuple), else the
+    /// default; a denied packet counts in its VID's cell.
+    fn tenant_ingress(
+        &mut self,
+        pkt: &mut PacketCtx<Parsed, ()>,
+        dp: &mut DataPlane<'_>,
+    ) -> Result<(), AccessError> {
+        let (Some(table), Some(drops)) = (self.table, self.drops) else {
+            return Ok(());
+        };
+        let p = pkt.meta;
+        let hit = if p.ipv4 {
+            dp.lookup(table, &tenant_key(p.vlan, &tuple_of(&p)))?
+        } else {
+            None
+        };
+        match hit.map_or(self.default, |a| a.verdict) {
+            Verdict::Permit => pkt.forward(self.out_port),
+            Verdict::Deny => {
+                dp.count(drops, u64::from(p.vlan), pkt.len() as u64)?;
+                pkt.drop_packet();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The 5-tuple an ACL matches: ports 0 for packets without TCP/UDP ports.
+pub fn tuple_of(p: &Parsed) -> [u8; KEY_BYTES] {
+    if p.has_ports {
+        p.five_tuple()
+    } else {
+        Parsed {
+            sport: 0,
+            dport: 0,
+            ..*p
+        }
+        .five_tuple()
+    }
+}
+
 impl Program for Acl {
     type Meta = Parsed;
     type Digest = ();
@@ -258,6 +381,21 @@ impl Program for Acl {
     }
 
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
+        if self.per_tenant {
+            // Action data: the verdict (the rule index field stays 0).
+            let table = d.table(TableDecl::new(
+                "acl_map",
+                MatchKind::Exact,
+                TENANT_KEY_LEN,
+                1,
+                self.size,
+            ))?;
+            let drops =
+                d.counter(ArrayDecl::new("acl_tenant_drops", TENANT_CELLS).after(&[table.id()]))?;
+            self.table = Some(table);
+            self.drops = Some(drops);
+            return Ok(());
+        }
         // Action data: rule index 16 b and the verdict 1 b.
         let table = d.table(TableDecl::new(
             "acl_rules",
@@ -282,21 +420,15 @@ impl Program for Acl {
         pkt: &mut PacketCtx<Parsed, ()>,
         dp: &mut DataPlane<'_>,
     ) -> Result<(), AccessError> {
+        if self.per_tenant {
+            return self.tenant_ingress(pkt, dp);
+        }
         let (Some(table), Some(hits)) = (self.table, self.hits) else {
             return Ok(());
         };
         let p = pkt.meta;
         let hit = if p.ipv4 {
-            let p = if p.has_ports {
-                p
-            } else {
-                Parsed {
-                    sport: 0,
-                    dport: 0,
-                    ..p
-                }
-            };
-            dp.lookup(table, &p.five_tuple())?
+            dp.lookup(table, &tuple_of(&p))?
         } else {
             None
         };
@@ -319,10 +451,14 @@ impl Program for Acl {
                 let n = self.rules.len() as u32;
                 for (i, r) in self.rules.iter().enumerate() {
                     let action = AclAction {
-                        rule: i as u16,
+                        rule: if self.per_tenant { 0 } else { i as u16 },
                         verdict: r.verdict,
                     };
-                    cp.table_add(table, r.spec(n - i as u32), action);
+                    let spec = match r.exact_key().filter(|_| self.per_tenant) {
+                        Some(k) => MatchSpec::Exact(k.to_vec().into()),
+                        None => r.spec(n - i as u32),
+                    };
+                    cp.table_add(table, spec, action);
                 }
             }
             ControlEvent::OpFailed { .. } => self.install_failures += 1,
@@ -368,6 +504,48 @@ mod tests {
             let e = AclRule::parse_list("rules", bad).unwrap_err().to_string();
             assert!(e.contains("rules"), "{e}");
         }
+    }
+
+    #[test]
+    fn per_tenant_entries_are_exact_and_denies_count_per_vid() {
+        let rule = "deny vid=7,src=10.0.0.5,dst=10.9.9.9,proto=udp,sport=4000,dport=53";
+        let p = Params::parse([
+            &format!("rules={rule}")[..],
+            "default=permit",
+            "per_tenant=1",
+            "out_port=3",
+        ])
+        .unwrap();
+        let acl = Acl::from_params(&p).unwrap();
+        let mut h = Harness::new(Switch::new(Profile::tofino(), acl).unwrap(), 1);
+        h.advance_to(1_000_000_000);
+        let tagged = |vid: u16| {
+            let mut f = udp([10, 9, 9, 9], 53);
+            // An 802.1Q tag after the MACs.
+            let mut tag = vec![0x81, 0x00];
+            tag.extend_from_slice(&vid.to_be_bytes());
+            f.splice(12..12, tag);
+            f
+        };
+        h.send(1_000_000_000, 0, tagged(7)); // the entry: deny
+        h.send(1_000_001_000, 0, tagged(7));
+        h.send(1_000_002_000, 0, tagged(8)); // other tenant: default
+        h.send(1_000_003_000, 0, udp([10, 9, 9, 9], 53)); // untagged: VID 0
+        h.advance_to(2_000_000_000);
+        assert_eq!(h.take().len(), 2);
+        let sw = &h.device;
+        let drops = sw.program().tenant_drops().unwrap();
+        let count = |i| sw.objects().counter_read(drops, i).unwrap().0;
+        assert_eq!([count(7), count(8), count(0)], [2, 0, 0]);
+        // Per tenant, every field is exact; without it, no vid.
+        for (bad, per) in [("deny vid=7,src=10.0.0.0/8", "1"), (rule, "0")] {
+            let p =
+                Params::parse([&format!("rules={bad}")[..], &format!("per_tenant={per}")]).unwrap();
+            let e = Acl::from_params(&p).unwrap_err().to_string();
+            assert!(e.contains("rules"), "{e}");
+        }
+        let e = AclRule::parse_list("rules", "deny vid=4096").unwrap_err();
+        assert!(e.to_string().contains("vid"), "{e}");
     }
 
     #[test]

@@ -15,16 +15,25 @@
 //! The NAT logic (keys, allocation, rewrite) is [`crate::core::nat`]'s;
 //! this program keeps its state in the two tables.
 //!
+//! Per tenant ([`Nat::with_tenants`], `per_tenant=1`): both tables are
+//! keyed by the 802.1Q VID and the 5-tuple ([`core::tenant_key`], 15
+//! bytes), so tenants may reuse inside addresses; replies come back in the
+//! tenant's VLAN. A NAT may own one share of its pool
+//! ([`Nat::with_pool_shard`], `pool_shard`/`pool_shards`), so that several
+//! allocating at once never hand out one public endpoint twice.
+//!
 //! Parameters: `flows` (entries per direction, default 65,536),
 //! `outside_port` (default 1), `public` (first public address, default
-//! 198.51.100.1; each address carries 64,512 ports).
+//! 198.51.100.1; each address carries 64,512 ports), `per_tenant` (0 or 1,
+//! default 0), `pool_shard` and `pool_shards` (default 0 of 1: the whole
+//! pool of `flows` endpoints).
 
 use inca_switch::{
     AccessError, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress, MatchKind,
     MatchSpec, PacketCtx, PacketOutDest, ParseError, PortId, Program, TableDecl, TableHandle,
 };
 
-use crate::core::nat::{self as core, Allocator, Direction, Mapping, Pool};
+use crate::core::nat::{self as core, Allocator, Direction, Mapping, Pool, TenantKey};
 use crate::core::Endpoint;
 use crate::headers::{parse, parse_ingress_only, Parsed};
 use crate::params::{ParamError, Params};
@@ -59,6 +68,36 @@ fn addresses_for(flows: u64) -> u32 {
     u32::try_from(flows.div_ceil(per).max(1)).unwrap_or(u32::MAX)
 }
 
+/// The two entries of inside flow packet `p` (arrived on `port`) mapped to
+/// `public`: its key and translation out of `outside_port`, the reply's key
+/// and translation back to `port` — what the control plane installs for a
+/// new flow, wherever it allocated `public`.
+pub fn flow_entries(
+    tenant: TenantKey,
+    p: &Parsed,
+    public: Endpoint,
+    port: PortId,
+    outside_port: PortId,
+) -> (Vec<u8>, Translate, Vec<u8>, Translate) {
+    let m = Mapping::of(p, public);
+    let out = Translate {
+        ip: m.public.ip,
+        port: m.public.port,
+        egress: outside_port,
+    };
+    let back = Translate {
+        ip: m.inside.ip,
+        port: m.inside.port,
+        egress: port,
+    };
+    (
+        tenant.key(p.vlan, &m.out_key),
+        out,
+        tenant.key(p.vlan, &m.reply_key),
+        back,
+    )
+}
+
 /// The NAT program. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct Nat {
@@ -68,6 +107,7 @@ pub struct Nat {
     public_base: [u8; 4],
     /// Public addresses in the whole pool (every part's share).
     public_span: u32,
+    tenant: TenantKey,
     nat_out: Option<TableHandle<Translate>>,
     nat_in: Option<TableHandle<Translate>>,
     /// Control-plane state: the public endpoint of every inside 5-tuple.
@@ -78,7 +118,14 @@ pub struct Nat {
 
 impl Nat {
     /// Parameter names.
-    pub const PARAMS: &'static [&'static str] = &["flows", "outside_port", "public"];
+    pub const PARAMS: &'static [&'static str] = &[
+        "flows",
+        "outside_port",
+        "public",
+        "per_tenant",
+        "pool_shard",
+        "pool_shards",
+    ];
 
     /// A NAT for `flows` flows per direction, translating to addresses from
     /// `public_base` upwards, with the outside on `outside_port`.
@@ -90,6 +137,7 @@ impl Nat {
             outside_port,
             public_base,
             public_span: addresses_for(capacity),
+            tenant: TenantKey::None,
             nat_out: None,
             nat_in: None,
             allocator: Allocator::new(Pool { base: public_base }, capacity),
@@ -103,7 +151,50 @@ impl Nat {
         let flows = p.count("flows", 65_536, 1 << 32)? as usize;
         let outside = p.number("outside_port", 1, 0, 511)? as PortId;
         let public = p.ipv4("public", [198, 51, 100, 1])?;
-        Ok(Nat::new(flows, outside, public))
+        let mut nat = Nat::new(flows, outside, public);
+        if p.number("per_tenant", 0, 0, 1)? == 1 {
+            nat = nat.with_tenants();
+        }
+        let shards = p.count("pool_shards", 1, 256)?;
+        let shard = p.number("pool_shard", 0, 0, 255)?;
+        nat.with_pool_shard(shard, shards)
+            .ok_or_else(|| ParamError::Value {
+                name: "pool_shard".into(),
+                reason: format!("{shard} is not below pool_shards = {shards}"),
+            })
+    }
+
+    /// The NAT keyed per tenant: VID ‖ 5-tuple in both tables.
+    pub fn with_tenants(mut self) -> Self {
+        self.tenant = TenantKey::Vid;
+        self
+    }
+
+    /// The NAT allocating only from share `shard` of `shards` of its pool
+    /// of `flows` endpoints ([`Allocator::sharded`]); None if `shard >=
+    /// shards`. Flows already allocated are forgotten.
+    pub fn with_pool_shard(mut self, shard: u64, shards: u64) -> Option<Self> {
+        let capacity = (self.flows as u64).min(u64::from(u32::MAX));
+        let pool = Pool {
+            base: self.public_base,
+        };
+        self.allocator = Allocator::sharded(pool, shard, shards, capacity)?;
+        Some(self)
+    }
+
+    /// The first public address.
+    pub fn public_base(&self) -> [u8; 4] {
+        self.public_base
+    }
+
+    /// Entries per direction (and endpoints in the pool).
+    pub fn flows(&self) -> usize {
+        self.flows
+    }
+
+    /// What the tables are keyed by besides the 5-tuple.
+    pub fn tenant_key(&self) -> TenantKey {
+        self.tenant
     }
 
     /// Allocates a public endpoint for the inside flow `p` arriving on
@@ -115,23 +206,19 @@ impl Nat {
         &mut self,
         p: &Parsed,
         port: PortId,
-    ) -> Option<([u8; 13], Translate, [u8; 13], Translate)> {
-        let Some(public) = self.allocator.allocate(p) else {
+    ) -> Option<(Vec<u8>, Translate, Vec<u8>, Translate)> {
+        let tenant = self.tenant.tenant(p.vlan);
+        let Some(public) = self.allocator.allocate_for(tenant, p) else {
             self.refused += 1;
             return None;
         };
-        let m = Mapping::of(p, public);
-        let out = Translate {
-            ip: m.public.ip,
-            port: m.public.port,
-            egress: self.outside_port,
-        };
-        let back = Translate {
-            ip: m.inside.ip,
-            port: m.inside.port,
-            egress: port,
-        };
-        Some((m.out_key, out, m.reply_key, back))
+        Some(flow_entries(
+            self.tenant,
+            p,
+            public,
+            port,
+            self.outside_port,
+        ))
     }
 
     /// The same NAT whose control plane allocates only from share `part`
@@ -141,11 +228,20 @@ impl Nat {
     /// (ExoPlane's daemons: §7's port pool partitioned per shard). Its
     /// tables are unchanged.
     pub fn partitioned(&self, part: u32, parts: u32, share: u32) -> Nat {
-        let share = share.max(1);
-        let base = u32::from_be_bytes(self.public_base).wrapping_add(part.wrapping_mul(share));
-        let mut n = Nat::new(self.flows, self.outside_port, base.to_be_bytes());
-        n.public_base = self.public_base;
-        n.public_span = share.saturating_mul(parts.max(1));
+        let parts = parts.max(1);
+        let per = u64::from(share.max(1)) * u64::from(core::PORTS_PER_ADDRESS);
+        let pool = Pool {
+            base: self.public_base,
+        };
+        let mut n = self.clone();
+        n.allocator = Allocator::sharded(
+            pool,
+            u64::from(part.min(parts - 1)),
+            u64::from(parts),
+            per * u64::from(parts),
+        )
+        .expect("part is below parts");
+        n.public_span = share.max(1).saturating_mul(parts);
         n
     }
 
@@ -178,10 +274,11 @@ impl Program for Nat {
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
         let direction = d.gateway("direction", Gress::Ingress, &[])?;
         // Action data: address (32) + port (16) + egress port (9).
-        let out = TableDecl::new("nat_out", MatchKind::Exact, 13, 57, self.flows)
+        let key = self.tenant.key_len();
+        let out = TableDecl::new("nat_out", MatchKind::Exact, key, 57, self.flows)
             .after(&[direction.id()])
             .vliw(4);
-        let inn = TableDecl::new("nat_in", MatchKind::Exact, 13, 57, self.flows)
+        let inn = TableDecl::new("nat_in", MatchKind::Exact, key, 57, self.flows)
             .after(&[direction.id()])
             .vliw(4);
         self.nat_out = Some(d.table(out)?);
@@ -205,23 +302,24 @@ impl Program for Nat {
         let Some(p) = core::flow(&pkt.meta) else {
             return Ok(()); // anything else: dropped
         };
-        let key = p.five_tuple();
+        let mut buf = [0u8; core::TENANT_KEY_LEN];
+        let key = self.tenant.key_into(p.vlan, &p.five_tuple(), &mut buf);
         if Direction::by_port(pkt.ingress_port(), self.outside_port) == Direction::Inbound {
-            if let Some(t) = dp.lookup(nat_in, &key)? {
+            if let Some(t) = dp.lookup(nat_in, key)? {
                 core::translate(pkt.header_mut(), &p, Direction::Inbound, t.endpoint());
                 pkt.forward(t.egress);
             }
             return Ok(());
         }
-        let t = match dp.lookup(nat_out, &key)? {
+        let t = match dp.lookup(nat_out, key)? {
             Some(t) => t,
             None if dp.can_write_tables() => {
                 // A software NAT: allocate and install inline.
                 let Some((k, out, reply, back)) = self.allocate(&p, pkt.ingress_port()) else {
                     return Ok(());
                 };
-                let a = dp.table_insert(nat_out, MatchSpec::Exact(k.to_vec().into()), out)?;
-                let b = dp.table_insert(nat_in, MatchSpec::Exact(reply.to_vec().into()), back)?;
+                let a = dp.table_insert(nat_out, MatchSpec::Exact(k.into()), out)?;
+                let b = dp.table_insert(nat_in, MatchSpec::Exact(reply.into()), back)?;
                 if a.is_err() || b.is_err() {
                     self.refused += 1;
                     return Ok(());
@@ -256,13 +354,14 @@ impl Program for Nat {
         let Some(p) = parse(&frame).ok().and_then(|p| core::flow(&p)) else {
             return;
         };
-        let fresh = !self.allocator.contains(&p.five_tuple());
+        let tenant = self.tenant.tenant(p.vlan);
+        let fresh = !self.allocator.contains_for(tenant, &p.five_tuple());
         let Some((key, out, reply, back)) = self.allocate(&p, port) else {
             return;
         };
         if fresh {
-            cp.table_add(nat_out, MatchSpec::Exact(key.to_vec().into()), out);
-            cp.table_add(nat_in, MatchSpec::Exact(reply.to_vec().into()), back);
+            cp.table_add(nat_out, MatchSpec::Exact(key.into()), out);
+            cp.table_add(nat_in, MatchSpec::Exact(reply.into()), back);
         }
         // After the writes (the channel is FIFO), so the data plane
         // translates it.

@@ -329,3 +329,62 @@ fn ping_goes_through_the_nat() {
     h.advance_to(h.now() + 10_000_000);
     assert!(h.take().is_empty());
 }
+
+#[test]
+fn per_tenant_nat_keeps_tenants_apart_and_shards_share_no_port() {
+    use inca_wire::VlanTag;
+    // Two tenants (VIDs 10 and 20) with the same inside 5-tuple: two flows,
+    // two public endpoints; each reply goes back in its own tenant.
+    let p = Params::parse(["per_tenant=1", "outside_port=0", "flows=64"]).unwrap();
+    let nat = Nat::from_params(&p).unwrap();
+    let mut h = Harness::new(Switch::new(Profile::tofino(), nat).unwrap(), SEED);
+    let tagged = |vid| {
+        let mut ep = client();
+        ep.vlan = Some(VlanTag {
+            pcp: 0,
+            dei: false,
+            vid,
+        });
+        ep
+    };
+    for (i, vid) in [10u16, 20].into_iter().enumerate() {
+        let f = build_udp_frame(&tagged(vid), 5000, 53, b"q", true).unwrap();
+        h.send(i as u64 * 1_000_000, INSIDE, f);
+    }
+    h.advance_to(50_000_000);
+    let out = h.take();
+    let mut by_vid: Vec<(u16, u16)> = on_port(&out, OUTSIDE)
+        .iter()
+        .map(|t| {
+            let vid = EthernetFrame::new_checked(&t.frame[..])
+                .unwrap()
+                .vlan()
+                .unwrap()
+                .vid;
+            (vid, endpoints_of(&t.frame).1)
+        })
+        .collect();
+    by_vid.sort();
+    assert_eq!(by_vid.len(), 2);
+    assert_ne!(by_vid[0].1, by_vid[1].1, "one public port per tenant flow");
+    // Tenant 20's reply reaches tenant 20's flow only.
+    let mut reply = tagged(20).reversed();
+    reply.dst_ip = Ipv4Addr::new(198, 51, 100, 1);
+    let t = h.now();
+    let f = build_udp_frame(&reply, 53, by_vid[1].1, b"a", true).unwrap();
+    h.send(t, OUTSIDE, f.clone());
+    // The same reply in tenant 10's VLAN matches nothing there: dropped.
+    let mut wrong = f;
+    wrong[14..16].copy_from_slice(&10u16.to_be_bytes());
+    h.send(t + 1_000, OUTSIDE, wrong);
+    h.advance_to(t + 100_000);
+    let back = h.take();
+    assert_eq!(back.len(), 1);
+    assert_eq!(back[0].port, INSIDE);
+    assert_eq!(endpoints_of(&back[0].frame).3, 5000);
+    // Pool shares: out of range is refused by name.
+    let e = Nat::from_params(&Params::parse(["pool_shard=2", "pool_shards=2"]).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("pool_shard"), "{e}");
+}

@@ -448,3 +448,106 @@ mod fuzz {
         }
     }
 }
+
+/// A frame of ExoPlane's NetCache header (UDP 50000 at both ends) from the
+/// client, or (`reply`) from the server.
+fn exo(op: inca_wire::exoplane::netcache::Op, key: u8, value: Vec<u8>, reply: bool) -> Vec<u8> {
+    use inca_wire::exoplane::netcache::{NetCacheRepr, PORT};
+    let r = NetCacheRepr {
+        op,
+        seq: 77,
+        key: [key; 16],
+        value,
+    };
+    let ep = if reply { client().reversed() } else { client() };
+    build_udp_frame(&ep, PORT, PORT, &r.to_bytes().unwrap(), true).unwrap()
+}
+
+#[test]
+fn the_exoplane_header_caches_128_bit_keys_and_wide_values() {
+    use inca_apps::params::Params;
+    use inca_wire::exoplane::netcache::{NetCacheRepr, Op};
+    let p = Params::parse([
+        "format=exo",
+        "flows=16",
+        "sketch_width=1024",
+        "threshold=4",
+        "value_bytes=32",
+    ])
+    .unwrap();
+    let nc = NetCache::from_params(&p).unwrap();
+    assert_eq!(nc.value_words(), 8);
+    println!("seed {SEED}");
+    let mut h = Harness::new(Switch::new(Profile::tofino(), nc).unwrap(), SEED);
+    let value: Vec<u8> = (0..32).collect();
+    for i in 0..6u64 {
+        h.send(i * 500, CLIENTS, exo(Op::Read, 5, vec![0; 32], false));
+    }
+    h.advance_to(5 * MILLIS);
+    assert_eq!(on(&h.take(), SERVER).len(), 6, "uncached: to the server");
+    assert_eq!(h.device.program().slot_of_key(&[5; 16]), Some(0));
+    // The server's reply fills the slot; a reply of another value width
+    // passes but does not fill; then a READ is answered here, and a READ
+    // with no room for the value goes to the server.
+    let t = h.now();
+    h.send(t, SERVER, exo(Op::Reply, 5, vec![9; 16], true));
+    h.send(t + 100, SERVER, exo(Op::Reply, 5, value.clone(), true));
+    h.send(
+        t + 10 * MICROS,
+        CLIENTS,
+        exo(Op::Read, 5, vec![0; 32], false),
+    );
+    h.send(
+        t + 11 * MICROS,
+        CLIENTS,
+        exo(Op::Read, 5, vec![0; 16], false),
+    );
+    h.advance_to(t + 20 * MICROS);
+    let out = h.take();
+    let to_clients = on(&out, CLIENTS);
+    assert_eq!(to_clients.len(), 3, "two replies and the switch's answer");
+    assert_eq!(on(&out, SERVER).len(), 1, "the READ with no room");
+    let eth = EthernetFrame::new_checked(&to_clients[2].frame[..]).unwrap();
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    let udp = UdpDatagram::new_checked(ip.payload()).unwrap();
+    assert!(udp.verify_checksum(ip.src_addr(), ip.dst_addr()));
+    assert_eq!(ip.dst_addr(), Ipv4Addr::new(10, 0, 0, 1), "to the client");
+    let r = NetCacheRepr::parse(udp.payload()).unwrap();
+    assert_eq!(
+        (r.op, r.seq, r.key, r.value),
+        (Op::Reply, 77, [5; 16], value)
+    );
+
+    // With an external index, a hot key waits for its owner.
+    let p = Params::parse([
+        "format=exo",
+        "index=external",
+        "flows=16",
+        "sketch_width=1024",
+        "threshold=4",
+    ])
+    .unwrap();
+    let nc = NetCache::from_params(&p).unwrap();
+    let mut h = Harness::new(Switch::new(Profile::tofino(), nc).unwrap(), SEED);
+    for i in 0..6u64 {
+        h.send(i * 500, CLIENTS, exo(Op::Read, 6, vec![0; 128], false));
+    }
+    h.advance_to(5 * MILLIS);
+    let hot: Vec<_> = h.device.program().hot_keys().iter().copied().collect();
+    assert_eq!(hot.len(), 1);
+    assert_eq!(hot[0].key(), &[6u8; 16]);
+    assert_eq!(h.device.program().cached(), 0, "not cached by itself");
+
+    // Bad parameters name themselves.
+    for (bad, name) in [
+        (&["format=exo", "value_bytes=20"][..], "value_bytes"),
+        (&["value_bytes=32"][..], "value_bytes"),
+        (&["format=xml"][..], "format"),
+        (&["index=hub"][..], "index"),
+    ] {
+        let e = NetCache::from_params(&Params::parse(bad.iter().copied()).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(name), "{bad:?}: {e}");
+    }
+}

@@ -5,12 +5,17 @@
 //!
 //! Parameters (both programs):
 //! - `apps`: the apps, in classifier order, from `nat`, `fw`, `um`,
-//!   `vpn`, `sp` (default `um,nat,fw`: the stage allocator places in
+//!   `vpn`, `sp`, `tnat` (per-tenant NAT), `tacl` (per-tenant ACL), `nc`
+//!   (NetCache) (default `um,nat,fw`: the stage allocator places in
 //!   declaration order, and UnivMon's long dependency chain fits when
 //!   declared first; as `nat,fw,um` it needs 13 stages); app ids are 1, 2,
 //!   … in that order.
 //!   Classifier rules: UnivMon UDP/TCP port 7777, firewall 5353, SYN proxy
-//!   2222, VPN 4789 (VXLAN), NAT everything else [our choice, as the tests].
+//!   2222, VPN 4789 (VXLAN), per-tenant ACL 8080, NetCache 50000 (its
+//!   protocol's port at both ends), the NATs everything else [our choice,
+//!   as the tests]. NetCache's storage server is behind `outside_port`,
+//!   its clients behind port 0 (port 1 if the outside is 0), and it caches
+//!   at most [`NC_SLOTS`] keys [our choice].
 //! - `flows`: table entries per app (default 65,536 on the switch, 1M on a
 //!   device).
 //! - `outside_port`: the apps' outside port (default 1).
@@ -54,6 +59,14 @@ fn dev_theta(p: &Params) -> Result<u32, ParamError> {
 }
 use inca_switch::composite::ClassifyRule;
 use inca_switch::PortId;
+
+/// NetCache's cached keys at most (`flows` if smaller) [our choice]: 16K
+/// keys × 128 B of values, what places on a Tofino beside the leaf
+/// scenario's NAT, firewall and SYN proxy at 65,536 flows each when
+/// declared first (`apps=nc,nat,fw,sp`; its value arrays' map RAM runs out
+/// at 32K keys, and declared last its 23 stateful ALUs no longer find room
+/// in the stages after the other apps).
+pub const NC_SLOTS: usize = 16_384;
 
 /// The switch program's parameter names.
 pub const SWITCH_PARAMS: &[&str] = &[
@@ -100,10 +113,17 @@ fn apps(p: &Params, default_flows: u64) -> Result<Vec<AppSpec>, ParamError> {
             "um" => catalog::univmon(id, "um", 8, 3, 1024),
             "vpn" => catalog::vpn(id, "vpn", flows, outside, 256),
             "sp" => catalog::synproxy(id, "sp", flows, 0, outside),
+            "tnat" => catalog::tenant_nat(id, "tnat", flows, outside),
+            "tacl" => catalog::tenant_acl(id, "tacl", flows, outside),
+            "nc" => {
+                let clients = if outside == 0 { 1 } else { 0 };
+                let slots = flows.min(NC_SLOTS);
+                catalog::netcache(id, "nc", slots, outside, clients, 65_536)
+            }
             other => {
                 return Err(bad(
                     "apps",
-                    format!("unknown app {other:?} (nat, fw, um, vpn, sp)"),
+                    format!("unknown app {other:?} (nat, fw, um, vpn, sp, tnat, tacl, nc)"),
                 ))
             }
         };
@@ -122,6 +142,8 @@ fn rules(apps: &[AppSpec]) -> Vec<ClassifyRule> {
         "fw" => Some(5353),
         "sp" => Some(2222),
         "vpn" => Some(4789),
+        "tacl" => Some(8080),
+        "nc" => Some(inca_wire::exoplane::netcache::PORT),
         _ => None,
     };
     let mut rules: Vec<ClassifyRule> = apps
@@ -237,6 +259,26 @@ mod tests {
         assert!(placed.objects.iter().any(|o| o.name == "exo/fm_nat"));
         let mut dev = device_from_params(&Params::default()).unwrap();
         check(&Profile::smartnic(), &mut dev).unwrap();
+        // Both §8 scenarios place: front-end (VPN, per-tenant NAT and ACL,
+        // UnivMon) and leaf (NetCache first, per-VM NAT, FW, SYN proxy).
+        for apps in ["apps=um,vpn,tnat,tacl", "apps=nc,nat,fw,sp"] {
+            let mut sw = switch_from_params(&params(&[apps])).unwrap();
+            let placed = check(&Profile::tofino(), &mut sw).unwrap();
+            for o in [
+                "tacl/acl_map",
+                "tnat/nat_out",
+                "nc/nc_cache",
+                "nc/nc_value15",
+            ] {
+                assert!(
+                    !apps.contains(&o[..o.find('/').unwrap()])
+                        || placed.objects.iter().any(|p| p.name == o),
+                    "{apps}: {o}"
+                );
+            }
+            let mut dev = device_from_params(&params(&[apps])).unwrap();
+            check(&Profile::smartnic(), &mut dev).unwrap();
+        }
         // A flow manager far beyond the switch's SRAM is refused, by name.
         let mut big = switch_from_params(&params(&["fm=100M"])).unwrap();
         let e = check(&Profile::tofino(), &mut big).unwrap_err();

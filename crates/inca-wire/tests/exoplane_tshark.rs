@@ -406,3 +406,91 @@ fn tshark_dissects_exoplane_with_the_lua_script() {
         "{text}"
     );
 }
+
+#[test]
+fn tshark_dissects_the_netcache_header_with_the_lua_script() {
+    use inca_wire::exoplane::netcache::{NetCacheRepr, Op, PORT};
+    if std::env::var("INCA_SKIP_TSHARK").as_deref() == Ok("1") {
+        println!("skipped: INCA_SKIP_TSHARK=1, NetCache dissector check not run");
+        return;
+    }
+    if Command::new("tshark")
+        .arg("-v")
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
+        println!("skipped: tshark not found on PATH (apt-get install tshark)");
+        return;
+    }
+    let client = Endpoints::new(
+        SW,
+        Ipv4Addr::new(10, 0, 0, 5),
+        DEV,
+        Ipv4Addr::new(10, 0, 1, 1),
+    );
+    let nc = |op, seq, value: Vec<u8>| {
+        NetCacheRepr {
+            op,
+            seq,
+            key: [0xA5; 16],
+            value,
+        }
+        .to_bytes()
+        .unwrap()
+    };
+    let mut bad = nc(Op::Read, 1, vec![]);
+    bad[0] = 9;
+    let frames = [
+        build_udp_frame(&client, PORT, PORT, &nc(Op::Read, 7, vec![]), true).unwrap(),
+        build_udp_frame(
+            &client.reversed(),
+            PORT,
+            PORT,
+            &nc(Op::Reply, 7, vec![0x11; 128]),
+            true,
+        )
+        .unwrap(),
+        build_udp_frame(&client, PORT, PORT, &bad, true).unwrap(),
+    ];
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("inca-wire-{}-netcache.pcap", std::process::id()));
+    let mut w = PcapWriter::create(&path).unwrap();
+    for (i, f) in frames.iter().enumerate() {
+        w.write(1_700_000_000_000_000_000 + i as u64 * 1000, f)
+            .unwrap();
+    }
+    w.finish().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/wireshark/exoplane.lua");
+    let fields = [
+        "exonc.op",
+        "exonc.seq",
+        "exonc.key",
+        "exonc.value_len",
+        "_ws.expert",
+    ];
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-n")
+        .arg("-r")
+        .arg(&path)
+        .args(["-X", &format!("lua_script:{}", script.display())])
+        .args(["-T", "fields", "-E", "separator=\t", "-E", "occurrence=a"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("run tshark");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("Lua: Error"),
+        "tshark failed: {stderr}"
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    println!("{text}");
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len(), frames.len(), "{text}");
+    let key = "a5".repeat(16);
+    assert_eq!(rows[0][..4], ["1", "7", key.as_str(), "0"], "{text}");
+    assert_eq!(rows[1][..4], ["3", "7", key.as_str(), "128"], "{text}");
+    assert!(rows[0][4].is_empty() && rows[1][4].is_empty(), "{text}");
+    assert!(!rows[2][4].is_empty(), "the bad op is flagged: {text}");
+}

@@ -178,6 +178,9 @@ fn exoplane_apps() -> Vec<inca_exoplane::app::AppSpec> {
         catalog::firewall(AppId(3), "fw", 256, 1, 64),
         catalog::synproxy(AppId(4), "sp", 256, 0, 1),
         catalog::vpn(AppId(5), "vpn", 256, 1, 16),
+        catalog::tenant_nat(AppId(6), "tnat", 256, 1),
+        catalog::tenant_acl(AppId(7), "tacl", 256, 1),
+        catalog::netcache(AppId(8), "nc", 64, 1, 0, 256),
     ]
 }
 
@@ -190,7 +193,8 @@ pub fn switch_exoplane(data: &[u8]) {
     let (sel, events) = decode(data);
     if sel % 2 == 0 {
         let rules = ClassifyRule::parse_list(
-            "um:dport=7777;fw:dport=5353;sp:dport=2222;vpn:dport=4789;nat:*",
+            "um:dport=7777;fw:dport=5353;sp:dport=2222;vpn:dport=4789;tacl:dport=8080;\
+             nc:dport=50000;nat:vlan=0;tnat:*",
         )
         .expect("fixed rules parse");
         let apps = exoplane_apps()

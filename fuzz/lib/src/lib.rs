@@ -42,6 +42,7 @@ pub const TARGETS: &[&str] = &[
     "telemetry",
     "exoplane_control",
     "exoplane_shim",
+    "exoplane_netcache",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
@@ -51,7 +52,7 @@ pub const TARGETS: &[&str] = &[
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 13;
+pub const PARSER_TARGETS: usize = 14;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -70,6 +71,7 @@ pub fn run(name: &str, data: &[u8]) {
         "telemetry" => parsers::telemetry(data),
         "exoplane_control" => parsers::exoplane_control(data),
         "exoplane_shim" => parsers::exoplane_shim(data),
+        "exoplane_netcache" => parsers::exoplane_netcache(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),

@@ -486,6 +486,29 @@ pub fn exoplane_control(data: &[u8]) {
     assert_eq!(got, expect);
 }
 
+/// ExoPlane's NetCache header (a UDP payload): the checked view agrees
+/// with the repr, the repr re-emits the same bytes, and the setters write
+/// what the getters read.
+pub fn exoplane_netcache(data: &[u8]) {
+    use inca_wire::exoplane::netcache::{NetCacheHeader, NetCacheRepr, Op};
+    let Ok(h) = NetCacheHeader::new_checked(data) else {
+        assert!(NetCacheRepr::parse(data).is_err(), "the repr refuses too");
+        return;
+    };
+    let r = NetCacheRepr::parse(data).expect("a checked header parses");
+    assert_eq!((r.op, r.seq, r.key), (h.op(), h.seq(), h.key()));
+    assert_eq!(r.value, h.value());
+    assert_eq!(r.to_bytes().expect("a parsed header emits"), data);
+    let mut b = data.to_vec();
+    let mut v = NetCacheHeader::new_checked(&mut b[..]).expect("same bytes");
+    v.set_op(Op::Ack);
+    v.set_seq(!r.seq);
+    v.set_key(&[0x5A; 16]);
+    let back = NetCacheRepr::parse(&b).expect("still a header");
+    assert_eq!((back.op, back.seq, back.key), (Op::Ack, !r.seq, [0x5A; 16]));
+    assert_eq!(back.value, r.value, "the value is untouched");
+}
+
 /// The ExoPlane EXO shim and MERGE body: the view and repr over the bytes,
 /// then the bytes as a frame to pop a shim from and push one onto (a
 /// refused frame is unchanged; a pushed shim pops back to the frame).

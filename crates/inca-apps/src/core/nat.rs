@@ -13,9 +13,14 @@
 //!   keys, the reverse record created by the store).
 //!
 //! Allocation ([`Allocator`]) is sequential over a [`Pool`] of public
-//! addresses × ports 1024..=65535 and remembers each 5-tuple's endpoint, so
-//! a flow asked again gets the same one. RedPlane's store allocates per
-//! shard instead (its own pool split), which is store logic, not NF logic.
+//! addresses × ports 1024..=65535 and remembers each flow's endpoint, so
+//! a flow asked again gets the same one. A per-tenant NAT keys flows by
+//! tenant (802.1Q VID) and 5-tuple ([`Allocator::allocate_for`], and
+//! [`TenantKey`] for its tables): tenants may reuse inside addresses. An
+//! allocator may own one contiguous share of a pool ([`Allocator::sharded`]),
+//! so that shards allocating concurrently (ExoPlane's logical devices)
+//! never hand out one endpoint twice. RedPlane's store splits its own pool
+//! by port range, which is store logic, not NF logic.
 
 use std::collections::BTreeMap;
 
@@ -173,14 +178,85 @@ impl Pool {
     }
 }
 
-/// Sequential allocation of public endpoints to inside 5-tuples, at most
-/// `capacity` of them. Never frees (the NATs keep a mapping for the life of
-/// their control plane).
+/// Bytes of a per-tenant flow key: VID (2, big-endian) then the 5-tuple.
+pub const TENANT_KEY_LEN: usize = 15;
+
+/// A per-tenant NAT's table key: the tenant's VID (12 bits in 2 bytes,
+/// big-endian) followed by the 5-tuple.
+pub fn tenant_key(vid: u16, five_tuple: &[u8; 13]) -> [u8; TENANT_KEY_LEN] {
+    let mut k = [0u8; TENANT_KEY_LEN];
+    k[..2].copy_from_slice(&vid.to_be_bytes());
+    k[2..].copy_from_slice(five_tuple);
+    k
+}
+
+/// What a NAT's tables are keyed by besides the 5-tuple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TenantKey {
+    /// One address space: the 5-tuple alone (13 bytes).
+    None,
+    /// One address space per 802.1Q VID: VID ‖ 5-tuple ([`tenant_key`], 15
+    /// bytes); the VID is kept on both directions.
+    Vid,
+}
+
+impl TenantKey {
+    /// Table key bytes of a flow whose 5-tuple is `five_tuple`, in tenant
+    /// `vid`.
+    pub fn key(self, vid: u16, five_tuple: &[u8; 13]) -> Vec<u8> {
+        match self {
+            TenantKey::None => five_tuple.to_vec(),
+            TenantKey::Vid => tenant_key(vid, five_tuple).to_vec(),
+        }
+    }
+
+    /// [`TenantKey::key`] into `buf`, without allocating (the per-packet
+    /// path): the key is the returned prefix of `buf`.
+    pub fn key_into<'a>(
+        self,
+        vid: u16,
+        five_tuple: &[u8; 13],
+        buf: &'a mut [u8; TENANT_KEY_LEN],
+    ) -> &'a [u8] {
+        match self {
+            TenantKey::None => {
+                buf[..13].copy_from_slice(five_tuple);
+                &buf[..13]
+            }
+            TenantKey::Vid => {
+                *buf = tenant_key(vid, five_tuple);
+                &buf[..]
+            }
+        }
+    }
+
+    /// The tenant a packet with VID `vid` counts in (0 without tenants).
+    pub fn tenant(self, vid: u16) -> u16 {
+        match self {
+            TenantKey::None => 0,
+            TenantKey::Vid => vid,
+        }
+    }
+
+    /// Key width in bytes.
+    pub fn key_len(self) -> usize {
+        match self {
+            TenantKey::None => 13,
+            TenantKey::Vid => TENANT_KEY_LEN,
+        }
+    }
+}
+
+/// Sequential allocation of public endpoints to inside flows (tenant and
+/// 5-tuple), at most `capacity` of them. Never frees (the NATs keep a
+/// mapping for the life of their control plane).
 #[derive(Debug, Clone)]
 pub struct Allocator {
     pool: Pool,
+    /// Flow number of this allocator's first endpoint in `pool`.
+    first: u64,
     capacity: u64,
-    allocated: BTreeMap<[u8; 13], Endpoint>,
+    allocated: BTreeMap<(u16, [u8; 13]), Endpoint>,
 }
 
 impl Allocator {
@@ -188,15 +264,39 @@ impl Allocator {
     pub fn new(pool: Pool, capacity: u64) -> Self {
         Allocator {
             pool,
+            first: 0,
             capacity,
             allocated: BTreeMap::new(),
         }
     }
 
+    /// Share `shard` of `shards` of the first `capacity` endpoints of
+    /// `pool`: the contiguous flow numbers `[shard·c, (shard+1)·c)` with
+    /// `c = capacity / shards`, so allocators of different shards of one
+    /// pool never hand out the same endpoint. None if `shard >= shards`.
+    pub fn sharded(pool: Pool, shard: u64, shards: u64, capacity: u64) -> Option<Self> {
+        if shard >= shards {
+            return None;
+        }
+        let per = capacity / shards;
+        Some(Allocator {
+            pool,
+            first: shard * per,
+            capacity: per,
+            allocated: BTreeMap::new(),
+        })
+    }
+
     /// The public endpoint of inside flow packet `p`: the one it has, or a
     /// new one; None if the pool is exhausted.
     pub fn allocate(&mut self, p: &Parsed) -> Option<Endpoint> {
-        let key = p.five_tuple();
+        self.allocate_for(0, p)
+    }
+
+    /// [`Allocator::allocate`] for a flow of tenant `tenant` (two tenants'
+    /// flows with one 5-tuple are two flows).
+    pub fn allocate_for(&mut self, tenant: u16, p: &Parsed) -> Option<Endpoint> {
+        let key = (tenant, p.five_tuple());
         if let Some(&e) = self.allocated.get(&key) {
             return Some(e);
         }
@@ -204,14 +304,19 @@ impl Allocator {
         if n >= self.capacity {
             return None;
         }
-        let e = self.pool.endpoint(n);
+        let e = self.pool.endpoint(self.first + n);
         self.allocated.insert(key, e);
         Some(e)
     }
 
     /// Whether 5-tuple `key` has an endpoint.
     pub fn contains(&self, key: &[u8; 13]) -> bool {
-        self.allocated.contains_key(key)
+        self.contains_for(0, key)
+    }
+
+    /// Whether 5-tuple `key` of tenant `tenant` has an endpoint.
+    pub fn contains_for(&self, tenant: u16, key: &[u8; 13]) -> bool {
+        self.allocated.contains_key(&(tenant, *key))
     }
 
     /// Flows allocated.
@@ -259,6 +364,46 @@ mod tests {
         assert_eq!(a.allocate(&p), e);
         assert_eq!(a.allocate(&Parsed { sport: 6, ..p }), None);
         assert_eq!(a.len(), 1);
+    }
+
+    #[test]
+    fn shards_of_a_pool_are_disjoint_and_tenants_are_separate_flows() {
+        let pool = Pool { base: [1, 2, 3, 4] };
+        assert!(Allocator::sharded(pool, 4, 4, 100).is_none());
+        let mut shards: Vec<Allocator> = (0..4)
+            .map(|l| Allocator::sharded(pool, l, 4, 100).unwrap())
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for sport in 0..30u16 {
+            let p = Parsed {
+                src: [10, 0, 0, 1],
+                sport,
+                has_ports: true,
+                ..Parsed::default()
+            };
+            for a in shards.iter_mut() {
+                // 25 endpoints per shard: the 26th flow is refused.
+                match a.allocate_for(7, &p) {
+                    Some(e) => assert!(seen.insert(e), "{e:?} handed out twice"),
+                    None => assert!(sport >= 25),
+                }
+            }
+        }
+        assert_eq!(seen.len(), 100);
+        let mut a = Allocator::new(pool, 10);
+        let p = Parsed {
+            sport: 5,
+            has_ports: true,
+            ..Parsed::default()
+        };
+        let e1 = a.allocate_for(1, &p).unwrap();
+        let e2 = a.allocate_for(2, &p).unwrap();
+        assert_ne!(e1, e2);
+        assert!(a.contains_for(2, &p.five_tuple()) && !a.contains(&p.five_tuple()));
+        let k = tenant_key(0x123, &p.five_tuple());
+        assert_eq!(&k[..2], &[0x01, 0x23]);
+        assert_eq!(TenantKey::Vid.key(0x123, &p.five_tuple()), k.to_vec());
+        assert_eq!(TenantKey::None.key(0x123, &p.five_tuple()).len(), 13);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod catalog;
 
 use inca_apps::core::vpn::{parse_vxlan, VpnMeta};
 use inca_apps::headers::Parsed;
+use inca_apps::netcache::Format;
 use inca_switch::composite::Block;
 use inca_switch::{ControlPlane, PortId};
 pub use inca_wire::exoplane::MergeOp;
@@ -85,6 +86,9 @@ pub enum KeyField {
     InnerSrc,
     /// Inner IPv4 destination of a VXLAN packet, 4 bytes.
     InnerDst,
+    /// The 128-bit key of a NetCache request or answer (UDP 50000,
+    /// [`inca_wire::exoplane::netcache`]), 16 bytes (zeros otherwise).
+    CacheKey,
 }
 
 impl KeyField {
@@ -98,8 +102,9 @@ impl KeyField {
 
     /// The field's bytes in a packet (absent headers read as zeros, as an
     /// invalid header's fields do in P4).
-    fn extend(self, p: &Parsed, vx: &VpnMeta, out: &mut Vec<u8>) {
+    fn extend(self, p: &Parsed, vx: &VpnMeta, cache_key: &[u8; 16], out: &mut Vec<u8>) {
         match self {
+            KeyField::CacheKey => out.extend_from_slice(cache_key),
             KeyField::Vni => out.extend_from_slice(&vx.vni.to_be_bytes()[1..]),
             KeyField::InnerSrc => out.extend_from_slice(&vx.inner_src),
             KeyField::InnerDst => out.extend_from_slice(&vx.inner_dst),
@@ -119,6 +124,7 @@ impl KeyField {
             KeyField::Vid | KeyField::Sport | KeyField::Dport => 2,
             KeyField::Vni => 3,
             KeyField::Src | KeyField::Dst | KeyField::InnerSrc | KeyField::InnerDst => 4,
+            KeyField::CacheKey => 16,
         }
     }
 }
@@ -136,15 +142,35 @@ pub fn key_of(fields: &[KeyField], p: &Parsed, header: &[u8]) -> UnionKey {
     } else {
         VpnMeta::default()
     };
+    // The NetCache program's own parse, so the key is the one it looks up.
+    let cache_key = if fields.contains(&KeyField::CacheKey) {
+        Format::Exo
+            .parse(header, true)
+            .ok()
+            .filter(|m| m.is_cache())
+            .map_or([0; 16], |m| m.key)
+    } else {
+        [0; 16]
+    };
     let mut out = Vec::with_capacity(fields.iter().map(|f| f.bytes()).sum());
     for f in fields {
-        f.extend(p, &vx, &mut out);
+        f.extend(p, &vx, &cache_key, &mut out);
     }
     UnionKey(out)
 }
 
 /// The 5-tuple fields, for apps keyed by flow.
 pub const FIVE_TUPLE: &[KeyField] = &[
+    KeyField::Src,
+    KeyField::Dst,
+    KeyField::Proto,
+    KeyField::Sport,
+    KeyField::Dport,
+];
+
+/// The tenant (VID) and the 5-tuple, for per-tenant apps keyed by flow.
+pub const VID_FIVE_TUPLE: &[KeyField] = &[
+    KeyField::Vid,
     KeyField::Src,
     KeyField::Dst,
     KeyField::Proto,
@@ -358,7 +384,7 @@ impl AppSpec {
             obj: obj.0,
         })?;
         self.program
-            .install(cp, id, o, key, value)
+            .install(cp, resolve, id, o, key, value)
             .map_err(|why| InstallError::BadValue {
                 app: self.name.clone(),
                 object: o.name.clone(),

@@ -124,6 +124,8 @@ fn standalone(
         AppProgram::UnivMon(p) => declared(p, d),
         AppProgram::SynProxy(p) => declared(p, d),
         AppProgram::Vpn(p) => declared(p, d),
+        AppProgram::Acl(p) => declared(p, d),
+        AppProgram::NetCache(p) => declared(p, d),
     }
 }
 

@@ -6,6 +6,7 @@
 //!
 //! - [`control`] — the hub ↔ daemon TCP protocol (§4.6) and the REPORT
 //!   digest (§4.5).
+//! - [`netcache`] — the NetCache app's request header (§7).
 //!
 //! Telemetry (§4.2) reuses the probe and the per-hop telemetry stack
 //! ([`crate::telemetry`]) rather than a 12-byte `t_in ‖ t_out` header of its
@@ -94,6 +95,7 @@ mod tests {
     }
 }
 pub mod merge;
+pub mod netcache;
 pub mod shim;
 
 pub use merge::{MergeOp, MergeRepr, MERGE_LEN};

@@ -584,6 +584,18 @@ fn main() {
     for s in pcapng_seeds(&frames) {
         out.put("pcapng", &s);
     }
+    for (op, value) in [(1u8, 0usize), (2, 16), (3, 128), (4, 5)] {
+        let r = inca_wire::exoplane::netcache::NetCacheRepr {
+            op: inca_wire::exoplane::netcache::Op::from_u8(op).expect("a known op"),
+            seq: u32::from(op) << 20,
+            key: [op; 16],
+            value: vec![0xC5; value],
+        };
+        out.put(
+            "exoplane_netcache",
+            &r.to_bytes().expect("at most 128 bytes"),
+        );
+    }
     for s in exoplane_control_seeds() {
         out.put("exoplane_control", &s);
     }

@@ -4,7 +4,14 @@
 //! the data plane reports as hot.
 //!
 //! The header is the KV header of [`crate::kvstore`] (UDP port 7777, op,
-//! status, id, u64 key, 16-byte value). The storage server sits on
+//! status, id, u64 key, 16-byte value), or with `format=exo` ExoPlane's
+//! NetCache header (UDP port 50000, op, seq, 128-bit key, a value of
+//! `value_bytes`, 16 to 128 in steps of 16, default 128: 8 × 16 B as in
+//! NetCache's Tofino prototype); see [`format`]. With the ExoPlane header
+//! only requests and answers whose value field is exactly `value_bytes`
+//! long use the cache (a READ carries room for the value: a switch turns
+//! the request around and cannot grow it [our choice]); the rest pass
+//! between clients and server untouched. The storage server sits on
 //! `server_port`; clients are reached through `client_port` (the uplink of
 //! a top-of-rack switch). The server answers a READ with a REPLY carrying
 //! the value and an UPDATE with an ACK carrying the value written, both
@@ -15,7 +22,9 @@
 //! Objects: `nc_cache` (exact table, key → slot, `flows` entries, written by
 //! the control plane); per slot a 16-bit `nc_state` register (bit 15 =
 //! valid, bits 0–14 = writes sent to the server and not yet acknowledged),
-//! the value split over four 32-bit register arrays `nc_value0..3`, and a
+//! the value split over register arrays `nc_value0..` (four 32-bit arrays
+//! per 16 bytes with the KV header, two arrays of word pairs with
+//! ExoPlane's; see `values`), and a
 //! 32-bit hit counter `nc_hits`; for uncached keys a count-min sketch of
 //! three rows `nc_cms0..2` (32-bit entries, `sketch_width` each, indexed
 //! by three hash units: CRC-32 of the key, CRC-64 of the key and CRC-32 of
@@ -77,12 +86,23 @@
 //! the used slots (`register_read`, paid per entry) and keeps the hits per
 //! slot since the previous read.
 //!
+//! With `index=external` (ExoPlane, where the key index is a
+//! control-plane object written only through the hub) the control plane
+//! never writes the index: hot-key digests are kept in a bounded queue
+//! ([`NetCache::hot_keys`]) for whoever owns it, which installs `key → slot`
+//! after resetting the slot's state ([`NetCache::state_register`]).
+//!
 //! Parameters: `flows` (cache slots, default 65,536), `server_port`
 //! (default 1), `client_port` (default 0), `sketch_width` (entries per
 //! sketch row, rounded up to a power of two, at most 2³², default 65,536), `threshold` (default 128),
-//! `epoch_us` (default 1,000,000).
+//! `epoch_us` (default 1,000,000), `format` (`kv` or `exo`, default `kv`),
+//! `value_bytes` (`exo` only, default 128), `index` (`own` or `external`,
+//! default `own`).
 
-use std::collections::BTreeMap;
+pub mod format;
+mod values;
+
+use std::collections::{BTreeMap, VecDeque};
 
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
@@ -91,11 +111,10 @@ use inca_switch::{
 };
 
 use crate::core::sketch::RowHashes;
-use crate::kvstore::{
-    index_bits, parse_kv, turn_around, KvMeta, OP_ACK, OP_READ, OP_REPLY, OP_UPDATE, STATUS_OK,
-    VALUE_WORDS,
-};
+use crate::kvstore::{index_bits, OP_ACK, OP_READ, OP_REPLY, OP_UPDATE, VALUE_WORDS};
 use crate::params::{ParamError, Params};
+pub use format::{CacheMeta, Format, MAX_KEY, MAX_WORDS};
+use values::Values;
 
 /// The sketch's row hashes: CRC-32, CRC-64, CRC-32 of the key reversed.
 const ROW_HASHES: RowHashes = RowHashes::Reversed;
@@ -107,15 +126,27 @@ pub const VALID: u16 = 0x8000;
 pub const COUNT_MAX: u32 = 0x00ff_ffff;
 /// Timer token of the per-epoch statistics read.
 const STATS_TIMER: u64 = 1;
+/// Hot keys kept for an external index owner [our choice: a few epochs of
+/// reports at the default threshold]; overflow is counted.
+pub const HOT_QUEUE: usize = 4096;
 
 /// A digest: an uncached key whose estimated reads this epoch reached the
 /// threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HotKey {
-    /// The key.
-    pub key: u64,
+    /// The key, in its first `len` bytes.
+    pub key: [u8; MAX_KEY],
+    /// Key bytes.
+    pub len: u8,
     /// Its count-min estimate.
     pub count: u32,
+}
+
+impl HotKey {
+    /// The key's bytes (as the index holds them).
+    pub fn key(&self) -> &[u8] {
+        &self.key[..usize::from(self.len).min(MAX_KEY)]
+    }
 }
 
 /// The cache. See the module documentation.
@@ -127,17 +158,22 @@ pub struct NetCache {
     sketch_width: usize,
     threshold: u32,
     epoch: Nanos,
+    format: Format,
+    words: usize,
+    external_index: bool,
     cache: Option<TableHandle<u32>>,
     state: Option<RegisterHandle<u16>>,
-    values: Vec<RegisterHandle<u32>>,
+    values: Values,
     hits: Option<RegisterHandle<u32>>,
     hashes: Vec<Handle>,
     cms: Vec<RegisterHandle<u32>>,
     bloom: Vec<RegisterHandle<u8>>,
     /// Control plane: the slot of every cached key.
-    cached: BTreeMap<u64, u32>,
+    cached: BTreeMap<Vec<u8>, u32>,
     /// Control plane: the key in each used slot.
-    slot_keys: Vec<u64>,
+    slot_keys: Vec<Vec<u8>>,
+    /// Hot keys for an external index owner (`index=external`).
+    hot: VecDeque<HotKey>,
     /// Hit counters at the last read.
     last_hits: Vec<u32>,
     /// Hits per slot in the last measured epoch (`None`: inserted since).
@@ -152,7 +188,8 @@ pub struct NetCache {
     pub insertions: u64,
     /// Keys evicted.
     pub evictions: u64,
-    /// Hot keys refused (every slot too new to evict).
+    /// Hot keys refused (every slot too new to evict), or dropped because
+    /// the external owner's queue was full.
     pub refused: u64,
 }
 
@@ -165,6 +202,9 @@ impl NetCache {
         "sketch_width",
         "threshold",
         "epoch_us",
+        "format",
+        "value_bytes",
+        "index",
     ];
 
     /// A cache of `flows` slots, the server on `server_port`, clients on
@@ -178,15 +218,19 @@ impl NetCache {
             sketch_width: 65_536,
             threshold: 128,
             epoch: 1_000_000_000,
+            format: Format::Kv,
+            words: VALUE_WORDS,
+            external_index: false,
             cache: None,
             state: None,
-            values: Vec::new(),
+            values: Values::None,
             hits: None,
             hashes: Vec::new(),
             cms: Vec::new(),
             bloom: Vec::new(),
             cached: BTreeMap::new(),
             slot_keys: Vec::new(),
+            hot: VecDeque::new(),
             last_hits: Vec::new(),
             recent: Vec::new(),
             fresh: Vec::new(),
@@ -207,6 +251,56 @@ impl NetCache {
         self
     }
 
+    /// The cache speaking ExoPlane's NetCache header with values of
+    /// `value_bytes` (rounded to 16..=128 in steps of 16).
+    pub fn with_exo_header(mut self, value_bytes: usize) -> Self {
+        self.format = Format::Exo;
+        self.words = (value_bytes.clamp(16, 4 * MAX_WORDS) / 16) * 4;
+        self
+    }
+
+    /// The cache whose key index another control plane writes (see the
+    /// module documentation).
+    pub fn with_external_index(mut self) -> Self {
+        self.external_index = true;
+        self
+    }
+
+    /// Cache slots.
+    pub fn slots(&self) -> usize {
+        self.flows
+    }
+
+    /// The value's register arrays (`nc_value0..`) and their entry width
+    /// in bits (after loading): 32-bit words with the KV header, pairs of
+    /// words with ExoPlane's.
+    pub fn value_arrays(&self) -> (usize, u32) {
+        match self.format {
+            Format::Kv => (self.words, 32),
+            Format::Exo => (self.words.div_ceil(2), 64),
+        }
+    }
+
+    /// The header it speaks.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Value words (32-bit) per slot.
+    pub fn value_words(&self) -> usize {
+        self.words
+    }
+
+    /// Hot keys reported and not yet taken (`index=external`).
+    pub fn hot_keys(&self) -> &VecDeque<HotKey> {
+        &self.hot
+    }
+
+    /// Takes the hot keys reported so far (`index=external`).
+    pub fn take_hot_keys(&mut self) -> VecDeque<HotKey> {
+        std::mem::take(&mut self.hot)
+    }
+
     /// A cache sized from parameters.
     pub fn from_params(p: &Params) -> Result<Self, ParamError> {
         p.check_known("netcache", Self::PARAMS)?;
@@ -222,12 +316,43 @@ impl NetCache {
         let width = p.count("sketch_width", 65_536, 1 << 32)? as usize;
         let threshold = p.count("threshold", 128, u64::from(COUNT_MAX))? as u32;
         let epoch_us = p.count("epoch_us", 1_000_000, 1 << 40)?;
-        Ok(NetCache::new(flows, server, client).with_stats(width, threshold, epoch_us * 1_000))
+        let mut nc =
+            NetCache::new(flows, server, client).with_stats(width, threshold, epoch_us * 1_000);
+        let bad = |name: &str, reason: String| ParamError::Value {
+            name: name.into(),
+            reason,
+        };
+        match p.text("format").unwrap_or("kv") {
+            "kv" => {
+                if p.text("value_bytes").is_some() {
+                    return Err(bad("value_bytes", "only with format=exo".into()));
+                }
+            }
+            "exo" => {
+                let v = p.number("value_bytes", 128, 16, 128)?;
+                if v % 16 != 0 {
+                    return Err(bad("value_bytes", format!("{v} is not a multiple of 16")));
+                }
+                nc = nc.with_exo_header(v as usize);
+            }
+            f => return Err(bad("format", format!("{f:?} is not kv or exo"))),
+        }
+        match p.text("index").unwrap_or("own") {
+            "own" => {}
+            "external" => nc = nc.with_external_index(),
+            i => return Err(bad("index", format!("{i:?} is not own or external"))),
+        }
+        Ok(nc)
     }
 
-    /// The slot of a cached key (control-plane view).
+    /// The slot of a cached u64 key (control-plane view, KV header).
     pub fn slot_of(&self, key: u64) -> Option<u32> {
-        self.cached.get(&key).copied()
+        self.slot_of_key(&key.to_be_bytes())
+    }
+
+    /// The slot of a cached key given as its bytes.
+    pub fn slot_of_key(&self, key: &[u8]) -> Option<u32> {
+        self.cached.get(key).copied()
     }
 
     /// Number of cached keys.
@@ -257,16 +382,16 @@ impl NetCache {
     }
 
     /// Caches `key`: a free slot, or the coldest measured one.
-    fn insert(&mut self, cp: &mut ControlPlane<'_>, key: u64) {
+    fn insert(&mut self, cp: &mut ControlPlane<'_>, key: &[u8]) {
         let (Some(cache), Some(state)) = (self.cache, self.state) else {
             return;
         };
-        if self.cached.contains_key(&key) {
+        if self.cached.contains_key(key) {
             return;
         }
         let slot = if self.slot_keys.len() < self.flows {
             let s = self.slot_keys.len();
-            self.slot_keys.push(key);
+            self.slot_keys.push(key.to_vec());
             self.last_hits.push(0);
             self.recent.push(None);
             self.fresh.push(true);
@@ -283,44 +408,39 @@ impl NetCache {
                 self.refused += 1;
                 return;
             };
-            let old = self.slot_keys[s];
+            let old = std::mem::replace(&mut self.slot_keys[s], key.to_vec());
             self.cached.remove(&old);
-            cp.table_delete(cache, MatchSpec::Exact(old.to_be_bytes().to_vec().into()));
+            cp.table_delete(cache, MatchSpec::Exact(old.into()));
             self.evictions += 1;
-            self.slot_keys[s] = key;
             self.recent[s] = None;
             self.fresh[s] = true;
             s
         };
-        self.cached.insert(key, slot as u32);
+        self.cached.insert(key.to_vec(), slot as u32);
         self.insertions += 1;
         cp.register_write(state, slot as u64, 0u16);
-        cp.table_add(
-            cache,
-            MatchSpec::Exact(key.to_be_bytes().to_vec().into()),
-            slot as u32,
-        );
+        cp.table_add(cache, MatchSpec::Exact(key.to_vec().into()), slot as u32);
     }
 
     /// Ingress for a packet from a client.
     fn client_request(
         &mut self,
-        pkt: &mut PacketCtx<KvMeta, HotKey>,
+        pkt: &mut PacketCtx<CacheMeta, HotKey>,
         dp: &mut DataPlane<'_>,
         cache: TableHandle<u32>,
         state: RegisterHandle<u16>,
         hits: RegisterHandle<u32>,
     ) -> Result<(), AccessError> {
         let m = pkt.meta;
-        if !m.is_kv() {
+        if !m.is_cache() {
             pkt.forward(self.server_port);
             return Ok(());
         }
-        if m.op != OP_READ && m.op != OP_UPDATE {
+        if !format::is_request(m.op) {
             return Ok(()); // a reply from a client: dropped
         }
-        let key = m.key.to_be_bytes();
-        match dp.lookup(cache, &key)? {
+        let key = &m.key[..self.format.key_len()];
+        match dp.lookup(cache, key)? {
             Some(slot) => {
                 let slot = u64::from(slot);
                 if m.op == OP_UPDATE {
@@ -332,21 +452,22 @@ impl NetCache {
                     return Ok(());
                 }
                 let valid = dp.register(state, slot, |s| *s & VALID != 0)?;
-                if !valid {
+                // A READ without room for the value goes to the server.
+                if !valid || !self.fits(&m) {
                     pkt.forward(self.server_port);
                     return Ok(());
                 }
-                let mut v = [0u32; VALUE_WORDS];
-                for (w, reg) in v.iter_mut().zip(&self.values) {
-                    *w = dp.register(*reg, slot, |x| *x)?;
-                }
+                let mut v = [0u32; MAX_WORDS];
+                self.values.read(dp, slot, &mut v[..self.words])?;
                 dp.register(hits, slot, |h| *h = h.wrapping_add(1))?;
-                turn_around(pkt.header_mut(), &m, OP_REPLY, STATUS_OK, &v);
+                let words = self.words;
+                self.format
+                    .answer(pkt.header_mut(), &m, OP_REPLY, &v[..words]);
                 pkt.forward(pkt.ingress_port());
             }
             None => {
                 if m.op == OP_READ {
-                    self.count(pkt, dp, &key)?;
+                    self.count(pkt, dp, key)?;
                 }
                 pkt.forward(self.server_port);
             }
@@ -354,12 +475,18 @@ impl NetCache {
         Ok(())
     }
 
+    /// Whether a packet's value field is the cache's value width (always
+    /// with the KV header).
+    fn fits(&self, m: &CacheMeta) -> bool {
+        usize::from(m.value_len) == 4 * self.words
+    }
+
     /// Counts a read of an uncached key; reports it once per epoch when hot.
     fn count(
         &mut self,
-        pkt: &mut PacketCtx<KvMeta, HotKey>,
+        pkt: &mut PacketCtx<CacheMeta, HotKey>,
         dp: &mut DataPlane<'_>,
-        key: &[u8; 8],
+        key: &[u8],
     ) -> Result<(), AccessError> {
         let tag = self.tag(dp.now());
         let mut idx = [0u64; SKETCH_ROWS];
@@ -394,8 +521,12 @@ impl NetCache {
             all_set &= was;
         }
         if !all_set {
+            let mut k = [0u8; MAX_KEY];
+            let len = key.len().min(MAX_KEY);
+            k[..len].copy_from_slice(&key[..len]);
             pkt.digest(HotKey {
-                key: u64::from_be_bytes(*key),
+                key: k,
+                len: len as u8,
                 count: est,
             });
         }
@@ -405,21 +536,22 @@ impl NetCache {
     /// Ingress for a packet from the server.
     fn server_reply(
         &mut self,
-        pkt: &mut PacketCtx<KvMeta, HotKey>,
+        pkt: &mut PacketCtx<CacheMeta, HotKey>,
         dp: &mut DataPlane<'_>,
         cache: TableHandle<u32>,
         state: RegisterHandle<u16>,
     ) -> Result<(), AccessError> {
         let m = pkt.meta;
         pkt.forward(self.client_port);
-        let refreshing = m.is_kv()
-            && m.status == STATUS_OK
-            && (m.op == OP_ACK || m.op == OP_REPLY)
-            && m.p.sport == crate::kvstore::KV_PORT;
+        let refreshing = m.is_cache()
+            && m.ok
+            && format::is_answer(m.op)
+            && m.p.sport == self.format.port()
+            && self.fits(&m);
         if !refreshing {
             return Ok(());
         }
-        let Some(slot) = dp.lookup(cache, &m.key.to_be_bytes())? else {
+        let Some(slot) = dp.lookup(cache, &m.key[..self.format.key_len()])? else {
             return Ok(());
         };
         let slot = u64::from(slot);
@@ -437,16 +569,14 @@ impl NetCache {
             }
         })?;
         if write {
-            for (&w, reg) in m.value.iter().zip(&self.values) {
-                dp.register(*reg, slot, |x| *x = w)?;
-            }
+            self.values.write(dp, slot, &m.value[..self.words])?;
         }
         Ok(())
     }
 }
 
 impl Program for NetCache {
-    type Meta = KvMeta;
+    type Meta = CacheMeta;
     type Digest = HotKey;
 
     fn name(&self) -> &str {
@@ -457,19 +587,20 @@ impl Program for NetCache {
         let slot_bits = index_bits(self.flows);
         let direction = d.gateway("nc_direction", Gress::Ingress, &[])?;
         let cache = d.table::<u32>(
-            TableDecl::new("nc_cache", MatchKind::Exact, 8, slot_bits, self.flows)
-                .after(&[direction.id()])
-                .vliw(2),
+            TableDecl::new(
+                "nc_cache",
+                MatchKind::Exact,
+                self.format.key_len(),
+                slot_bits,
+                self.flows,
+            )
+            .after(&[direction.id()])
+            .vliw(2),
         )?;
         let state =
             d.register::<u16>(ArrayDecl::new("nc_state", self.flows).after(&[cache.id()]))?;
-        self.values = (0..VALUE_WORDS)
-            .map(|i| {
-                d.register::<u32>(
-                    ArrayDecl::new(&format!("nc_value{i}"), self.flows).after(&[state.id()]),
-                )
-            })
-            .collect::<Result<_, _>>()?;
+        let pairs = self.format == Format::Exo;
+        self.values = Values::declare(d, self.words, pairs, self.flows, &[state.id()])?;
         let hits = d.register::<u32>(ArrayDecl::new("nc_hits", self.flows).after(&[state.id()]))?;
         let width_bits = index_bits(self.sketch_width) as u8;
         self.hashes = (0..SKETCH_ROWS)
@@ -500,16 +631,16 @@ impl Program for NetCache {
         Ok(())
     }
 
-    fn parse(&self, gress: Gress, header: &[u8], meta: &mut KvMeta) -> Result<(), ParseError> {
+    fn parse(&self, gress: Gress, header: &[u8], meta: &mut CacheMeta) -> Result<(), ParseError> {
         if gress == Gress::Ingress {
-            *meta = parse_kv(header, true)?;
+            *meta = self.format.parse(header, true)?;
         }
         Ok(())
     }
 
     fn ingress(
         &mut self,
-        pkt: &mut PacketCtx<KvMeta, HotKey>,
+        pkt: &mut PacketCtx<CacheMeta, HotKey>,
         dp: &mut DataPlane<'_>,
     ) -> Result<(), AccessError> {
         let (Some(cache), Some(state), Some(hits)) = (self.cache, self.state, self.hits) else {
@@ -526,7 +657,7 @@ impl Program for NetCache {
     fn check_hints(&self) -> inca_switch::CheckHints {
         let ports = [self.client_port, self.server_port];
         inca_switch::CheckHints {
-            samples: crate::kvstore::check_samples(&ports),
+            samples: self.format.samples(&ports, self.words),
             known: Vec::new(),
         }
     }
@@ -534,9 +665,17 @@ impl Program for NetCache {
     fn control(&mut self, event: ControlEvent<HotKey>, cp: &mut ControlPlane<'_>) {
         match event {
             ControlEvent::Start => cp.set_timer(cp.now() + self.epoch, STATS_TIMER),
+            ControlEvent::Digest(hot) if self.external_index => {
+                self.reports += 1;
+                if self.hot.len() < HOT_QUEUE {
+                    self.hot.push_back(hot);
+                } else {
+                    self.refused += 1;
+                }
+            }
             ControlEvent::Digest(hot) => {
                 self.reports += 1;
-                self.insert(cp, hot.key);
+                self.insert(cp, hot.key());
             }
             ControlEvent::Timer { token: STATS_TIMER } => {
                 if let (Some(hits), None) = (self.hits, self.stats_request) {

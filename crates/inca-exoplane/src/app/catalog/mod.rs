@@ -1,24 +1,39 @@
 //! The apps ExoPlane deploys, each an inca-apps program (built on the
 //! shared NF cores) with its objects declared for the runtime.
 //!
-//! Today: per-VM NAT (`nat`, MEDIUM), per-VM stateful firewall with a
-//! per-source packet counter (`fw`, MEDIUM), UnivMon (`univmon`, HIGH) —
-//! the leaf scenario's NAT and FW and the front-end's monitor (§7) — and
-//! the SYN proxy (`synproxy`, LOW): inca-apps' proxy keeps its handshake
-//! state in registers that steer control flow (§7 has a control-plane
-//! `seq_map` instead), which cannot merge, so the model refuses it as
-//! MEDIUM. Still to declare for §7: the per-tenant VPN gateway with
-//! `tenant_pkts` (key: VNI and inner address, fields the union key does
-//! not have yet), per-tenant NAT and ACL (vid + 5-tuple keys; inca-apps'
-//! NAT keys by 5-tuple, its ACL is ternary), NetCache (keyed by the KV key
-//! in the UDP payload).
+//! Every §7 app is declared:
+//!
+//! - front-end scenario: the per-tenant VPN gateway with `tenant_pkts`
+//!   ([`vpn`], MEDIUM; tenant = VNI, as inca-apps' gateway re-tunnels
+//!   VXLAN), per-tenant NAT ([`tenant_nat`], MEDIUM) and per-tenant ACL
+//!   with a drop counter ([`tenant_acl`], MEDIUM), tenant = 802.1Q VID, and
+//!   UnivMon ([`univmon`], HIGH);
+//! - leaf scenario: per-VM NAT ([`nat`], MEDIUM), per-VM stateful
+//!   firewall with a per-source packet counter ([`firewall`], MEDIUM), the
+//!   SYN proxy ([`synproxy`], LOW: inca-apps' proxy keeps its handshake
+//!   state in registers that steer control flow, where §7 has a
+//!   control-plane `seq_map`, so it cannot merge and the model refuses it
+//!   as MEDIUM) and NetCache ([`netcache()`], HIGH; keyed by the 128-bit
+//!   key in the UDP payload).
+//!
+//! A NAT's new flows allocate from a per-logical-device share of its
+//! public pool ([`NatSetup`]).
 //!
 //! [our choice] Data-plane counters of inca-apps are indexed by a hash of
 //! their key (per-source counters: CRC-32 of the address), not through a
-//! control-plane key→slot table as §3.1 describes; their entries are
-//! therefore always "present", and a MERGE names the hashed index as its
-//! slot.
+//! control-plane key→slot table as §3.1 describes (the per-tenant ACL's
+//! drop counter by the VID itself, one cell per VID); their entries are
+//! therefore always "present", and a MERGE names that index as its slot.
+//! NetCache's registers are indexed by the slot its control-plane index
+//! gives the key, as §3.1 describes.
 
+mod netcache;
+mod tenant;
+
+pub use netcache::{encode_slot, netcache, VALUE_BYTES};
+pub use tenant::{encode_verdict, tenant_acl, tenant_nat, NatSetup};
+
+use inca_apps::acl::Acl;
 use inca_apps::core::firewall as fw_core;
 use inca_apps::core::nat as nat_core;
 use inca_apps::core::vpn as vpn_core;
@@ -26,6 +41,7 @@ use inca_apps::counters::MonitorPath;
 use inca_apps::firewall::Firewall;
 use inca_apps::headers::Parsed;
 use inca_apps::nat::{Nat, Translate};
+use inca_apps::netcache::NetCache;
 use inca_apps::params::Params;
 use inca_apps::synproxy::SynProxy;
 use inca_apps::univmon::UnivMon;
@@ -52,6 +68,10 @@ pub enum AppProgram {
     SynProxy(SynProxy),
     /// VPN gateway (`inca_apps::vpn`).
     Vpn(VpnGateway),
+    /// Access-control list (`inca_apps::acl`), per tenant.
+    Acl(Acl),
+    /// In-network cache (`inca_apps::netcache`).
+    NetCache(NetCache),
 }
 
 /// A data-plane counter keyed by `key`, merged with ADD.
@@ -263,6 +283,8 @@ impl AppProgram {
             AppProgram::UnivMon(p) => Block::new(name, p.clone()),
             AppProgram::SynProxy(p) => Block::new(name, p.clone()),
             AppProgram::Vpn(p) => Block::new(name, p.clone()),
+            AppProgram::Acl(p) => Block::new(name, p.clone()),
+            AppProgram::NetCache(p) => Block::new(name, p.clone()),
         }
     }
 
@@ -281,7 +303,7 @@ impl AppProgram {
                 let Some(f) = nat_core::flow(p) else {
                     return Vec::new();
                 };
-                let key = f.five_tuple().to_vec();
+                let key = nat.tenant_key().key(f.vlan, &f.five_tuple());
                 let table = match nat_core::Direction::by_port(port, nat.outside_port()) {
                     nat_core::Direction::Inbound => "nat_in",
                     nat_core::Direction::Outbound => "nat_out",
@@ -311,6 +333,8 @@ impl AppProgram {
                     .map(|o| vec![(o, key.to_bytes().to_vec())])
                     .unwrap_or_default()
             }
+            AppProgram::Acl(_) => tenant::acl_needs(objects, p),
+            AppProgram::NetCache(_) => netcache::needs(objects, header),
             // Registers only: nothing a table must hold.
             AppProgram::UnivMon(_) | AppProgram::SynProxy(_) => Vec::new(),
         }
@@ -333,6 +357,9 @@ impl AppProgram {
                 w.action::<PortId>().map(|p| p.to_be_bytes().to_vec())
             }
             (AppProgram::Vpn(_), "vpn_in" | "vpn_out") => w.action::<Tunnel>().map(encode_tunnel),
+            (AppProgram::Acl(_), "acl_map") => w
+                .action::<inca_apps::acl::AclAction>()
+                .map(|a| encode_verdict(a.verdict)),
             _ => None,
         }
     }
@@ -341,6 +368,7 @@ impl AppProgram {
     pub(super) fn install(
         &self,
         cp: &mut ControlPlane<'_>,
+        resolve: &dyn Fn(&str) -> Option<ObjectId>,
         table: ObjectId,
         o: &ObjectSpec,
         key: &[u8],
@@ -371,7 +399,40 @@ impl AppProgram {
                     None => cp.table_delete(h, exact(key)),
                 })
             }
+            (AppProgram::Acl(_), "acl_map") => tenant::acl_install(cp, table, key, value),
+            (AppProgram::NetCache(nc), "nc_cache") => {
+                netcache::install(nc, cp, resolve, table, key, value)
+            }
             _ => Err("not a table of this program"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_bytes_round_trip_and_bad_lengths_are_refused() {
+        let t = Translate {
+            ip: [198, 51, 100, 9],
+            port: 4242,
+            egress: 7,
+        };
+        assert_eq!(decode_translate(&encode_translate(&t)), Ok(t));
+        assert!(decode_translate(&[0; 7]).is_err());
+        let v = Tunnel {
+            dst: [1, 2, 3, 4],
+            vni: 0xABCDE,
+            port: 3,
+        };
+        assert_eq!(decode_tunnel(&encode_tunnel(&v)), Ok(v));
+        use inca_apps::acl::Verdict;
+        for v in [Verdict::Permit, Verdict::Deny] {
+            assert_eq!(tenant::decode_verdict(&encode_verdict(v)), Ok(v));
+        }
+        assert!(tenant::decode_verdict(&[2]).is_err());
+        assert!(tenant::decode_verdict(&[]).is_err());
+        assert_eq!(encode_slot(0x0102_0304), vec![1, 2, 3, 4]);
     }
 }
