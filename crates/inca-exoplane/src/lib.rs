@@ -28,8 +28,15 @@
 //!   shard map, device liveness, shim, MERGE, port-down failover.
 //! - [`device`] — the device program (§5.3): dispatch, count-min
 //!   popularity, the app, MISS punts, MERGE.
-//! - [`manual`] — flow-manager and entry writes by control message, until
-//!   the hub writes them.
+//! - [`manual`] — flow-manager and entry writes by control message, for
+//!   tests and scenarios that run the data planes without a hub.
+//! - [`runtime`] — each app as the hub and daemons see it (its objects,
+//!   keys and its own control logic, captured); the switch program runs
+//!   the hub (`hub = 1`) and a device program a daemon (`pdev = N`), their
+//!   drivers in `switch` and `device`.
+//! - [`checks`] — the §6 checks of a checked run (P1, P3, P4, P6), what
+//!   `inca campaign` asks of every seed.
+//! - [`props`] — P11 (promotion quality) and P12 (load balance) checks.
 //! - [`programs`] — both programs sized from named parameters (`inca
 //!   check`-style).
 //! - [`bench`] — its `inca bench` row: the flow manager's cost in front

@@ -4,10 +4,10 @@
 //! `inca check --list` names them, `inca check` places them, and scenario
 //! switches and `[[smartnic]]`s can run them.
 //!
-//! Its `inca bench` row is [`crate::bench`]. Not yet offered (issue 16):
-//! campaigns, run checks and the hub
-//! and daemons as scenario devices — the hub and daemons are sans-IO state
-//! machines that no scenario device drives yet.
+//! Its `inca bench` row is [`crate::bench`]. With `hub = 1` the switch
+//! program runs the hub and with `pdev = N` a device program a daemon
+//! (over the scenario's `[[session]]`s); in checked mode (`inca campaign`)
+//! the run is checked by [`crate::checks`].
 
 use std::any::Any;
 

@@ -4,7 +4,11 @@
 //! - E3: UnivMon (HIGH) has one switch-level latency mode; the NAT and the
 //!   firewall (MEDIUM) have two, the switch's and the devices';
 //! - E7: a new flow's first packet takes at least 10x the steady device
-//!   latency (the device control plane's insert and the replication).
+//!   latency (the device control plane's insert and the replication);
+//! - E8: with one smart NIC throughput dips when the popular flows change
+//!   and recovers once they are promoted; with four it does not dip;
+//! - E10: with ExoPlane every TCP transfer survives a NIC failure, without
+//!   failover the ones it served stop.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -157,5 +161,66 @@ fn e10_transfers_survive_a_device_failure_only_with_failover() {
         lost_without |= without < 0.1 * base;
     }
     assert!(lost_without, "without failover every transfer went on");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The run folder of configuration `label` in sweep folder `out`.
+fn run_of(out: &Path, label: &str) -> PathBuf {
+    std::fs::read_dir(out)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .contains(&format!("-{label}-"))
+        })
+        .unwrap_or_else(|| panic!("no run folder for {label}"))
+}
+
+/// Mbit/s at s1 per 100 ms bin from `from` to `to` (ns).
+fn throughput(run: &Path, from: u64, to: u64) -> Vec<f64> {
+    let body = std::fs::read_to_string(run.join("series/s1.rx_bytes.csv")).unwrap();
+    let mut bins = std::collections::BTreeMap::new();
+    for l in body.lines().skip(1) {
+        let Some((t, v)) = l.split_once(',') else {
+            continue;
+        };
+        let (Ok(t), Ok(v)) = (t.parse::<u64>(), v.parse::<f64>()) else {
+            continue;
+        };
+        if (from..to).contains(&t) {
+            *bins.entry(t / 100_000_000).or_insert(0.0) += v * 8.0 / 0.1 / 1e6;
+        }
+    }
+    bins.into_values().collect()
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+fn e8_one_device_dips_at_a_popularity_shift_and_four_do_not() {
+    let out = sweep("e8-shift.toml");
+    const S: u64 = 1_000_000_000;
+    for (label, dips) in [("1-device", true), ("4-devices", false)] {
+        let run = run_of(&out, label);
+        let before = mean(&throughput(&run, 1_200_000_000, 2 * S));
+        let after = throughput(&run, 2 * S, 2_600_000_000);
+        let recovered = mean(&throughput(&run, 3_100_000_000, 3_300_000_000));
+        println!("{label}: before {before:.0} Mbit/s, after the shift {after:.0?}, at 3.1-3.3 s {recovered:.0}");
+        if dips {
+            assert!(min(&after) < 0.85 * before, "{label}: no dip");
+            assert!(recovered > 0.95 * before, "{label}: no recovery");
+        } else {
+            assert!(min(&after) > 0.9 * before, "{label}: dipped");
+        }
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
