@@ -25,7 +25,7 @@ use inca_switch::{ControlEvent, ControlPlane, Handle, PacketOutDest};
 use inca_wire::exoplane::MergeRepr;
 
 use super::ExoSwitch;
-use crate::app::{Affinity, AppSpec};
+use crate::app::Affinity;
 use crate::codec::{DaemonToHub, HubSession, HubToDaemon};
 use crate::hub::oplog::EntryKey;
 use crate::hub::{Hub, HubApp, HubConfig, HubInput, HubOutput, HubStats, SwitchOp, SwitchOpId};
@@ -129,7 +129,7 @@ fn new_run(sw: &ExoSwitch, setup: &HubSetup, now: Nanos) -> Option<Box<HubRun>> 
         if a.spec.affinity == Affinity::High {
             continue;
         }
-        let logic = AppLogic::new(&a.spec, table_capacity(&a.spec, a.fm_entries), 0, n, 0).ok()?;
+        let logic = AppLogic::new(&a.spec, table_capacity(a.fm_entries), 0, n, 0).ok()?;
         apps.push(HubApp {
             keys: Box::new(logic),
             fm_capacity: a.fm_entries as u32,
@@ -158,10 +158,12 @@ fn new_run(sw: &ExoSwitch, setup: &HubSetup, now: Nanos) -> Option<Box<HubRun>> 
     }))
 }
 
-/// Switch copies of a MEDIUM app's tables: room for every FM entry's
-/// entries [our choice: the app's own table size].
-fn table_capacity(spec: &AppSpec, fm: usize) -> u32 {
-    let _ = spec;
+/// Switch slots the hub may fill in each of a MEDIUM app's tables [our
+/// choice: two per flow-manager entry — a promoted flow needs one entry per
+/// table it looks up (a NAT's one direction, a firewall's connection),
+/// and a flow being evicted holds its entries for `T_flush` while its
+/// successor's go in].
+fn table_capacity(fm: usize) -> u32 {
     u32::try_from(fm.max(1) * 2).unwrap_or(u32::MAX)
 }
 
