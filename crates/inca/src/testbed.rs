@@ -1,4 +1,4 @@
-//! `inca testbed up|down|status|crash SCENARIO`: the subcommands, over
+//! `inca testbed up|down|status|crash|restart SCENARIO`: the subcommands, over
 //! `inca_live::testbed` (which builds the topology) with the registered
 //! systems as its factory.
 
@@ -35,6 +35,15 @@ pub enum TestbedAction {
         /// The node (switch, router or server) to crash.
         node: String,
     },
+    /// Restart a crashed node: its interfaces up again, `inca node` started
+    /// afresh with its configuration (its state is gone, as after a power
+    /// cycle).
+    Restart {
+        /// The scenario file (only its name is used).
+        scenario: PathBuf,
+        /// The node to restart.
+        node: String,
+    },
     /// Say what is up and whether each process is alive (exit status 1 if
     /// anything is missing).
     Status {
@@ -60,6 +69,10 @@ pub fn run(action: TestbedAction) -> anyhow::Result<ExitCode> {
         TestbedAction::Crash { scenario, node } => {
             testbed::need_root()?;
             testbed::crash(&scenario, &node)?;
+        }
+        TestbedAction::Restart { scenario, node } => {
+            testbed::need_root()?;
+            testbed::restart(&scenario, &node)?;
         }
         TestbedAction::Status { scenario } => {
             if !testbed::status(&scenario)? {

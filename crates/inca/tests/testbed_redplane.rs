@@ -18,13 +18,14 @@
 //! Linux's TCP retransmission backoff decides when the transfer resumes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 mod common;
+use common::testbed::Testbed;
 use common::text;
 
 const INCA: &str = env!("CARGO_BIN_EXE_inca");
@@ -37,100 +38,6 @@ fn experiment(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../experiments/live")
         .join(file)
-}
-
-/// A scenario copied to a temporary folder and brought up; taken down on
-/// drop whatever happened.
-struct Testbed {
-    dir: PathBuf,
-    scenario: PathBuf,
-    state: serde_json::Value,
-}
-
-impl Testbed {
-    fn up(stem: &str, source: &Path) -> Testbed {
-        let dir = std::env::temp_dir().join(format!("inca-testbed-{stem}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("{stem}.toml"));
-        std::fs::copy(source, &path).unwrap();
-        let mut tb = Testbed {
-            dir,
-            scenario: path,
-            state: serde_json::Value::Null,
-        };
-        // Captures of every port, kept with the logs when a test fails.
-        let captures = tb.dir.join("captures");
-        let out = tb.inca(&["up", "--capture-dir", &captures.to_string_lossy()]);
-        assert!(out.status.success(), "testbed up failed:\n{}", text(&out));
-        let state = tb.dir.join("state").join(format!("{stem}.json"));
-        tb.state = serde_json::from_str(&std::fs::read_to_string(state).unwrap()).unwrap();
-        tb
-    }
-
-    fn inca(&self, args: &[&str]) -> Output {
-        let (action, rest) = args.split_first().unwrap();
-        Command::new(INCA)
-            .args(["testbed", action, &self.scenario.to_string_lossy()])
-            .args(rest)
-            .env("INCA_TESTBED_DIR", self.dir.join("state"))
-            .output()
-            .unwrap()
-    }
-
-    fn namespace(&self, host: &str) -> String {
-        self.state["namespaces"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["host"] == host)
-            .and_then(|n| n["name"].as_str())
-            .unwrap_or_else(|| panic!("no namespace for host {host}"))
-            .to_string()
-    }
-
-    /// The root-namespace interfaces node `node` holds (from its
-    /// configuration file).
-    fn interfaces(&self, node: &str) -> Vec<String> {
-        let rec = self.state["processes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["node"] == node)
-            .unwrap_or_else(|| panic!("no process for node {node}"));
-        let config = std::fs::read_to_string(rec["config"].as_str().unwrap()).unwrap();
-        let config = inca_live::config::NodeConfig::from_toml(&config).unwrap();
-        config
-            .ports
-            .iter()
-            .filter_map(|p| p.interface.clone())
-            .collect()
-    }
-
-    /// Bytes node `node`'s interfaces have received and sent so far.
-    fn bytes(&self, node: &str) -> u64 {
-        self.interfaces(node)
-            .iter()
-            .flat_map(|i| ["rx_bytes", "tx_bytes"].map(|c| (i.clone(), c)))
-            .map(|(i, c)| {
-                std::fs::read_to_string(format!("/sys/class/net/{i}/statistics/{c}"))
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .unwrap_or(0)
-            })
-            .sum()
-    }
-}
-
-impl Drop for Testbed {
-    fn drop(&mut self) {
-        let _ = self.inca(&["down"]);
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        } else {
-            eprintln!("left {} for inspection", self.dir.display());
-        }
-    }
 }
 
 /// What happened to the transfer.
@@ -241,7 +148,7 @@ fn show(t: &Transfer) -> String {
 fn with_redplane_the_transfer_survives_a_switch_crash_and_recovers() {
     skip_unless!("ip", "iperf3", "ethtool");
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let tb = Testbed::up("rpfail", &experiment("redplane-failover.toml"));
+    let tb = Testbed::up("rpfail", &experiment("redplane-failover.toml"), true);
     let t = transfer_with_crash(&tb);
     println!("{}", show(&t));
     assert!(
@@ -299,7 +206,7 @@ fn with_redplane_the_transfer_survives_a_switch_crash_and_recovers() {
 fn without_redplane_the_same_crash_breaks_the_transfer() {
     skip_unless!("ip", "iperf3", "ethtool");
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let tb = Testbed::up("natfail", &experiment("nat-failover.toml"));
+    let tb = Testbed::up("natfail", &experiment("nat-failover.toml"), true);
     let t = transfer_with_crash(&tb);
     println!("{}", show(&t));
     let pre = t.mean(1.0, t.crash_at);

@@ -31,7 +31,7 @@ use crate::daemon::{
 };
 use crate::hub::oplog::EntryKey;
 use crate::ids::{AppId, UnionKey};
-use crate::runtime::logic::{cell_index, AppLogic};
+use crate::runtime::logic::{cell_index, AppLogic, NatReserved};
 use crate::runtime::pop_merge;
 
 /// The control-plane timer token of the daemon.
@@ -79,6 +79,9 @@ pub(crate) struct DaemonRun {
     merges: HashMap<(u8, u16, u32), VecDeque<MergeFor>>,
     timer_at: Option<Nanos>,
     dropped: u64,
+    /// NAT endpoints in use, fed with every entry the device is given (a
+    /// rebuilt daemon must not hand them out again).
+    reserved: Vec<(AppId, std::sync::Arc<NatReserved>)>,
 }
 
 /// The daemon's slot in the program.
@@ -123,6 +126,7 @@ impl ExoDevice {
         // HELLO always says `lost_state`; at first start the DUMP is empty.
         let lost_state = true;
         let mut apps: Vec<Box<dyn ControlLogic>> = Vec::new();
+        let mut reserved = Vec::new();
         for a in &self.cfg.apps {
             match AppLogic::new(
                 a,
@@ -131,7 +135,12 @@ impl ExoDevice {
                 setup.n_devices,
                 setup.seed,
             ) {
-                Ok(l) => apps.push(Box::new(l)),
+                Ok(l) => {
+                    if let Some(r) = l.reserved() {
+                        reserved.push((a.id, r));
+                    }
+                    apps.push(Box::new(l));
+                }
                 Err(_) => return,
             }
         }
@@ -153,6 +162,7 @@ impl ExoDevice {
             merges: HashMap::new(),
             timer_at: None,
             dropped: 0,
+            reserved,
         }));
         cp.set_timer(now + setup.config.t_win, BANK_TIMER);
     }
@@ -348,7 +358,15 @@ impl ExoDevice {
                         key,
                         value,
                         ..
-                    } => self.device_write(cp, app, obj.0, &key, Some(&value)),
+                    } => {
+                        let run = self.daemon.run.as_deref_mut().expect("daemon running");
+                        for (a, r) in &run.reserved {
+                            if *a == app {
+                                r.observe(obj, &key);
+                            }
+                        }
+                        self.device_write(cp, app, obj.0, &key, Some(&value))
+                    }
                     DeviceOp::Remove { app, obj, key, .. } => {
                         self.device_write(cp, app, obj.0, &key, None)
                     }

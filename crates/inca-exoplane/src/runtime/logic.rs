@@ -25,8 +25,13 @@
 //!   A punted frame carries the app's own punt reason in the PUNT shim's
 //!   `out_port` (the device program puts it there).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use inca_apps::core::nat::FIRST_PORT;
+use inca_apps::nat::{Nat, PORTS_PER_ADDRESS, REASON_NEW_FLOW};
 
 use inca_switch::capture::{capture_control, Captured, ControlWrite};
 use inca_switch::device::DeviceRng;
@@ -57,19 +62,118 @@ pub fn cell_index(key: &[u8]) -> Option<u32> {
 /// An app program run standalone so its control handler can be captured.
 trait Captures {
     fn punt(&mut self, port: PortId, reason: u16, frame: Vec<u8>, rng: &mut DeviceRng) -> Captured;
+    /// Public endpoints a NAT's control plane has handed out (None: not a
+    /// NAT).
+    fn allocated(&self) -> Option<usize> {
+        None
+    }
+}
+
+fn punt_into<P: Program>(
+    p: &mut P,
+    port: PortId,
+    reason: u16,
+    frame: Vec<u8>,
+    rng: &mut DeviceRng,
+) -> Captured {
+    let timing = Profile::smartnic().control_plane;
+    let event = ControlEvent::PacketIn {
+        port,
+        reason,
+        frame,
+    };
+    capture_control(p, event, 0, &timing, rng)
 }
 
 struct Standalone<P: Program>(P);
 
 impl<P: Program> Captures for Standalone<P> {
     fn punt(&mut self, port: PortId, reason: u16, frame: Vec<u8>, rng: &mut DeviceRng) -> Captured {
-        let timing = Profile::smartnic().control_plane;
-        let event = ControlEvent::PacketIn {
-            port,
-            reason,
-            frame,
-        };
-        capture_control(&mut self.0, event, 0, &timing, rng)
+        punt_into(&mut self.0, port, reason, frame, rng)
+    }
+}
+
+/// A NAT run standalone: its allocator's progress is visible.
+struct NatStandalone(Nat);
+
+impl Captures for NatStandalone {
+    fn punt(&mut self, port: PortId, reason: u16, frame: Vec<u8>, rng: &mut DeviceRng) -> Captured {
+        punt_into(&mut self.0, port, reason, frame, rng)
+    }
+
+    fn allocated(&self) -> Option<usize> {
+        Some(self.0.allocated())
+    }
+}
+
+/// What a daemon's NAT share already handed out, learnt from the entries
+/// its device is given (a DUMP, WRITE_APPLYs), shared between the
+/// daemon's driver, which sees them, and the app's control logic.
+///
+/// Why: a NAT allocates public endpoints sequentially from its daemon's
+/// share of the pool and never frees them; a daemon that lost its state
+/// (a restarted smart NIC, §5.8 recovery) starts its allocator afresh and
+/// would hand out endpoints its earlier life gave to flows that still
+/// exist. The hub answers the new flow's INSERT_IF_ABSENT of the reply
+/// key with EXISTS (which a setup takes as success), so the new flow's
+/// replies would be translated to the old flow's inside endpoint. [our
+/// choice] The allocator is advanced past every endpoint of the share an
+/// entry uses before it allocates again (found live: a new connection
+/// through a rejoined NIC got the SYN-ACK of an old one's port).
+#[derive(Debug)]
+pub struct NatReserved {
+    /// The `nat_in` object: its keys are reply 5-tuples whose destination
+    /// is the public endpoint.
+    nat_in: ObjId,
+    /// The share's first and one-past-last public address.
+    base: u32,
+    end: u32,
+    /// Endpoints of the share the allocator must not hand out again: the
+    /// allocator's count must reach this before it allocates.
+    floor: AtomicU64,
+}
+
+impl NatReserved {
+    /// Notes an entry the device holds (object `obj`, `key`).
+    pub fn observe(&self, obj: ObjId, key: &[u8]) {
+        if obj != self.nat_in || key.len() != 13 {
+            return;
+        }
+        let ip = u32::from_be_bytes([key[4], key[5], key[6], key[7]]);
+        let port = u16::from_be_bytes([key[11], key[12]]);
+        if !(self.base..self.end).contains(&ip) || port < FIRST_PORT {
+            return;
+        }
+        let index =
+            u64::from(ip - self.base) * u64::from(PORTS_PER_ADDRESS) + u64::from(port - FIRST_PORT);
+        self.floor.fetch_max(index + 1, Ordering::Relaxed);
+    }
+
+    /// The allocator count below which nothing may be handed out.
+    pub fn floor(&self) -> u64 {
+        self.floor.load(Ordering::Relaxed)
+    }
+}
+
+/// A frame of a flow no host sends (class E addresses), the `i`th, for
+/// advancing a NAT's allocator.
+fn burn_frame(i: u32) -> Option<Vec<u8>> {
+    let [a, b, c, d] = i.to_be_bytes();
+    let ep = inca_wire::Endpoints::new(
+        [2, 0, 0, 0, 0, 0xee],
+        std::net::Ipv4Addr::new(240, a, b, c),
+        [2, 0, 0, 0, 0, 0xef],
+        std::net::Ipv4Addr::new(240, 255, 255, 254),
+    );
+    inca_wire::build_udp_frame(&ep, 1024 + u16::from(d), 9, &[], true).ok()
+}
+
+/// A NAT's inside port for synthetic frames (any port but the outside).
+fn inside_port(n: &Nat) -> PortId {
+    if n.outside_port() == 0 {
+        1
+    } else {
+        0
     }
 }
 
@@ -96,6 +200,10 @@ pub struct AppLogic {
     program: RefCell<Box<dyn Captures>>,
     /// A NAT's whole public pool (replies are addressed to it).
     public: Option<inca_apps::nat::Nat>,
+    /// A NAT's endpoints already in use in its share ([`NatReserved`]).
+    reserved: Option<Arc<NatReserved>>,
+    /// Synthetic flows run to advance the NAT's allocator.
+    burned: Cell<u32>,
     rng: RefCell<DeviceRng>,
 }
 
@@ -116,10 +224,11 @@ fn standalone(
     d: &mut Declare,
 ) -> Result<Box<dyn Captures>, String> {
     match p {
-        AppProgram::Nat(n) => declared(
-            &n.partitioned(u32::from(pdev), u32::from(n_devices), NAT_SHARE),
-            d,
-        ),
+        AppProgram::Nat(n) => {
+            let mut p = n.partitioned(u32::from(pdev), u32::from(n_devices), NAT_SHARE);
+            p.declare(d).map_err(|e| e.to_string())?;
+            Ok(Box::new(NatStandalone(p)))
+        }
         AppProgram::Firewall(p) => declared(p, d),
         AppProgram::UnivMon(p) => declared(p, d),
         AppProgram::SynProxy(p) => declared(p, d),
@@ -145,6 +254,25 @@ impl AppLogic {
         let program = standalone(&spec.program, pdev, n_devices, &mut d)?;
         let public = match &spec.program {
             AppProgram::Nat(n) => Some(n.partitioned(0, u32::from(n_devices), NAT_SHARE)),
+            _ => None,
+        };
+        let reserved = match &spec.program {
+            AppProgram::Nat(n) => {
+                // The device's share: NAT_SHARE whole addresses from the
+                // pool's base (Nat::partitioned).
+                let base = u32::from_be_bytes(n.public_base())
+                    .wrapping_add(u32::from(pdev).wrapping_mul(NAT_SHARE));
+                let end = base.wrapping_add(NAT_SHARE);
+                let nat_in = spec.objects.iter().find(|o| o.name == "nat_in");
+                nat_in.map(|o| {
+                    Arc::new(NatReserved {
+                        nat_in: o.id,
+                        base,
+                        end,
+                        floor: AtomicU64::new(0),
+                    })
+                })
+            }
             _ => None,
         };
         let placed = d.decls();
@@ -199,8 +327,40 @@ impl AppLogic {
             tables,
             program: RefCell::new(program),
             public,
+            reserved,
+            burned: Cell::new(1),
             rng: RefCell::new(inca_switch::device::device_rng(seed, u64::from(spec.id.0))),
         })
+    }
+
+    /// A NAT's record of the endpoints of its share in use, for the
+    /// daemon's driver to feed with the entries its device is given.
+    pub fn reserved(&self) -> Option<Arc<NatReserved>> {
+        self.reserved.clone()
+    }
+
+    /// Runs synthetic flows through a NAT's control logic until its
+    /// allocator has passed every endpoint of its share an entry uses.
+    fn skip_reserved(&self) {
+        let Some(r) = &self.reserved else { return };
+        let mut program = self.program.borrow_mut();
+        let mut rng = self.rng.borrow_mut();
+        let port = match &self.spec.program {
+            AppProgram::Nat(n) => inside_port(n),
+            _ => return,
+        };
+        while let Some(n) = program.allocated() {
+            if n as u64 >= r.floor() {
+                return;
+            }
+            let i = self.burned.get();
+            self.burned.set(i.wrapping_add(1));
+            let Some(frame) = burn_frame(i) else { return };
+            program.punt(port, REASON_NEW_FLOW, frame, &mut rng);
+            if program.allocated() == Some(n) {
+                return; // the pool is exhausted
+            }
+        }
     }
 
     /// The app's spec.
@@ -322,6 +482,7 @@ impl ControlLogic for AppLogic {
         if shim::pop(&mut inner).is_err() {
             return Vec::new();
         }
+        self.skip_reserved();
         let captured = {
             let mut rng = self.rng.borrow_mut();
             self.program
@@ -459,6 +620,41 @@ mod tests {
         // A packet from the outside raises nothing to write.
         let inbound = punted(udp([203, 0, 113, 9], public, 80, 1024), 1, 1, 1);
         assert!(logic.writes_for(&reply, &inbound).is_empty());
+    }
+
+    #[test]
+    fn a_rebuilt_nat_daemon_never_hands_out_an_endpoint_its_entries_use() {
+        let spec = catalog::nat(AppId(1), "nat", 1024, 1);
+        // Device 1 of 2 in its first life: two flows, endpoints 1024, 1025
+        // of its share's address.
+        let first = AppLogic::new(&spec, 64, 1, 2, 7).unwrap();
+        let setup = |logic: &AppLogic, sport: u16| {
+            let out = key([10, 0, 0, 1], [203, 0, 113, 9], sport, 80);
+            let frame = punted(udp([10, 0, 0, 1], [203, 0, 113, 9], sport, 80), 1, 3, 1);
+            let w = logic.writes_for(&UnionKey(out), &frame);
+            assert_eq!(w.len(), 2, "{w:?}");
+            w[1].clone()
+        };
+        let old: Vec<Write> = [4000, 4001].iter().map(|&p| setup(&first, p)).collect();
+        let port = |w: &Write| u16::from_be_bytes([w.key[11], w.key[12]]);
+        assert_eq!((port(&old[0]), port(&old[1])), (1024, 1025));
+        // Restarted: a fresh allocator would start at 1024 again, and the
+        // hub would answer the reply key with EXISTS. Once the DUMP shows
+        // the old entries, it goes on after them.
+        let rebuilt = AppLogic::new(&spec, 64, 1, 2, 7).unwrap();
+        let r = rebuilt.reserved().expect("a NAT keeps its reservations");
+        for w in &old {
+            r.observe(w.obj, &w.key);
+        }
+        // Entries of the other share, of other objects, do not count.
+        let other = AppLogic::new(&spec, 64, 0, 2, 7).unwrap();
+        let theirs = setup(&other, 4002);
+        r.observe(theirs.obj, &theirs.key);
+        r.observe(ObjId(1), &old[1].key);
+        assert_eq!(r.floor(), 2);
+        let new = setup(&rebuilt, 5000);
+        assert_eq!(&new.key[4..8], &old[0].key[4..8]);
+        assert_eq!(port(&new), 1026);
     }
 
     #[test]

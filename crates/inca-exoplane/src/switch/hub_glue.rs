@@ -587,4 +587,15 @@ pub(super) fn report(run: &HubRun, out: &mut Vec<(String, u64)>) {
     ] {
         out.push((format!("hub/{name}"), v));
     }
+    // Each device's status as the hub sees it (1: UP), so a live run can
+    // tell a failed-over device from one that rejoined.
+    for i in 0..crate::switch::config::MAX_PDEVS as u16 {
+        let Some(status) = run.hub.device_status(Pdev(i)) else {
+            break;
+        };
+        out.push((
+            format!("hub/pdev{i}_up"),
+            u64::from(status == crate::hub::DeviceStatus::Up),
+        ));
+    }
 }

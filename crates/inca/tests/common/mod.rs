@@ -3,6 +3,10 @@
 
 use std::process::{Command, Output};
 
+// Not every test file brings a testbed up.
+#[allow(dead_code)]
+pub mod testbed;
+
 /// Why the live testbed tests cannot run here, if they cannot: they need
 /// root (network namespaces) and the named tools.
 pub fn missing(tools: &[&str]) -> Option<String> {

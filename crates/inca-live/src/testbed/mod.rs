@@ -30,6 +30,13 @@
 //! sets its interfaces down, so its neighbours lose carrier (inca-live
 //! turns that into `Input::LinkState`).
 //!
+//! - **management**: every node serves metrics, and the scenario's
+//!   `[[session]]`s become its nodes' control sessions (TCP), on the
+//!   testbed's own loopback address ([`management_ip`]); smart NICs are
+//!   switch processes on the `smartnic` profile;
+//! - `restart` brings a crashed node back afresh (interfaces up, a new
+//!   process with the same configuration).
+//!
 //! Routers get the routes [`Loaded::build`] computes for the simulator
 //! (shortest paths in hops, never through a host, all equal-cost next hops);
 //! [`routes`] is the same computation as a pure function, since the
@@ -42,13 +49,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::Write as _;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::config::{DeviceSpec, NeighbourSpec, NodeConfig, PortSpec, RouteSpec};
+use crate::config::{DeviceSpec, NeighbourSpec, NodeConfig, PortSpec, RouteSpec, SessionSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use inca_sim::scenario::{next_hops_any, parse_prefix, Loaded, Scenario, SwitchFactory};
 use serde::{Deserialize, Serialize};
@@ -65,6 +72,14 @@ pub const HOST_IF: &str = "eth0";
 pub const NODE_MTU: u32 = 9000;
 /// Where state files go unless `INCA_TESTBED_DIR` says otherwise.
 pub const DEFAULT_DIR: &str = "/run/inca-testbed";
+/// Node `i`'s control sessions listen on this port plus `i` of the
+/// testbed's [`management_ip`] (spec exoplane §4.6: the hub on 7700).
+pub const SESSION_PORT: u16 = 7700;
+/// Node `i`'s metrics endpoint is this port plus `i`.
+pub const METRICS_PORT: u16 = 9100;
+/// Nodes a testbed numbers management ports for (the two ranges stay
+/// apart).
+pub const MAX_NODES: usize = 1000;
 
 /// The effective user id, from `/proc/self/status`.
 fn euid() -> Option<u32> {
@@ -111,17 +126,34 @@ pub fn namespace(name: &str, host: &str) -> String {
     format!("inca-{name}-{host}")
 }
 
-/// The root-namespace interface names of testbed `name` start with this:
-/// `i` and six hex digits of a hash of the name (interface names have at
-/// most 15 characters).
-pub fn interface_prefix(name: &str) -> String {
-    // FNV-1a: stable across Rust versions, unlike the std hasher.
+/// FNV-1a of a testbed name: stable across Rust versions, unlike the std
+/// hasher.
+fn name_hash(name: &str) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
     for b in name.bytes() {
         h ^= u32::from(b);
         h = h.wrapping_mul(0x0100_0193);
     }
-    format!("i{:06x}", h & 0xff_ffff)
+    h
+}
+
+/// The root-namespace interface names of testbed `name` start with this:
+/// `i` and six hex digits of a hash of the name (interface names have at
+/// most 15 characters).
+pub fn interface_prefix(name: &str) -> String {
+    format!("i{:06x}", name_hash(name) & 0xff_ffff)
+}
+
+/// The testbed's management address: its nodes' control sessions and
+/// metrics endpoints listen here. [our choice] A loopback address of its
+/// own, `127.a.b.c` from the same hash as [`interface_prefix`] (the whole
+/// of 127/8 is local on Linux), so two testbeds' fixed port numbers do
+/// not collide and no management network needs building: node processes
+/// all run in the root namespace.
+pub fn management_ip(name: &str) -> Ipv4Addr {
+    let h = name_hash(name) & 0xff_ffff;
+    let [_, a, b, c] = h.to_be_bytes();
+    Ipv4Addr::new(127, a, b, 1 + c % 254)
 }
 
 fn state_dir() -> PathBuf {
@@ -320,13 +352,6 @@ fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, prefix_len: u8) -> bool {
 
 /// What `up` will create for scenario `sc` as testbed `name`.
 pub fn plan(sc: &Scenario, name: &str, capture_dir: Option<&Path>) -> Result<Plan> {
-    if !sc.session.is_empty() {
-        // [our choice] Not yet: a session needs both nodes' listen
-        // addresses on a management network the testbed does not build.
-        bail!(
-            "the testbed does not carry [[session]]s into its nodes yet; run the nodes with `inca node` and sessions in their configs"
-        );
-    }
     let t = topology(sc)?;
     let prefix = interface_prefix(name);
     let mut ports: BTreeMap<usize, Vec<PortSpec>> = BTreeMap::new();
@@ -478,12 +503,76 @@ pub fn plan(sc: &Scenario, name: &str, capture_dir: Option<&Path>) -> Result<Pla
             sessions: Vec::new(),
         });
     }
+    management(sc, name, &mut nodes)?;
     Ok(Plan {
         name: name.to_string(),
         hosts,
         pairs,
         nodes,
     })
+}
+
+/// Gives every node its metrics address and the nodes of the scenario's
+/// `[[session]]`s their `session_listen` and sessions, on the testbed's
+/// loopback address ([`management_ip`]): node `i` (in [`Plan::nodes`]
+/// order) listens for sessions on [`SESSION_PORT`]` + i` and serves
+/// metrics on [`METRICS_PORT`]` + i`. Both ends of a session list it (the
+/// one with the smaller listen address dials, [`crate::session`]).
+/// Session channel settings (rate, latency, loss, ...) are the
+/// simulator's: live, the session is plain loopback TCP.
+fn management(sc: &Scenario, name: &str, nodes: &mut [NodeConfig]) -> Result<()> {
+    if nodes.len() > MAX_NODES {
+        bail!(
+            "{} nodes: the testbed numbers their management ports for at most {MAX_NODES}",
+            nodes.len()
+        );
+    }
+    let ip = std::net::IpAddr::V4(management_ip(name));
+    for (i, n) in nodes.iter_mut().enumerate() {
+        n.metrics = Some(SocketAddr::new(ip, METRICS_PORT + i as u16));
+    }
+    // Hosts are namespaces without an inca process: a session cannot end
+    // there (None), unlike in the simulator.
+    let mut names: BTreeMap<String, Option<usize>> = BTreeMap::new();
+    for h in &sc.host {
+        if let Some(n) = &h.name {
+            names.insert(n.get_ref().clone(), None);
+        }
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        names.insert(n.name.clone(), Some(i));
+    }
+    let declared = inca_sim::session::resolve(&sc.session, &names)
+        .map_err(|(_, field, e)| anyhow!("session.{field}: {e}"))?;
+    for d in declared {
+        let [Some(a), Some(b)] = d.ends else {
+            bail!(
+                "session {}: live, a session joins two node processes (switches, smart NICs, routers, servers), not a host",
+                d.name
+            );
+        };
+        if a == b {
+            bail!("session {}: both ends are node {}", d.name, nodes[a].name);
+        }
+        for (end, peer) in [(a, b), (b, a)] {
+            let peer_listen = SocketAddr::new(ip, SESSION_PORT + peer as u16);
+            let n = &mut nodes[end];
+            if n.sessions.iter().any(|s| s.id == d.id.0) {
+                bail!(
+                    "session {}: node {} already has a session with id {}; give the sessions distinct ids",
+                    d.name,
+                    n.name,
+                    d.id.0
+                );
+            }
+            n.session_listen = Some(SocketAddr::new(ip, SESSION_PORT + end as u16));
+            n.sessions.push(SessionSpec {
+                id: d.id.0,
+                peer: peer_listen,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn sorted(mut ports: Vec<PortSpec>) -> Vec<PortSpec> {
@@ -527,6 +616,9 @@ pub struct ProcessRecord {
     pub config: PathBuf,
     /// Its stdout and stderr.
     pub log: PathBuf,
+    /// Its metrics endpoint (Prometheus text over HTTP), if it serves one.
+    #[serde(default)]
+    pub metrics: Option<SocketAddr>,
 }
 
 /// The state file of a testbed.
@@ -798,35 +890,19 @@ fn create(plan: &Plan, state: &mut State) -> Result<()> {
         }
     }
 
-    let bin = match std::env::var_os("INCA_BIN") {
-        Some(b) => PathBuf::from(b),
-        None => std::env::current_exe().context("cannot find the inca binary")?,
-    };
     let mut children: Vec<(Child, usize)> = Vec::new();
     for node in &plan.nodes {
         let config = state.dir.join(format!("{}.toml", node.name));
         let log = state.dir.join(format!("{}.log", node.name));
         fs::write(&config, node.to_toml())
             .with_context(|| format!("cannot write {}", config.display()))?;
-        let out =
-            fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
-        let child = Command::new(&bin)
-            .arg("node")
-            .arg("--config")
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            // Its own process group: a Ctrl-C meant for the shell that ran
-            // `up` does not reach it; `down` stops it.
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("cannot start {} node", bin.display()))?;
+        let child = spawn_node(&config, &log, false)?;
         state.processes.push(ProcessRecord {
             node: node.name.clone(),
             pid: child.id(),
             config,
             log,
+            metrics: node.metrics,
         });
         state.save()?;
         let interfaces = node.ports.iter().filter(|p| p.interface.is_some()).count();
@@ -952,6 +1028,17 @@ fn print_summary(plan: &Plan, state: &State) {
             p.config.display(),
             p.log.display()
         );
+        let mut management = Vec::new();
+        if let Some(m) = n.metrics {
+            management.push(format!("metrics http://{m}/"));
+        }
+        if let Some(l) = n.session_listen {
+            let ids: Vec<String> = n.sessions.iter().map(|s| s.id.to_string()).collect();
+            management.push(format!("sessions {} on {l}", ids.join(",")));
+        }
+        if !management.is_empty() {
+            let _ = writeln!(out, "  {:10} {}", "", management.join("  "));
+        }
     }
     if let Some(d) = &state.capture_dir {
         let _ = writeln!(out, "\ncaptures: {}/<node>-port<id>.pcap", d.display());
@@ -1059,6 +1146,91 @@ pub fn crash(scenario: &Path, node: &str) -> Result<()> {
         downed.join(" ")
     );
     Ok(())
+}
+
+/// Restarts crashed node `node` of `scenario`'s testbed: sets its
+/// interfaces up again and starts `inca node` with the configuration it
+/// had (the log is appended to), recording the new pid. The device starts
+/// afresh, as a power-cycled one does: whatever state it had is gone (an
+/// ExoPlane daemon rejoins through the hub's DUMP/REJOIN, §5.8).
+/// [our choice] Only a dead node is restarted; a live one is refused.
+pub fn restart(scenario: &Path, node: &str) -> Result<()> {
+    let name = testbed_name(scenario);
+    let Some(mut state) = State::load(&name)? else {
+        bail!(
+            "testbed {name} is not up (no {})",
+            state_file(&name).display()
+        );
+    };
+    let Some(i) = state.processes.iter().position(|p| p.node == node) else {
+        let nodes: Vec<&str> = state.processes.iter().map(|p| p.node.as_str()).collect();
+        bail!(
+            "testbed {name} has no node process {node:?}; its nodes: {}",
+            nodes.join(", ")
+        );
+    };
+    if alive(&state.processes[i]) {
+        bail!(
+            "node {node} (pid {}) is running: crash it first",
+            state.processes[i].pid
+        );
+    }
+    let rec = state.processes[i].clone();
+    let text = fs::read_to_string(&rec.config)
+        .with_context(|| format!("cannot read {}", rec.config.display()))?;
+    let config =
+        NodeConfig::from_toml(&text).map_err(|e| anyhow!("{}: {e}", rec.config.display()))?;
+    let mut upped = Vec::new();
+    for port in &config.ports {
+        if let Some(interface) = &port.interface {
+            ip(&["link", "set", interface, "up"])?;
+            upped.push(interface.as_str());
+        }
+    }
+    let child = spawn_node(&rec.config, &rec.log, true)?;
+    state.processes[i].pid = child.id();
+    state.save()?;
+    let interfaces = upped.len();
+    let mut children = vec![(child, interfaces)];
+    let one = State {
+        processes: vec![state.processes[i].clone()],
+        ..state.clone()
+    };
+    wait_running(&mut children, &one)?;
+    println!(
+        "node {node} restarted: pid {}, interfaces {} up",
+        state.processes[i].pid,
+        upped.join(" ")
+    );
+    Ok(())
+}
+
+/// Starts `inca node --config <config>` in its own process group, its
+/// output into `log` (appended to if `append`).
+fn spawn_node(config: &Path, log: &Path, append: bool) -> Result<Child> {
+    let bin = match std::env::var_os("INCA_BIN") {
+        Some(b) => PathBuf::from(b),
+        None => std::env::current_exe().context("cannot find the inca binary")?,
+    };
+    let out = fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(log)
+        .with_context(|| format!("cannot create {}", log.display()))?;
+    Command::new(&bin)
+        .arg("node")
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        // Its own process group: a Ctrl-C meant for the shell that ran
+        // `up` does not reach it; `down` stops it.
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("cannot start {} node", bin.display()))
 }
 
 /// Stops the recorded processes and deletes the recorded interfaces and
@@ -1186,11 +1358,14 @@ pub fn status(scenario: &Path) -> Result<bool> {
         let a = alive(p);
         let _ = mark(a);
         println!(
-            "  {:10} pid {:<8} {}  log {}",
+            "  {:10} pid {:<8} {}  log {}{}",
             p.node,
             p.pid,
             if a { "alive" } else { "DEAD" },
-            p.log.display()
+            p.log.display(),
+            p.metrics
+                .map(|m| format!("  metrics http://{m}/"))
+                .unwrap_or_default()
         );
     }
     println!("namespaces:");
@@ -1221,175 +1396,4 @@ pub fn status(scenario: &Path) -> Result<bool> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const NAT: &str = r#"
-name = "nat"
-duration = "1s"
-[[switch]]
-name = "nat1"
-program = "nat"
-params = { outside_port = 0, public = "198.51.100.1" }
-[[router]]
-name = "r1"
-[[host]]
-name = "client"
-ip = "10.0.0.1"
-[[host]]
-name = "c2"
-ip = "10.0.0.2"
-[[host]]
-name = "server"
-ip = "10.1.0.1"
-[[link]]
-a = "client:0"
-b = "r1:1"
-[[link]]
-a = "c2:0"
-b = "r1:2"
-[[link]]
-a = "r1:0"
-b = "nat1:1"
-[[link]]
-a = "nat1:0"
-b = "server:0"
-"#;
-
-    #[test]
-    fn names_fit_linux_limits() {
-        assert_eq!(
-            testbed_name(Path::new("/x/My Scenario.toml")),
-            "my-scenario"
-        );
-        let p = interface_prefix("quickstart");
-        assert_eq!(p.len(), 7);
-        assert_eq!(p, interface_prefix("quickstart"));
-        assert_ne!(p, interface_prefix("quickstart2"));
-        assert!(format!("{p}-9999a").len() <= 15);
-    }
-
-    #[test]
-    fn gateways() {
-        let gw = |ip: &str, len| default_gateway(ip.parse().unwrap(), len).map(|g| g.to_string());
-        assert_eq!(gw("10.0.0.1", 24).as_deref(), Some("10.0.0.254"));
-        assert_eq!(gw("10.0.0.254", 24).as_deref(), Some("10.0.0.253"));
-        assert_eq!(gw("10.0.0.1", 16).as_deref(), Some("10.0.255.254"));
-        assert_eq!(gw("10.0.0.1", 32), None);
-    }
-
-    #[test]
-    fn plan_binds_ports_and_routes_like_the_simulator() {
-        let loaded = Loaded::from_str(NAT, "nat.toml", &[]).unwrap();
-        let p = plan(&loaded.scenario, "nat", Some(Path::new("/tmp/cap"))).unwrap();
-        let pre = interface_prefix("nat");
-        assert_eq!(p.hosts.len(), 3);
-        assert_eq!(p.hosts[0].namespace, "inca-nat-client");
-        assert_eq!(p.hosts[0].root_if, format!("{pre}-0"));
-        assert_eq!(
-            p.hosts[0].neighbours,
-            vec![
-                "10.0.0.254".parse::<Ipv4Addr>().unwrap(),
-                "10.0.0.2".parse().unwrap()
-            ]
-        );
-        assert_eq!(
-            p.hosts[2].neighbours,
-            vec!["10.1.0.254".parse::<Ipv4Addr>().unwrap()]
-        );
-        assert_eq!(p.pairs, vec![(format!("{pre}-2a"), format!("{pre}-2b"))]);
-        let nat = &p.nodes[0];
-        assert_eq!(nat.name, "nat1");
-        assert_eq!(nat.capture_dir.as_deref(), Some(Path::new("/tmp/cap")));
-        let ports: Vec<(u16, &str)> = nat
-            .ports
-            .iter()
-            .map(|p| (p.id, p.interface.as_deref().unwrap()))
-            .collect();
-        assert_eq!(
-            ports,
-            vec![(0, &*format!("{pre}-3")), (1, &*format!("{pre}-2b"))]
-        );
-        let r1 = &p.nodes[1];
-        let DeviceSpec::Router {
-            routes, neighbours, ..
-        } = &r1.device
-        else {
-            panic!("r1 is a router")
-        };
-        assert_eq!(neighbours.len(), 3);
-        assert!(neighbours.iter().all(|n| n.mac == HOST_MAC));
-        let r: Vec<(&str, &[u16])> = routes
-            .iter()
-            .map(|r| (r.prefix.as_str(), r.ports.as_slice()))
-            .collect();
-        assert_eq!(
-            r,
-            vec![
-                ("10.0.0.1/32", &[1u16][..]),
-                ("10.0.0.2/32", &[2][..]),
-                ("10.1.0.1/32", &[0][..])
-            ]
-        );
-        // Every generated configuration parses back.
-        for n in &p.nodes {
-            assert_eq!(&NodeConfig::from_toml(&n.to_toml()).unwrap(), n);
-        }
-    }
-
-    #[test]
-    fn quickstart_routes_use_both_aggregation_switches() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../experiments/quickstart.toml"
-        );
-        let loaded = Loaded::from_file(Path::new(path), &[]).unwrap();
-        let routes = routes(&loaded.scenario).unwrap();
-        let tor1 = &routes["tor1"];
-        let to_server = tor1.iter().find(|r| r.prefix == "10.1.0.1/32").unwrap();
-        assert_eq!(to_server.ports, vec![0, 1]);
-        let to_pool = routes["core"]
-            .iter()
-            .find(|r| r.prefix == "198.51.100.0/24")
-            .unwrap();
-        assert_eq!(to_pool.ports, vec![0]);
-    }
-
-    #[test]
-    fn a_prefix_two_switches_announce_is_one_ecmp_route() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../experiments/live/redplane-failover.toml"
-        );
-        let loaded = Loaded::from_file(Path::new(path), &[]).unwrap();
-        let routes = routes(&loaded.scenario).unwrap();
-        let core: Vec<(&str, &[u16])> = routes["core"]
-            .iter()
-            .map(|r| (r.prefix.as_str(), r.ports.as_slice()))
-            .collect();
-        assert_eq!(
-            core.iter().filter(|r| r.0 == "198.51.100.0/24").count(),
-            1,
-            "{core:?}"
-        );
-        assert!(
-            core.contains(&("198.51.100.0/24", &[0u16, 1][..])),
-            "{core:?}"
-        );
-        assert!(core.contains(&("10.255.0.2/32", &[1u16][..])), "{core:?}");
-        assert!(core.contains(&("10.9.0.1/32", &[3u16][..])), "{core:?}");
-        let tor1 = &routes["tor1"];
-        let to_server = tor1.iter().find(|r| r.prefix == "10.1.0.1/32").unwrap();
-        assert_eq!(to_server.ports, vec![0, 1]);
-    }
-
-    #[test]
-    fn host_to_host_links_and_extra_host_ports_are_refused() {
-        let bad = NAT.replace(
-            "a = \"client:0\"\nb = \"r1:1\"",
-            "a = \"client:0\"\nb = \"c2:1\"",
-        );
-        let loaded = Loaded::from_str(&bad, "bad.toml", &[]).unwrap();
-        assert!(plan(&loaded.scenario, "bad", None).is_err());
-    }
-}
+mod tests;
