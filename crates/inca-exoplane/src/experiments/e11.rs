@@ -22,12 +22,13 @@
 //!   switch.
 //!
 //! Scenarios: the hub runs the MEDIUM apps whose new flows their own
-//! control logic sets up — leaf: per-VM NAT and FW; front-end: NAT [our
-//! choice: §7's per-tenant NAT and ACL are not declared yet, and the VPN
-//! gateway's tunnels are provisioned by the operator, not per flow, so no
-//! flow of it reaches the hub]. FM entries split evenly over those apps.
-//! The switch programs placed are leaf `um,nat,fw,sp` and front-end
-//! `um,vpn,nat` (UnivMon HIGH, SYN proxy LOW).
+//! control logic sets up — leaf: per-VM NAT and FW; front-end: per-tenant
+//! NAT (VLAN id ‖ 5-tuple, 64 tenants) [our choice: the VPN's tunnels and
+//! the per-tenant ACL's rules are provisioned by the operator, not set up
+//! per flow, so no flow of theirs reaches the hub]. FM entries split
+//! evenly over those apps. The switch programs placed are leaf
+//! `um,nat,fw,sp` and front-end `um,vpn,tnat,tacl` (UnivMon HIGH, SYN
+//! proxy LOW).
 
 use std::collections::BTreeMap;
 
@@ -40,7 +41,7 @@ use serde::Serialize;
 
 use std::net::Ipv4Addr;
 
-use inca_wire::{build_udp_frame, Endpoints};
+use inca_wire::{build_udp_frame, Endpoints, VlanTag};
 
 use super::rig::{Rig, SyncTraffic};
 use crate::app::{catalog, key_of, AppSpec};
@@ -85,7 +86,10 @@ impl Scenario {
             )
         };
         match self {
-            Scenario::FrontEnd => vec![nat(1)],
+            Scenario::FrontEnd => vec![(
+                catalog::tenant_nat(AppId(1), "tnat", flows, 1),
+                inca_apps::nat::REASON_NEW_FLOW,
+            )],
             Scenario::Leaf => vec![
                 nat(1),
                 (
@@ -100,15 +104,21 @@ impl Scenario {
     /// [`crate::programs`]).
     pub fn switch_apps(self) -> &'static str {
         match self {
-            Scenario::FrontEnd => "um,vpn,nat",
+            Scenario::FrontEnd => "um,vpn,tnat,tacl",
             Scenario::Leaf => "um,nat,fw,sp",
         }
     }
 }
 
+/// Tenants of the front-end (spec §8: tenant = hash(5-tuple) mod 64; here
+/// drawn per flow, which is the same distribution).
+pub const TENANTS: u16 = 64;
+
 /// One synthetic flow's header fields.
 #[derive(Clone, Copy, Debug)]
 struct Flow {
+    /// Its tenant VLAN (1..=64).
+    tenant: u16,
     src: [u8; 4],
     dst: [u8; 4],
     sport: u16,
@@ -123,6 +133,7 @@ impl Flow {
     fn draw(i: u32, (a, b): (u32, u32), rng: &mut DeviceRng) -> Flow {
         let host = a.wrapping_mul(i).wrapping_add(b) & 0x00ff_ffff;
         Flow {
+            tenant: rng.gen_range(1..=TENANTS),
             src: (0x0a00_0000 | host).to_be_bytes(),
             dst: [192, 0, 2, 1],
             sport: rng.gen_range(1024..=65535),
@@ -130,14 +141,22 @@ impl Flow {
         }
     }
 
-    /// Its first packet, a UDP frame from the inside.
-    fn frame(&self) -> Vec<u8> {
-        let ep = Endpoints::new(
+    /// Its first packet, a UDP frame from the inside, tagged with its
+    /// tenant's VLAN when `tagged`.
+    fn frame(&self, tagged: bool) -> Vec<u8> {
+        let mut ep = Endpoints::new(
             [2, 0, 0, 0, 0, 1],
             Ipv4Addr::from(self.src),
             [2, 0, 0, 0, 0, 2],
             Ipv4Addr::from(self.dst),
         );
+        if tagged {
+            ep.vlan = Some(VlanTag {
+                pcp: 0,
+                dei: false,
+                vid: self.tenant,
+            });
+        }
         build_udp_frame(&ep, self.sport, self.dport, &[0; 18], true).unwrap_or_default()
     }
 }
@@ -199,7 +218,7 @@ pub fn point(
     let mut flows: Vec<(AppId, UnionKey)> = Vec::new();
     let perm = (rng.gen::<u32>() | 1, rng.gen::<u32>());
     for i in 0..cap {
-        let frame = Flow::draw(i, perm, &mut rng).frame();
+        let frame = Flow::draw(i, perm, &mut rng).frame(scenario == Scenario::FrontEnd);
         let parsed = inca_apps::headers::parse(&frame)
             .map_err(|e| anyhow::anyhow!("generated frame: {e:?}"))?;
         for (spec, reason) in &apps {
