@@ -46,6 +46,9 @@
 //! - [`props`] — checks of the quantitative properties P11 (promotion
 //!   quality) and P12 (load balance), with the workload scaling rule they
 //!   run under.
+//! - [`experiments`] — spec §8's E2 (union-key skew of the backbone-like
+//!   trace) and E11 (hub memory, sync bandwidth, switch share), which need
+//!   no full-scenario simulation.
 //! - [`codec`] — the hub's, daemons' and sync messages on the wire: both
 //!   directions to and from inca-wire's control protocol (§4.6), DUMP/SYNC
 //!   batch splitting, and a sans-IO session framing them over TCP.
@@ -56,6 +59,7 @@ pub mod checks;
 pub mod codec;
 pub mod daemon;
 pub mod device;
+pub mod experiments;
 pub mod hub;
 pub mod ids;
 pub mod manual;

@@ -18,8 +18,11 @@
 //!
 //! - `inca plan` runs the ExoPlane planner: per app its switch share,
 //!   devices and switch-served traffic, the merged switch program.
+//! - `inca exoplane --experiment e2|e11` runs ExoPlane's experiments that
+//!   need no full-scenario simulation (CSVs and plots into --out).
 
 mod campaign;
+mod exoplane;
 mod node;
 mod plan;
 mod run;
@@ -199,6 +202,9 @@ enum Command {
     /// ExoPlane's planner: split each app between the switch and the smart
     /// NICs (an ILP on HiGHS) and merge the switch program.
     Plan(plan::PlanCmd),
+    /// ExoPlane's experiments without a full simulation: e2 (union-key
+    /// skew per epoch), e11 (hub memory, sync bandwidth, switch share).
+    Exoplane(exoplane::ExoCmd),
     /// TEA's offline experiments (no simulation): e10 BLP vs cuckoo, e11
     /// range rules, e12 cost calculator; a CSV and a plot into --out.
     TeaOffline {
@@ -309,6 +315,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Plan(cmd) => plan::run(cmd),
+        Command::Exoplane(cmd) => exoplane::run(cmd),
         Command::Node { config } => match node::run(&config) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -32,6 +32,7 @@ pub mod entries;
 mod flows;
 pub mod msg;
 pub mod oplog;
+pub mod overhead;
 mod syncing;
 mod timers;
 mod writes;

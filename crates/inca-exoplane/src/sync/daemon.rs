@@ -11,7 +11,7 @@
 //!
 //! On REJOIN after a rebuild: `reg = H[e][k]`, `I_e[k] = 0̸`, REJOIN_DONE.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::merge::{Algebra, Merge};
 use super::{
@@ -97,6 +97,11 @@ struct Job {
     round: Round,
     items: BTreeMap<EntryKey, JobItem>,
     reply: Vec<SyncItem>,
+    /// Items still `Waiting`, and items not yet `Done`: kept as the states
+    /// change so a read result costs O(log n), not a pass over the job
+    /// (a pass per result made a round quadratic in its items).
+    waiting: BTreeSet<EntryKey>,
+    open: usize,
 }
 
 /// A device daemon's synchronisation state machine.
@@ -239,6 +244,8 @@ impl Daemon {
         }
         self.job = Some(Job {
             round: req.round,
+            waiting: items.keys().cloned().collect(),
+            open: items.len(),
             items,
             reply: Vec::new(),
         });
@@ -260,6 +267,7 @@ impl Daemon {
             return;
         };
         item.state = ItemState::Done;
+        job.open -= 1;
         if let Some(held) = self.held.get_mut(entry) {
             let m = held.merge;
             let snap_e = m.canon(value);
@@ -338,24 +346,33 @@ impl Daemon {
         let Some(job) = self.job.as_mut() else {
             return;
         };
-        for (entry, item) in job.items.iter_mut() {
-            if item.state != ItemState::Waiting {
+        let mut started = Vec::new();
+        for entry in &job.waiting {
+            let Some(item) = job.items.get_mut(entry) else {
                 continue;
-            }
+            };
             match self.held.get(entry) {
                 // Deleted since the request: omitted from the reply.
-                None => item.state = ItemState::Done,
+                None => {
+                    item.state = ItemState::Done;
+                    job.open -= 1;
+                    started.push(entry.clone());
+                }
                 Some(h) if h.merges_in_flight == 0 || self.variant == Variant::ReadDuringMerge => {
                     item.state = ItemState::Reading;
                     self.out.push_back(DaemonOutput::ReadRegister {
                         entry: entry.clone(),
                         round: job.round,
                     });
+                    started.push(entry.clone());
                 }
                 Some(_) => {}
             }
         }
-        if job.items.values().all(|i| i.state == ItemState::Done) {
+        for entry in &started {
+            job.waiting.remove(entry);
+        }
+        if job.open == 0 {
             if let Some(job) = self.job.take() {
                 self.out.push_back(DaemonOutput::SyncResp(SyncResp {
                     round: job.round,

@@ -14,6 +14,8 @@
 //! - `request` — a request/response client measuring round-trip times, with
 //!   `echo` as the matching responder;
 //! - `tcp` / `tcp_sink` — bulk TCP transfers through [`crate::tcp::TcpStack`];
+//! - `backbone` — a `udp` preset, the ExoPlane evaluation's backbone-like
+//!   trace ([`traces`]);
 //! - `udp` frames shaped for particular NFs (TCP with `tcp_flags`, VXLAN with
 //!   `vxlan_vni`, flows varying the destination): [`super::encap`];
 //! - `new_flows` / `tuples` — adversarial traffic (a new-flow flood, keys
@@ -71,6 +73,7 @@ mod hops;
 pub mod schema;
 #[cfg(test)]
 mod tests;
+pub mod traces;
 pub mod workload;
 
 use std::any::Any;

@@ -318,8 +318,9 @@ pub enum WorkloadConfig {
 }
 
 /// The built-in workload kinds, in the order an error lists them.
-pub const BUILTIN_KINDS: [&str; 8] = [
+pub const BUILTIN_KINDS: [&str; 9] = [
     "udp",
+    "backbone",
     "pcap",
     "request",
     "echo",
@@ -379,6 +380,8 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
         }
         Ok(match kind.as_str() {
             "udp" => WorkloadConfig::Udp(typed(table)?),
+            // A preset of `udp` (super::traces).
+            "backbone" => WorkloadConfig::Udp(typed(super::traces::backbone_defaults(table))?),
             "pcap" => WorkloadConfig::Pcap(typed(table)?),
             "request" => WorkloadConfig::Request(typed(table)?),
             "echo" => WorkloadConfig::Echo(typed(table)?),
