@@ -3,6 +3,7 @@
 
 use inca_exoplane::experiments::e11::{self, Scenario, Sweeps};
 use inca_exoplane::experiments::e2::{self, E2Config};
+use inca_exoplane::experiments::e9::E9Config;
 
 #[test]
 fn e2_a_few_keys_carry_most_traffic_in_every_epoch_alike() {
@@ -108,4 +109,30 @@ fn e11_memory_and_sync_grow_linearly_and_the_runtime_is_a_small_share() {
         let step = (x4 - x2) / (x2 - x1);
         assert!(near2(step), "{s:?}: FM SRAM {x1} → {x2} → {x4}");
     }
+}
+
+/// E9 (quick: 5 s of traffic): the copies of the firewall's synchronised
+/// counters are further apart right after a merge the more unequal the
+/// switch's and the NIC's shares of the counting (30 % tail further than
+/// 40 %, further than 50 %), and exactly equal two rounds after the traffic
+/// stops.
+#[test]
+fn e9_copies_drift_with_the_unequal_share_and_end_equal() {
+    let points = inca_exoplane::experiments::e9::run(&E9Config::quick()).unwrap();
+    let summary = inca_exoplane::experiments::e9::summarise(&points);
+    println!("{summary:?}");
+    let at = |tail: u32| summary.iter().find(|s| s.0 == tail).copied().unwrap();
+    let (t30, t40, t50) = (at(30), at(40), at(50));
+    assert!(t30.1 > t40.1 && t40.1 > t50.1, "{summary:?}");
+    for s in &summary {
+        assert_eq!(
+            s.2, 0.0,
+            "tail {} %: copies still apart after the traffic stopped",
+            s.0
+        );
+    }
+    assert!(
+        points.iter().all(|p| p.cells == 2),
+        "the per-source and per-tenant cells"
+    );
 }

@@ -1,5 +1,5 @@
-//! `inca exoplane`: ExoPlane's experiments that need no full-scenario
-//! simulation (spec §8 E2, E11), from `inca_exoplane::experiments`. Glue
+//! `inca exoplane`: ExoPlane's experiments that are commands rather than
+//! sweeps (spec §8 E2, E9, E11), from `inca_exoplane::experiments`. Glue
 //! only.
 
 use std::path::PathBuf;
@@ -26,6 +26,8 @@ pub struct ExoCmd {
 enum Experiment {
     /// Union-key skew per epoch of the backbone-like trace.
     E2,
+    /// Switch and NIC copies of a synchronised counter after each merge.
+    E9,
     /// Hub memory, sync bandwidth and switch share at 10,240 FM entries.
     E11,
 }
@@ -38,6 +40,7 @@ pub fn run(cmd: ExoCmd) -> ExitCode {
     use inca_exoplane::experiments as x;
     let (name, f): (&str, Runner) = match cmd.experiment {
         Experiment::E2 => ("e2", x::run_e2),
+        Experiment::E9 => ("e9", x::run_e9),
         Experiment::E11 => ("e11", x::run_e11),
     };
     let out = cmd

@@ -4,12 +4,16 @@
 //!
 //! - [`e2`] — union-key skew per epoch of the backbone-like trace (Thesis
 //!   Fig. 4.6);
+//! - [`e9`] — the distance between a synchronised counter's switch and
+//!   NIC copies after each merge (Thesis Fig. 4.17), in the simulator
+//!   (experiments/exoplane/sync.toml stepped round by round);
 //! - [`e11`] — hub memory, sync bandwidth and switch resources at 10,240
 //!   FM entries and around it (Thesis §4.6.5), on a real hub and daemons
 //!   driven by [`rig`].
 
 pub mod e11;
 pub mod e2;
+pub mod e9;
 pub mod rig;
 
 use std::path::Path;
@@ -86,6 +90,50 @@ pub fn run_e2(out: &Path, quick: bool) -> anyhow::Result<Vec<String>> {
         ));
     }
     Ok(lines)
+}
+
+/// Runs E9 (`quick`: 5 s of traffic) into `out`; returns the summary lines.
+pub fn run_e9(out: &Path, quick: bool) -> anyhow::Result<Vec<String>> {
+    std::fs::create_dir_all(out)?;
+    let formats = inca_report::plot::parse_formats(&[])?;
+    let cfg = if quick {
+        e9::E9Config::quick()
+    } else {
+        e9::E9Config::full()
+    };
+    let points = e9::run(&cfg)?;
+    std::fs::write(out.join("e9.csv"), e9::csv(&points))?;
+    let summary = e9::summarise(&points);
+    let lines = summary
+        .iter()
+        .map(|&(tail, _, _)| {
+            (
+                format!("tail {tail} %"),
+                points
+                    .iter()
+                    .filter(|p| p.tail_pct == tail)
+                    .map(|p| (p.at_s, p.distance))
+                    .collect(),
+            )
+        })
+        .collect();
+    line_plot(
+        &out.join("e9"),
+        &formats,
+        "E9: |switch copy − NIC copy| 200 ms after each merge (median over the synchronised cells)",
+        "time (s)",
+        "packets",
+        lines,
+        false,
+    )?;
+    Ok(summary
+        .iter()
+        .map(|(tail, median, after)| {
+            format!(
+                "E9 tail {tail} %: median distance while traffic runs {median} packets; largest distance 2 s after it stops {after}"
+            )
+        })
+        .collect())
 }
 
 /// Runs E11 into `out`; returns the summary lines.
