@@ -63,6 +63,7 @@ pub mod experiments;
 pub mod hub;
 pub mod ids;
 pub mod manual;
+mod nested;
 pub mod programs;
 pub mod props;
 pub mod runtime;

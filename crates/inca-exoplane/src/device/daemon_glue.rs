@@ -8,8 +8,8 @@
 //! - MISSes queued by the data plane become setups (the app's own control
 //!   logic, [`crate::runtime::logic`]); REPORTs promotion reports; the
 //!   data-plane sketch's bank flips every `T_win`.
-//! - Device operations are acknowledged at a register-read barrier as on
-//!   the switch ([`crate::switch`]'s hub glue).
+//! - Device operations are acknowledged at a register-read barrier
+//!   ([`crate::runtime::barrier`]).
 //! - [our choice] Restoring a counter cell to `H` on REJOIN (`reg = H`)
 //!   is a MERGE of `H` into the cell, which is at the identity: a
 //!   rebuilding device is sent no packets and its counters restarted at 0.
@@ -19,7 +19,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use inca_switch::device::{Nanos, SessionEvent, SessionId};
-use inca_switch::{ControlEvent, ControlPlane, Handle, PacketOutDest};
+use inca_switch::{ControlEvent, ControlPlane, Handle};
 use inca_wire::exoplane::{shim, MergeOp, MergeRepr};
 
 use super::{ExoDevice, Miss};
@@ -31,8 +31,9 @@ use crate::daemon::{
 };
 use crate::hub::oplog::EntryKey;
 use crate::ids::{AppId, UnionKey};
+use crate::runtime::barrier::{Ack, OpBarrier, Wakeup};
 use crate::runtime::logic::{cell_index, AppLogic, NatReserved};
-use crate::runtime::pop_merge;
+use crate::runtime::{inject_merge, merge_body, pop_merge};
 
 /// The control-plane timer token of the daemon.
 pub const DAEMON_TIMER: u64 = 0x4558_4441_454d_0001;
@@ -50,17 +51,8 @@ pub struct DaemonSetup {
     pub seed: u64,
 }
 
-#[derive(Clone, Copy)]
-enum Ack {
-    Request(u64),
-    Done,
-    Refused,
-}
-
-enum Read {
-    Register(EntryKey, crate::ids::Round),
-    Barrier(Vec<(DeviceOpId, Ack)>),
-}
+/// A pending register read: the entry and round it is for.
+struct Read(EntryKey, crate::ids::Round);
 
 enum MergeFor {
     Sync(EntryKey),
@@ -72,12 +64,11 @@ pub(crate) struct DaemonRun {
     session: Option<SessionId>,
     codec: DaemonSession,
     reads: HashMap<u64, Read>,
-    failed: std::collections::HashSet<u64>,
-    unacked: Vec<(DeviceOpId, Ack)>,
+    barrier: OpBarrier<DeviceOpId>,
     /// MERGEs in flight per cell, oldest first: a cell's MERGE_ACKs come
     /// back in the order its MERGEs went in (one pipeline, FIFO).
     merges: HashMap<(u8, u16, u32), VecDeque<MergeFor>>,
-    timer_at: Option<Nanos>,
+    wakeup: Wakeup,
     dropped: u64,
     /// NAT endpoints in use, fed with every entry the device is given (a
     /// rebuilt daemon must not hand them out again).
@@ -157,10 +148,9 @@ impl ExoDevice {
             session,
             codec: DaemonSession::new(),
             reads: HashMap::new(),
-            failed: Default::default(),
-            unacked: Vec::new(),
+            barrier: OpBarrier::default(),
             merges: HashMap::new(),
-            timer_at: None,
+            wakeup: Wakeup::default(),
             dropped: 0,
             reserved,
         }));
@@ -180,7 +170,7 @@ impl ExoDevice {
         let now = cp.now();
         match event {
             ControlEvent::Timer { token } if token == DAEMON_TIMER => {
-                run.timer_at = None;
+                run.wakeup.fired();
                 run.daemon.handle_timeout(now);
             }
             ControlEvent::Timer { token } if token == BANK_TIMER => {
@@ -191,26 +181,17 @@ impl ExoDevice {
             }
             ControlEvent::Session(e) => on_session(run, now, e),
             ControlEvent::OpFailed { request, error } => {
-                let ours = run.reads.values().any(|r| {
-                    matches!(r, Read::Barrier(ops) if ops.iter().any(|&(_, a)| matches!(a, Ack::Request(q) if q == request)))
-                });
-                if !ours {
+                if !run.barrier.op_failed(request) {
                     return Some(ControlEvent::OpFailed { request, error });
                 }
-                run.failed.insert(request);
             }
-            ControlEvent::RegisterValues { request, values } => match run.reads.remove(&request) {
-                Some(Read::Barrier(ops)) => {
-                    for (id, ack) in ops {
-                        let ok = match ack {
-                            Ack::Request(r) => !run.failed.remove(&r),
-                            Ack::Done => true,
-                            Ack::Refused => false,
-                        };
+            ControlEvent::RegisterValues { request, values } => match run.barrier.answered(request)
+            {
+                Some(ops) => {
+                    for (id, ok) in ops {
                         run.daemon.handle(now, DaemonInput::DeviceAck { id, ok });
                     }
                 }
-                Some(_) => run.dropped += 1,
                 None => return Some(ControlEvent::RegisterValues { request, values }),
             },
             ControlEvent::CounterValues {
@@ -218,7 +199,7 @@ impl ExoDevice {
                 first,
                 values,
             } => match run.reads.remove(&request) {
-                Some(Read::Register(entry, round)) => {
+                Some(Read(entry, round)) => {
                     let value = values.first().map_or(0, |&(p, _)| p & 0xFFFF_FFFF);
                     run.daemon.handle(
                         now,
@@ -229,7 +210,6 @@ impl ExoDevice {
                         },
                     );
                 }
-                Some(_) => run.dropped += 1,
                 None => {
                     return Some(ControlEvent::CounterValues {
                         request,
@@ -309,32 +289,20 @@ impl ExoDevice {
             };
             self.daemon_output(cp, out);
         }
+        // The barrier: a one-entry read of the first sketch row.
+        let row = self
+            .sketches
+            .first()
+            .and_then(|s| s.rows.first())
+            .map(|&(_, reg)| reg);
         let run = self.daemon.run.as_deref_mut().expect("checked above");
-        if !run.unacked.is_empty() {
-            let ops = std::mem::take(&mut run.unacked);
-            // The barrier: a one-entry read of the first sketch row.
-            match self.sketches.first().and_then(|s| s.rows.first()) {
-                Some(&(_, reg)) => {
-                    let r = cp.register_read(reg, 0, 1);
-                    let run = self.daemon.run.as_deref_mut().expect("checked above");
-                    run.reads.insert(r, Read::Barrier(ops));
-                }
-                None => {
-                    let run = self.daemon.run.as_deref_mut().expect("checked above");
-                    for (id, _) in ops {
-                        run.daemon
-                            .handle(now, DaemonInput::DeviceAck { id, ok: false });
-                    }
-                }
-            }
+        let refused = run
+            .barrier
+            .close(|| row.map(|reg| cp.register_read(reg, 0, 1)));
+        for (id, ok) in refused {
+            run.daemon.handle(now, DaemonInput::DeviceAck { id, ok });
         }
-        let run = self.daemon.run.as_deref_mut().expect("checked above");
-        if let Some(t) = run.daemon.poll_timeout() {
-            if run.timer_at.is_none_or(|at| t < at) {
-                run.timer_at = Some(t.max(now));
-                cp.set_timer(t.max(now), DAEMON_TIMER);
-            }
-        }
+        run.wakeup.arm(cp, run.daemon.poll_timeout(), DAEMON_TIMER);
     }
 
     fn daemon_output(&mut self, cp: &mut ControlPlane<'_>, out: DaemonOutput) {
@@ -391,7 +359,7 @@ impl ExoDevice {
                     }
                 };
                 let run = self.daemon.run.as_deref_mut().expect("daemon running");
-                run.unacked.push((id, ack));
+                run.barrier.push(id, ack);
             }
             DaemonOutput::ReadRegister { entry, round } => {
                 let cell = self.cell_of(entry.app, entry.obj.0, &entry.key);
@@ -399,7 +367,7 @@ impl ExoDevice {
                 match cell {
                     Some((h, i)) => {
                         let r = cp.counter_read(h, i, 1);
-                        run.reads.insert(r, Read::Register(entry, round));
+                        run.reads.insert(r, Read(entry, round));
                     }
                     None => run.dropped += 1,
                 }
@@ -458,17 +426,7 @@ impl ExoDevice {
         cmd: &crate::sync::MergeCmd,
     ) -> Option<(u8, u16, u32)> {
         let (_, index) = self.cell_of(cmd.entry.app, cmd.entry.obj.0, &cmd.entry.key)?;
-        let m = MergeRepr {
-            obj_id: cmd.entry.obj.0,
-            op: cmd.merge.op(),
-            width: cmd.merge.width().bits(),
-            slot: index as u32,
-            round: cmd.round,
-            delta: cmd.delta,
-        };
-        let f = crate::merge_frame(cmd.entry.app.0, &m)?;
-        cp.packet_out(f, PacketOutDest::Ingress(0));
-        Some((cmd.entry.app.0, m.obj_id, m.slot))
+        inject_merge(cp, cmd.entry.app.0, &merge_body(cmd, index))
     }
 
     fn inject_merge(
@@ -489,9 +447,7 @@ impl ExoDevice {
             round: 0,
             delta: delta & 0xFFFF_FFFF,
         };
-        let f = crate::merge_frame(app.0, &m)?;
-        cp.packet_out(f, PacketOutDest::Ingress(0));
-        Some((app.0, obj, m.slot))
+        inject_merge(cp, app.0, &m)
     }
 
     /// The packets counted in the cell of register entry `entry` of this

@@ -574,17 +574,7 @@ impl Program for ExoDevice {
         pkt: &mut PacketCtx<DeviceMeta, DeviceDigest>,
         dp: &mut DataPlane<'_>,
     ) -> Result<(), AccessError> {
-        if pkt.meta.apps.app().is_none() {
-            return Ok(());
-        }
-        let mut m = std::mem::take(&mut pkt.meta.apps);
-        let apps = &mut self.apps;
-        let (r, digest) = pkt.nest(&mut m, None, |inner| apps.egress(inner, dp));
-        pkt.meta.apps = m;
-        if let Some(d) = digest {
-            pkt.digest(DeviceDigest::App(d));
-        }
-        r
+        crate::nested::apps_egress(&mut self.apps, pkt, dp, |m| &mut m.apps, DeviceDigest::App)
     }
 
     fn control(&mut self, event: ControlEvent<DeviceDigest>, cp: &mut ControlPlane<'_>) {
@@ -654,15 +644,9 @@ impl ExoDevice {
                 push_bounded(&mut self.misses, miss, &mut self.counters.queue_overflow);
             }
             ControlEvent::Message(m) if m.kind == manual::MSG_MERGE => {
-                // Into ingress on port 0: the pipeline sees it as FromCpu.
-                let frame = manual::parse_merge(&m.body)
-                    .and_then(|(app, body)| crate::merge_frame(app, &body));
-                match frame {
-                    Some(f) => {
-                        cp.packet_out(f, PacketOutDest::Ingress(0));
-                    }
-                    None => self.counters.write_refused += 1,
-                }
+                let ok = manual::parse_merge(&m.body)
+                    .and_then(|(app, body)| crate::runtime::inject_merge(cp, app, &body));
+                self.counters.write_refused += u64::from(ok.is_none());
             }
             ControlEvent::Message(m) if m.kind == manual::MSG_REINJECT => {
                 while let Some(miss) = self.misses.pop_front() {

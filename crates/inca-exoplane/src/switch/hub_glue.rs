@@ -6,22 +6,18 @@
 //! - Sessions: a daemon says HELLO first; the session it came on is then
 //!   that device's. Messages are §4.6 frames ([`HubSession`]), one per
 //!   session message.
-//! - Switch operations run in issue order on the control channel. The
-//!   hub wants each acknowledged once it has taken effect: after a batch
-//!   the driver issues one register read (a barrier: reads answer in issue
-//!   order too), whose answer acknowledges every operation before it; an
-//!   operation that failed was reported by `OpFailed` first [our choice:
-//!   BfRt's batch-then-sync idiom].
+//! - Switch operations are acknowledged at a register-read barrier
+//!   ([`crate::runtime::barrier`]).
 //! - Counter cells are the hub's register entries (their key is the cell
 //!   index, [`crate::runtime::logic`]); reads and MERGEs name that cell.
 //! - FM direct-counter slots are allocated here, per app.
 //! - Port-down copies, MERGE_ACKs and aged FM entries queued by the data
 //!   plane path are fed to the hub on every control event.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use inca_switch::device::{Nanos, SessionEvent, SessionId};
-use inca_switch::{ControlEvent, ControlPlane, Handle, PacketOutDest};
+use inca_switch::{ControlEvent, ControlPlane, Handle};
 use inca_wire::exoplane::MergeRepr;
 
 use super::ExoSwitch;
@@ -30,8 +26,9 @@ use crate::codec::{DaemonToHub, HubSession, HubToDaemon};
 use crate::hub::oplog::EntryKey;
 use crate::hub::{Hub, HubApp, HubConfig, HubInput, HubOutput, HubStats, SwitchOp, SwitchOpId};
 use crate::ids::{AppId, Pdev, UnionKey};
+use crate::runtime::barrier::{Ack, OpBarrier, Wakeup};
 use crate::runtime::logic::{cell_index, AppLogic};
-use crate::runtime::pop_merge;
+use crate::runtime::{inject_merge, merge_body, pop_merge};
 
 /// The control-plane timer token of the hub (apart from the apps').
 pub const HUB_TIMER: u64 = 0x4558_4855_4200_0001;
@@ -57,18 +54,6 @@ pub struct HubSetup {
 enum Read {
     Fm(AppId),
     Register(EntryKey),
-    Barrier(Vec<(SwitchOpId, Ack)>),
-}
-
-/// How an operation's acknowledgement is decided at the barrier.
-#[derive(Clone, Copy)]
-enum Ack {
-    /// By whether this control request failed.
-    Request(u64),
-    /// Nothing to wait for (a counter cell exists from the start).
-    Done,
-    /// Refused before it was issued.
-    Refused,
 }
 
 /// An app's flow-manager slots.
@@ -86,12 +71,11 @@ pub(crate) struct HubRun {
     pdev_of: HashMap<SessionId, Pdev>,
     codecs: HashMap<SessionId, HubSession>,
     reads: HashMap<u64, Read>,
-    failed: HashSet<u64>,
-    unacked: Vec<(SwitchOpId, Ack)>,
+    barrier: OpBarrier<SwitchOpId>,
     slots: HashMap<AppId, FmSlots>,
     /// MERGEs in flight per cell, oldest first (acks come back in order).
     merges: HashMap<(u8, u16, u32), VecDeque<EntryKey>>,
-    timer_at: Option<Nanos>,
+    wakeup: Wakeup,
     /// Messages the codec refused, sessions unknown, reads unmatched.
     pub dropped: u64,
 }
@@ -149,11 +133,10 @@ fn new_run(sw: &ExoSwitch, setup: &HubSetup, now: Nanos) -> Option<Box<HubRun>> 
         pdev_of: HashMap::new(),
         codecs: HashMap::new(),
         reads: HashMap::new(),
-        failed: HashSet::new(),
-        unacked: Vec::new(),
+        barrier: OpBarrier::default(),
         slots,
         merges: HashMap::new(),
-        timer_at: None,
+        wakeup: Wakeup::default(),
         dropped: 0,
     }))
 }
@@ -221,27 +204,22 @@ impl ExoSwitch {
         let now = cp.now();
         match event {
             ControlEvent::Timer { token } if token == HUB_TIMER => {
-                run.timer_at = None;
+                run.wakeup.fired();
                 run.hub.handle_timeout(now);
             }
             ControlEvent::Session(e) => on_session(run, now, e),
             ControlEvent::OpFailed { request, error } => {
-                if !run.failed_op(request) {
+                if !run.barrier.op_failed(request) {
                     return Some(ControlEvent::OpFailed { request, error });
                 }
             }
-            ControlEvent::RegisterValues { request, values } => match run.reads.remove(&request) {
-                Some(Read::Barrier(ops)) => {
-                    for (id, ack) in ops {
-                        let ok = match ack {
-                            Ack::Request(req) => !run.failed.remove(&req),
-                            Ack::Done => true,
-                            Ack::Refused => false,
-                        };
+            ControlEvent::RegisterValues { request, values } => match run.barrier.answered(request)
+            {
+                Some(ops) => {
+                    for (id, ok) in ops {
                         run.hub.handle(now, HubInput::SwitchAck { id, ok });
                     }
                 }
-                Some(_) => run.dropped += 1,
                 None => return Some(ControlEvent::RegisterValues { request, values }),
             },
             ControlEvent::CounterValues {
@@ -270,7 +248,6 @@ impl ExoSwitch {
                     let value = values.first().map_or(0, |&(p, _)| p & 0xFFFF_FFFF);
                     run.hub.handle(now, HubInput::RegisterRead { entry, value });
                 }
-                Some(Read::Barrier(_)) => run.dropped += 1,
                 None => {
                     return Some(ControlEvent::CounterValues {
                         request,
@@ -345,19 +322,15 @@ impl ExoSwitch {
                 HubOutput::Event(_) => {}
             }
         }
-        let Some(o) = self.objs else { return };
+        let objs = self.objs;
         let run = self.hub.run.as_deref_mut().expect("checked above");
-        if !run.unacked.is_empty() {
-            let ops = std::mem::take(&mut run.unacked);
-            let r = cp.register_read(o.pdev_alive, 0, 1);
-            run.reads.insert(r, Read::Barrier(ops));
+        let refused = run
+            .barrier
+            .close(|| objs.map(|o| cp.register_read(o.pdev_alive, 0, 1)));
+        for (id, ok) in refused {
+            run.hub.handle(now, HubInput::SwitchAck { id, ok });
         }
-        if let Some(t) = run.hub.poll_timeout() {
-            if run.timer_at.is_none_or(|at| t < at) {
-                run.timer_at = Some(t.max(now));
-                cp.set_timer(t.max(now), HUB_TIMER);
-            }
-        }
+        run.wakeup.arm(cp, run.hub.poll_timeout(), HUB_TIMER);
     }
 
     /// Carries out one switch operation of the hub.
@@ -365,7 +338,7 @@ impl ExoSwitch {
         let Some(o) = self.objs else { return };
         let acked = |sw: &mut ExoSwitch, ack: Ack| {
             let run = sw.hub.run.as_deref_mut().expect("hub running");
-            run.unacked.push((id, ack));
+            run.barrier.push(id, ack);
         };
         match op {
             SwitchOp::InstallEntry { entry, value, .. }
@@ -430,25 +403,12 @@ impl ExoSwitch {
                     self.hub.run.as_deref_mut().expect("hub running").dropped += 1;
                     return;
                 };
-                let m = MergeRepr {
-                    obj_id: cmd.entry.obj.0,
-                    op: cmd.merge.op(),
-                    width: cmd.merge.width().bits(),
-                    slot: index as u32,
-                    round: cmd.round,
-                    delta: cmd.delta,
-                };
-                let app = cmd.entry.app.0;
-                match crate::merge_frame(app, &m) {
-                    Some(f) => {
-                        cp.packet_out(f, PacketOutDest::Ingress(0));
-                        let run = self.hub.run.as_deref_mut().expect("hub running");
-                        run.merges
-                            .entry((app, m.obj_id, m.slot))
-                            .or_default()
-                            .push_back(cmd.entry);
-                    }
-                    None => self.hub.run.as_deref_mut().expect("hub running").dropped += 1,
+                let m = merge_body(&cmd, index);
+                let cell = inject_merge(cp, cmd.entry.app.0, &m);
+                let run = self.hub.run.as_deref_mut().expect("hub running");
+                match cell {
+                    Some(c) => run.merges.entry(c).or_default().push_back(cmd.entry),
+                    None => run.dropped += 1,
                 }
             }
             SwitchOp::SetPdevAlive { alive: false, .. } if !self.failover_enabled() => {
@@ -509,19 +469,6 @@ impl ExoSwitch {
         Some((Handle::of_object(id), u64::from(cell_index(&entry.key)?)))
     }
 }
-impl HubRun {
-    fn failed_op(&mut self, request: u64) -> bool {
-        let ours = self
-            .reads
-            .values()
-            .any(|r| matches!(r, Read::Barrier(ops) if ops.iter().any(|&(_, a)| matches!(a, Ack::Request(q) if q == request))));
-        if ours {
-            self.failed.insert(request);
-        }
-        ours
-    }
-}
-
 fn on_session(run: &mut HubRun, now: Nanos, e: SessionEvent) {
     match e {
         SessionEvent::Up { .. } | SessionEvent::Refused { .. } => {}

@@ -47,8 +47,7 @@ use inca_switch::pktgen::{StreamConfig, Trigger};
 use inca_switch::{
     AccessError, ArrayDecl, CheckHints, Composite, ControlEvent, ControlPlane, DataPlane, Declare,
     DeclareError, Destination, Gress, Handle, MatchKind, MatchSpec, PacketCtx, PacketKind,
-    PacketOutDest, ParseError, PortId, Program, ProgramReport, RegisterHandle, TableDecl,
-    TableHandle,
+    ParseError, PortId, Program, ProgramReport, RegisterHandle, TableDecl, TableHandle,
 };
 use inca_wire::exoplane::{shim, MergeRepr, ShimRepr, ShimType, SHIM_LEN};
 use inca_wire::pktgen::{PortDownHeaderRepr, PORT_DOWN_HEADER_LEN};
@@ -832,17 +831,7 @@ impl Program for ExoSwitch {
         pkt: &mut PacketCtx<SwitchMeta, SwitchDigest>,
         dp: &mut DataPlane<'_>,
     ) -> Result<(), AccessError> {
-        if pkt.meta.apps.app().is_none() {
-            return Ok(());
-        }
-        let mut m = std::mem::take(&mut pkt.meta.apps);
-        let apps = &mut self.apps;
-        let (r, digest) = pkt.nest(&mut m, None, |inner| apps.egress(inner, dp));
-        pkt.meta.apps = m;
-        if let Some(d) = digest {
-            pkt.digest(SwitchDigest::App(d));
-        }
-        r
+        crate::nested::apps_egress(&mut self.apps, pkt, dp, |m| &mut m.apps, SwitchDigest::App)
     }
 
     fn control(&mut self, event: ControlEvent<SwitchDigest>, cp: &mut ControlPlane<'_>) {
@@ -960,15 +949,9 @@ impl ExoSwitch {
                 self.counters.write_refused += u64::from(!ok);
             }
             ControlEvent::Message(m) if m.kind == manual::MSG_MERGE => {
-                // Into ingress on port 0: the pipeline sees it as FromCpu.
-                let frame = manual::parse_merge(&m.body)
-                    .and_then(|(app, body)| crate::merge_frame(app, &body));
-                match frame {
-                    Some(f) => {
-                        cp.packet_out(f, PacketOutDest::Ingress(0));
-                    }
-                    None => self.counters.write_refused += 1,
-                }
+                let ok = manual::parse_merge(&m.body)
+                    .and_then(|(app, body)| crate::runtime::inject_merge(cp, app, &body));
+                self.counters.write_refused += u64::from(ok.is_none());
             }
             ControlEvent::Message(m) if m.kind == manual::MSG_WRITE => {
                 let ok = manual::parse_write(&m.body).is_some_and(|w| {
