@@ -451,7 +451,9 @@ impl FlowKeys for AppLogic {
         let Some(o) = self.objects.iter().find(|o| o.decl.obj == obj) else {
             return Vec::new();
         };
-        if o.decl.kind != ObjectKind::Table || o.key != self.spec.union_fields().as_slice() {
+        let whole_key = o.key.len() == self.offsets.len()
+            && o.key.iter().zip(&self.offsets).all(|(k, (f, _))| k == f);
+        if o.decl.kind != ObjectKind::Table || !whole_key {
             return Vec::new();
         }
         let mut flows = vec![UnionKey(key.to_vec())];

@@ -18,7 +18,6 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use inca_switch::device::{Nanos, SessionEvent, SessionId};
 use inca_switch::{ControlEvent, ControlPlane, Handle};
-use inca_wire::exoplane::MergeRepr;
 
 use super::ExoSwitch;
 use crate::app::Affinity;
@@ -269,17 +268,22 @@ impl ExoSwitch {
             return;
         }
         let now = cp.now();
-        let ports = self.cfg.devices.clone();
-        let port_downs: Vec<_> = self.port_down_events.drain(..).collect();
-        let acks: Vec<(u8, MergeRepr)> = self.merge_acks.drain(..).collect();
-        let aged: Vec<_> = self.aged.drain(..).collect();
-        let app_ids: Vec<AppId> = self.cfg.apps.iter().map(|a| a.spec.id).collect();
+        // Disjoint borrows: the data plane's queues feed the hub in place.
+        let ExoSwitch {
+            cfg,
+            hub,
+            port_down_events,
+            merge_acks,
+            aged,
+            app_events,
+            ..
+        } = self;
         // MEDIUM apps' switch events: EVENT_FWD is not carried yet; they
         // are counted (the catalog's MEDIUM apps raise none on a hit).
-        self.app_events.clear();
-        let run = self.hub.run.as_deref_mut().expect("checked above");
-        for port in port_downs {
-            if let Some(pdev) = ports.iter().position(|&p| p == port) {
+        app_events.clear();
+        let run = hub.run.as_deref_mut().expect("checked above");
+        for port in port_down_events.drain(..) {
+            if let Some(pdev) = cfg.devices.iter().position(|&p| p == port) {
                 run.hub.handle(
                     now,
                     HubInput::PortDown {
@@ -288,18 +292,18 @@ impl ExoSwitch {
                 );
             }
         }
-        for (app, m) in acks {
+        for (app, m) in merge_acks.drain(..) {
             match pop_merge(&mut run.merges, (app, m.obj_id, m.slot)) {
                 Some(entry) => run.hub.handle(now, HubInput::MergeAck { entry }),
                 None => run.dropped += 1,
             }
         }
-        for (i, uk) in aged {
-            if let Some(&app) = app_ids.get(usize::from(i)) {
+        for (i, uk) in aged.drain(..) {
+            if let Some(a) = cfg.apps.get(usize::from(i)) {
                 run.hub.handle(
                     now,
                     HubInput::FmIdle {
-                        app,
+                        app: a.spec.id,
                         uk: UnionKey(uk),
                     },
                 );
