@@ -44,6 +44,7 @@ use inca_wire::PcapWriter;
 use crate::lanes::LaneAgenda;
 use crate::link::{Channel, ChannelConfig, Fate, Impairment, LossModel};
 use crate::metrics::{NodeReport, Series};
+use crate::nodes::host::control::WorkloadChange;
 use crate::session::{Effects, Session, SessionConfig, SessionIdx, Timer as SessionTimer};
 
 /// A simulated device: the device contract, plus what the simulator needs
@@ -124,6 +125,16 @@ pub enum Fault {
     /// A control session is reset: both ends hear it, what was in flight
     /// is lost.
     SessionReset(SessionIdx),
+    /// A host's workload changes ([`crate::nodes::host::control`]): its
+    /// popularity shifts, a storm starts or ends.
+    Workload {
+        /// The host.
+        node: NodeId,
+        /// The workload's name.
+        workload: String,
+        /// What changes.
+        change: WorkloadChange,
+    },
 }
 
 impl Fault {
@@ -140,6 +151,10 @@ impl Fault {
             Fault::Impair { .. } => Some("impair"),
             Fault::SessionCut(_) => Some("session_cut"),
             Fault::SessionReset(_) => Some("session_reset"),
+            Fault::Workload { change, .. } => match change {
+                WorkloadChange::Calm => None,
+                c => Some(c.label()),
+            },
             Fault::SessionHeal(_)
             | Fault::LinkUp(_)
             | Fault::Restart(_)
@@ -1129,6 +1144,11 @@ impl Simulation {
                 }
             }
             Fault::Message(n, m) => self.input(n, Input::Control(m)),
+            Fault::Workload {
+                node,
+                workload,
+                change,
+            } => self.input(node, Input::Control(change.message(&workload))),
             Fault::SessionCut(x) => self.with_session(x, |s, now, fx| s.cut(now, fx)),
             Fault::SessionHeal(x) => self.with_session(x, |s, now, fx| s.heal(now, fx)),
             Fault::SessionReset(x) => self.with_session(x, |s, now, fx| s.reset(now, fx)),
@@ -1204,6 +1224,16 @@ impl Simulation {
                 )
             }
             Fault::Message(x, m) => format!("message kind {} to {}", m.kind, n(x)),
+            Fault::Workload {
+                node,
+                workload,
+                change,
+            } => match change {
+                WorkloadChange::Storm { factor } => {
+                    format!("workload_storm x{factor} of {}/{workload}", n(node))
+                }
+                c => format!("{} of {}/{workload}", c.label(), n(node)),
+            },
             Fault::SessionCut(x) | Fault::SessionHeal(x) | Fault::SessionReset(x) => {
                 let name = self
                     .sessions

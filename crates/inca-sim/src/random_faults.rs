@@ -16,7 +16,13 @@
 //!   healed;
 //! - `session_cut`: a candidate control session is cut, then healed (a cut
 //!   longer than the session's `reset_after` resets it);
-//! - `session_reset`: a candidate control session is reset.
+//! - `session_reset`: a candidate control session is reset;
+//! - `workload_shift`: a candidate host workload's Zipf ranking moves on
+//!   (the hot flows change, [`crate::nodes::host::control`]);
+//! - `workload_storm`: a candidate host workload sends `storm_factor`
+//!   times faster with every flow equally popular for the window, then
+//!   calms down (for a system that promotes hot flows, a promotion and
+//!   eviction storm).
 //!
 //! ```toml
 //! [random_faults]
@@ -30,6 +36,8 @@
 //! impair = { loss = 0.05, duplicate = 0.01, reorder = 0.05, reorder_delay = "200us", jitter = "50us", links = ["agg1-tors"], for = "4ms" }
 //! partition_nodes = ["agg1", "agg2", "st1", "st2", "st3"]
 //! sessions = ["hub-dev1"]           # session_cut / session_reset targets (default: all)
+//! workloads = ["c1/zipf"]            # workload_shift / workload_storm targets ("host/workload")
+//! storm_factor = 10                  # workload_storm's rate multiple (default 10)
 //! ```
 
 use inca_switch::device::Nanos;
@@ -40,6 +48,7 @@ use toml::Spanned;
 
 use crate::engine::{Fault, LinkId, NodeId, Simulation};
 use crate::link::{Impairment, LossModel};
+use crate::nodes::host::control::WorkloadChange;
 use crate::quantity::{de_opt_time, de_time};
 use crate::session::SessionIdx;
 
@@ -78,7 +87,16 @@ pub struct RandomFaults {
     /// every session).
     #[serde(default)]
     pub sessions: Option<Vec<Spanned<String>>>,
+    /// Candidate workloads for shifts and storms, as `host/workload`.
+    #[serde(default)]
+    pub workloads: Option<Vec<Spanned<String>>>,
+    /// A storm's rate multiple (default [`DEFAULT_STORM_FACTOR`]).
+    #[serde(default)]
+    pub storm_factor: Option<Spanned<u32>>,
 }
+
+/// A workload storm's rate multiple unless `storm_factor` says otherwise.
+pub const DEFAULT_STORM_FACTOR: u32 = 10;
 
 /// `impair = { .. }` as written: the largest value each impairment may be
 /// drawn up to (an absent one is left as configured).
@@ -125,11 +143,15 @@ pub enum Kind {
     SessionCut,
     /// Control-session reset.
     SessionReset,
+    /// A workload's popularity shifts.
+    WorkloadShift,
+    /// A workload storms for the window.
+    WorkloadStorm,
 }
 
 impl Kind {
     /// Every kind and its name in scenarios.
-    pub const ALL: [(Kind, &'static str); 7] = [
+    pub const ALL: [(Kind, &'static str); 9] = [
         (Kind::Link, "link"),
         (Kind::Crash, "crash"),
         (Kind::Pause, "pause"),
@@ -137,6 +159,8 @@ impl Kind {
         (Kind::Partition, "partition"),
         (Kind::SessionCut, "session_cut"),
         (Kind::SessionReset, "session_reset"),
+        (Kind::WorkloadShift, "workload_shift"),
+        (Kind::WorkloadStorm, "workload_storm"),
     ];
 
     /// The kind called `name`.
@@ -213,6 +237,10 @@ pub struct Plan {
     pub partition_nodes: Vec<NodeId>,
     /// Control sessions cut or reset.
     pub sessions: Vec<SessionIdx>,
+    /// Workloads shifted or stormed: (host, workload name).
+    pub workloads: Vec<(NodeId, String)>,
+    /// A storm's rate multiple (at least 1).
+    pub storm_factor: u32,
 }
 
 impl Plan {
@@ -231,6 +259,16 @@ impl Plan {
             return Err(
                 "kinds: session_cut and session_reset need a control session ([[session]])".into(),
             );
+        }
+        let workload_kinds = [Kind::WorkloadShift, Kind::WorkloadStorm];
+        if self.workloads.is_empty() && self.kinds.iter().any(|k| workload_kinds.contains(k)) {
+            return Err(
+                "kinds: workload_shift and workload_storm need `workloads = [\"host/workload\", ..]`"
+                    .into(),
+            );
+        }
+        if self.storm_factor == 0 {
+            return Err("storm_factor: must be at least 1".into());
         }
         if self.kinds.contains(&Kind::Partition) {
             let mut p = self.partition_nodes.clone();
@@ -316,6 +354,43 @@ pub fn schedule(plan: &Plan, sim: &mut Simulation, seed: u64) -> usize {
             Kind::SessionReset if !plan.sessions.is_empty() => {
                 let x = plan.sessions[rng.gen_range(0..plan.sessions.len())];
                 sim.schedule(t, Fault::SessionReset(x));
+            }
+            Kind::WorkloadShift if !plan.workloads.is_empty() => {
+                let (node, workload) =
+                    plan.workloads[rng.gen_range(0..plan.workloads.len())].clone();
+                let change = WorkloadChange::Shift;
+                sim.schedule(
+                    t,
+                    Fault::Workload {
+                        node,
+                        workload,
+                        change,
+                    },
+                );
+            }
+            Kind::WorkloadStorm if !plan.workloads.is_empty() => {
+                let (node, workload) =
+                    plan.workloads[rng.gen_range(0..plan.workloads.len())].clone();
+                let storm = WorkloadChange::Storm {
+                    factor: plan.storm_factor,
+                };
+                sim.schedule(
+                    t,
+                    Fault::Workload {
+                        node,
+                        workload: workload.clone(),
+                        change: storm,
+                    },
+                );
+                let change = WorkloadChange::Calm;
+                sim.schedule(
+                    end,
+                    Fault::Workload {
+                        node,
+                        workload,
+                        change,
+                    },
+                );
             }
             _ => continue,
         }

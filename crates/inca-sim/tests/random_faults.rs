@@ -2,7 +2,8 @@
 //! "impair" and "partition"): drawn from the seed alone, windows restore
 //! the configured link values, partitions stop frames between the groups
 //! and heal, overlapping faults compose, and bad values are refused with
-//! their field and line.
+//! their field and line. Workload shifts and storms reach the workload
+//! named.
 
 use inca_sim::engine::{Fault, Node};
 use inca_sim::link::{Impairment, LossModel};
@@ -426,6 +427,21 @@ fn bad_values_are_refused_with_field_and_line() {
             "a-zz",
         ),
         ("kinds = [\"flood\"]\n", "unknown kind \"flood\"", "flood"),
+        (
+            "kinds = [\"workload_shift\"]\nworkloads = [\"a/nobody\"]\n",
+            "no workload \"a/nobody\"; known: a/udp0",
+            "a/nobody",
+        ),
+        (
+            "kinds = [\"workload_storm\"]\nworkloads = [\"a/udp0\"]\nstorm_factor = 0\n",
+            "random_faults.storm_factor",
+            "storm_factor",
+        ),
+        (
+            "kinds = [\"workload_storm\"]\n",
+            "need `workloads",
+            "[random_faults]",
+        ),
     ];
     for (rf, field, at) in cases {
         let text = with(rf);
@@ -442,4 +458,47 @@ fn bad_values_are_refused_with_field_and_line() {
         "kinds = [\"impair\"]\nimpair = { jitter = \"-5us\" }\n",
     ));
     assert!(e.contains("invalid time") && e.contains("line"), "{e}");
+}
+
+#[test]
+fn workload_storms_and_shifts_reach_the_workload_named() {
+    // a's udp0 over 100 Zipf flows; storms x4 for 1 ms, and shifts.
+    let text = format!(
+        "{LINE}\n[random_faults]\nstart = \"2ms\"\nstop = \"30ms\"\nmean_interval = \"2ms\"\ndown_for = \"1ms\"\nkinds = [\"workload_shift\", \"workload_storm\"]\nworkloads = [\"a/udp0\"]\nstorm_factor = 4\n"
+    )
+    .replace("size = 200\n", "size = 200\nflows = 100\nzipf = 1.1\n");
+    for seed in [1, 2] {
+        println!("seed {seed}");
+        let mut b = build(&text, seed);
+        b.sim.run_until(40_000_000, |_| {});
+        let log = &b.sim.fault_log;
+        let count = |what: &str| log.iter().filter(|(_, f)| f.starts_with(what)).count() as u64;
+        let (shifts, storms) = (count("workload_shift"), count("workload_storm"));
+        println!("{shifts} shifts, {storms} storms: {log:?}");
+        assert!(shifts + storms >= 5, "about 14 drawn");
+        assert_eq!(count("workload_calm"), storms, "every storm calms down");
+        let id = b.sim.node_id("a").unwrap();
+        let a = b.sim.node::<Host>(id).unwrap();
+        assert_eq!(a.stats().workload_controls, shifts + 2 * storms);
+        assert_eq!(a.stats().control_ignored, 0);
+        // 100 packets per ms for 40 ms, plus 300 more per ms of storm
+        // (overlapping storms nest: their union).
+        let (mut depth, mut since, mut stormy) = (0, 0, 0);
+        for (t, f) in log {
+            if f.starts_with("workload_storm") {
+                depth += 1;
+                if depth == 1 {
+                    since = *t;
+                }
+            } else if f.starts_with("workload_calm") {
+                depth -= 1;
+                if depth == 0 {
+                    stormy += t - since;
+                }
+            }
+        }
+        let sent = a.stats().tx_packets;
+        let want = 4_000 + 300 * stormy / 1_000_000;
+        assert!(sent.abs_diff(want) <= 2 * storms + 1, "{sent} vs {want}");
+    }
 }

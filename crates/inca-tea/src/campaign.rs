@@ -181,6 +181,8 @@ fn fault_plan(rig: &Rig, t0: Nanos, span: Nanos) -> inca_sim::random_faults::Pla
         impair_for: 6_000_000,
         partition_nodes,
         sessions: Vec::new(),
+        workloads: Vec::new(),
+        storm_factor: inca_sim::random_faults::DEFAULT_STORM_FACTOR,
     }
 }
 

@@ -529,6 +529,9 @@ impl Loaded {
                 return Err(self.err_at(here, &field("stop"), "must be after start"));
             }
         }
+        if let Some(f) = r.storm_factor.as_ref().filter(|f| *f.get_ref() == 0) {
+            return Err(self.err_at(f.span(), &field("storm_factor"), "must be at least 1"));
+        }
         if let Some(i) = &r.impair {
             let spec = i.get_ref();
             for (name, p) in [
@@ -928,6 +931,7 @@ impl Loaded {
             sim.add_node(order[sim.node_count()].as_str(), Box::new(router));
         }
         let mut hosts = Vec::new();
+        let mut workload_ids = BTreeMap::new();
         for (i, h) in sc.host.iter().enumerate() {
             let Some(name) = &h.name else {
                 return Err(ScenarioError(format!(
@@ -972,6 +976,9 @@ impl Loaded {
             )
             .map_err(|e| self.err_at(name.span(), "host", e))?;
             host.set_node_names(node_names.clone());
+            for w in host.workload_names() {
+                workload_ids.insert(format!("{}/{w}", name.get_ref()), (id, w.to_string()));
+            }
             let got = sim.add_node(name.get_ref(), Box::new(host));
             debug_assert_eq!(got, id);
             names.insert(name.get_ref().clone(), id);
@@ -1188,6 +1195,7 @@ impl Loaded {
                 names: &names,
                 links: &link_ids,
                 sessions: &session_ids,
+                workloads: &workload_ids,
                 is_host: &is_host,
             };
             self.random_faults(r, &mut sim, seed, &targets, sc.duration)?;
@@ -1282,6 +1290,14 @@ impl Loaded {
                 .collect::<Result<Vec<_>, _>>()?,
             None => t.sessions.values().copied().collect(),
         };
+        let workloads = r.workloads.iter().flatten().map(|w| {
+            t.workloads.get(w.get_ref()).cloned().ok_or_else(|| {
+                let known: Vec<&str> = t.workloads.keys().map(String::as_str).collect();
+                let why = format!("no workload {:?}; known: {}", w.get_ref(), known.join(", "));
+                self.err_at(w.span(), &field("workloads"), why)
+            })
+        });
+        let workloads = workloads.collect::<Result<Vec<_>, _>>()?;
         let plan = Plan {
             start: r.start.unwrap_or(0),
             stop: r.stop.unwrap_or(duration),
@@ -1300,6 +1316,11 @@ impl Loaded {
             impair_for: impair.and_then(|i| i.window).unwrap_or(r.down_for),
             partition_nodes,
             sessions,
+            workloads,
+            storm_factor: r
+                .storm_factor
+                .as_ref()
+                .map_or(crate::random_faults::DEFAULT_STORM_FACTOR, |f| *f.get_ref()),
         };
         plan.check()
             .map_err(|e| self.err_at(self.section_header("random_faults"), "random_faults", e))?;
@@ -1313,6 +1334,8 @@ struct Targets<'a> {
     names: &'a BTreeMap<String, NodeId>,
     links: &'a BTreeMap<String, LinkId>,
     sessions: &'a BTreeMap<String, crate::session::SessionIdx>,
+    /// `host/workload` → (host, workload name).
+    workloads: &'a BTreeMap<String, (NodeId, String)>,
     is_host: &'a [bool],
 }
 

@@ -497,12 +497,19 @@ pub(crate) fn resolve_schedule(
 }
 
 /// Progress of a paced generator: packets sent and their wire bits, from
-/// which the next send time is computed exactly.
+/// which the next send time is computed exactly. A speed-up (a workload
+/// storm, [`crate::nodes::host::control`]) re-bases the clock: packets
+/// after `base_sent` are paced from `origin` at `speed` times the rate.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Clock {
     pub(crate) origin: Nanos,
     pub(crate) sent: u64,
     pub(crate) bits: u128,
+    /// Packets and bits sent before `origin` was last set.
+    base_sent: u64,
+    base_bits: u128,
+    /// Multiple of the schedule's rate (1: as configured).
+    speed: u32,
 }
 
 impl Clock {
@@ -512,6 +519,9 @@ impl Clock {
             origin,
             sent: 0,
             bits: 0,
+            base_sent: 0,
+            base_bits: 0,
+            speed: 1,
         }
     }
 
@@ -519,15 +529,42 @@ impl Clock {
         if s.count.is_some_and(|c| self.sent >= c) {
             return None;
         }
-        let t = self
-            .origin
-            .saturating_add(s.pace.offset(self.sent, self.bits));
+        let offset = s
+            .pace
+            .offset(self.sent - self.base_sent, self.bits - self.base_bits)
+            / Nanos::from(self.speed.max(1));
+        let t = self.origin.saturating_add(offset);
         (s.stop.is_none_or(|stop| t < stop) && t != Nanos::MAX).then_some(t)
     }
 
     pub(crate) fn advance(&mut self, len: usize) {
         self.sent += 1;
         self.bits += wire_bits(len);
+    }
+
+    /// From `at` on, sends at `speed` times the schedule's rate (1: back to
+    /// the rate configured). The packet in progress keeps its phase: what
+    /// was left of its gap at the old speed is scaled to the new one (and
+    /// one due before `at`, late, is due at `at`; before the first packet,
+    /// it stays due at the workload's start).
+    pub(crate) fn rebase(&mut self, at: Nanos, speed: u32, s: &Schedule) {
+        let speed = speed.max(1);
+        let offset = s
+            .pace
+            .offset(self.sent - self.base_sent, self.bits - self.base_bits)
+            / Nanos::from(self.speed);
+        let due = self.origin.saturating_add(offset);
+        if self.sent > 0 {
+            let left = u128::from(due.saturating_sub(at)) * u128::from(self.speed);
+            let left = Nanos::try_from(left / u128::from(speed)).unwrap_or(Nanos::MAX);
+            self.origin = at.saturating_add(left);
+        } else {
+            // Nothing sent yet: the first packet stays due at the start.
+            self.origin = due;
+        }
+        self.base_sent = self.sent;
+        self.base_bits = self.bits;
+        self.speed = speed;
     }
 }
 

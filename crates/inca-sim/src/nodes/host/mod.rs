@@ -68,6 +68,7 @@
 //! (counters, histograms, series, the final state of old TCP flows) belong to
 //! the experiment, not to the machine, and are kept.
 
+pub mod control;
 pub mod dist;
 mod hops;
 pub mod schema;
@@ -81,7 +82,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::net::Ipv4Addr;
 
-use inca_switch::device::{Device, DeviceRng, Input, Nanos, Output, MILLIS};
+use inca_switch::device::{ControlMessage, Device, DeviceRng, Input, Nanos, Output, MILLIS};
 use inca_switch::units;
 use inca_wire::{EthernetFrame, Ipv4Packet, MacAddr, UdpDatagram};
 use rand::Rng;
@@ -270,7 +271,10 @@ pub struct HostStats {
     pub link_down: u64,
     /// Link-up notifications.
     pub link_up: u64,
-    /// Control messages (a host has none, so they are counted and ignored).
+    /// Workload changes applied ([`control`]).
+    pub workload_controls: u64,
+    /// Control messages ignored: anything but a workload change, and
+    /// changes no workload here could apply.
     pub control_ignored: u64,
 }
 
@@ -764,6 +768,34 @@ impl Host {
         }
     }
 
+    /// Applies a workload change ([`control`]) and moves the workload's
+    /// place in the agenda to its new next send time.
+    fn change_workload(&mut self, now: Nanos, m: &ControlMessage) {
+        let Host {
+            workloads,
+            state,
+            metrics,
+            ..
+        } = self;
+        let Some((change, name)) = control::WorkloadChange::parse(m) else {
+            metrics.stats.control_ignored += 1;
+            return;
+        };
+        let Some(w) = workloads.iter().position(|w| w.name == name) else {
+            metrics.stats.control_ignored += 1;
+            return;
+        };
+        if !workloads[w].workload.change(now, change) {
+            metrics.stats.control_ignored += 1;
+            return;
+        }
+        metrics.stats.workload_controls += 1;
+        state.agenda.retain(|r| r.0 .1 != w);
+        if let Some(t) = workloads[w].workload.next_at() {
+            state.agenda.push(Reverse((t, w)));
+        }
+    }
+
     /// Asks to be woken at the earliest thing the host waits for, unless an
     /// earlier wake-up is already pending (an early wake-up is harmless: it
     /// finds nothing due and asks again).
@@ -870,7 +902,8 @@ impl Device for Host {
                     self.state.wake_pending = None;
                 }
             }
-            Input::Control(_) | Input::Session(_) => self.metrics.stats.control_ignored += 1,
+            Input::Control(m) => self.change_workload(now, &m),
+            Input::Session(_) => self.metrics.stats.control_ignored += 1,
             Input::LinkState { up, .. } => {
                 if up {
                     self.metrics.stats.link_up += 1;
@@ -962,6 +995,7 @@ impl Node for Host {
         c("restarts", s.restarts);
         c("link_down", s.link_down);
         c("link_up", s.link_up);
+        c("workload_controls", s.workload_controls);
         c("control_ignored", s.control_ignored);
         let requests = self.plan.requests.len();
         for (w, ws) in self.workloads.iter().zip(&self.metrics.workloads) {

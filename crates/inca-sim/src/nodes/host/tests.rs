@@ -686,3 +686,96 @@ fn a_udp_workload_over_ten_million_flows_runs_with_tenants_and_rotation() {
     let gtpc = text.replace("tenant = { count = 4 }", "gtpu_teid = 1\ngtpc_every = 5");
     assert!(host(&gtpc).unwrap_err().to_string().contains("gtpc_every"));
 }
+
+/// Frames a host sends when told `changes` at their times (timers and
+/// changes in time order).
+fn sent_frames_changed(h: &mut Host, changes: &[(Nanos, ControlMessage)]) -> Vec<Vec<u8>> {
+    let (mut r, mut out, mut frames) = (rng(), Vec::new(), Vec::new());
+    let mut due: std::collections::BinaryHeap<std::cmp::Reverse<(Nanos, usize, u64)>> =
+        Default::default();
+    for (i, (t, _)) in changes.iter().enumerate() {
+        due.push(std::cmp::Reverse((*t, 1, i as u64)));
+    }
+    h.start(0, &mut r, &mut out);
+    for _ in 0..1_000_000 {
+        for o in out.drain(..) {
+            match o {
+                Output::Timer { at, token } => due.push(std::cmp::Reverse((at, 0, token))),
+                Output::Transmit { frame, .. } => frames.push(frame),
+                _ => {}
+            }
+        }
+        let Some(std::cmp::Reverse((at, what, x))) = due.pop() else {
+            break;
+        };
+        let input = match what {
+            0 => Input::Timer { token: x },
+            _ => Input::Control(changes[x as usize].1.clone()),
+        };
+        h.handle(at, input, &mut r, &mut out);
+    }
+    frames
+}
+
+#[test]
+fn a_shift_moves_the_hot_flows_and_a_storm_speeds_up_and_flattens() {
+    use super::control::WorkloadChange;
+    println!("seed 7 (the unit tests' device RNG)");
+    // 100 kpps for 30 ms over 1,000 flows, Zipf 1.2 (rank 1 ~19 %). A shift
+    // at 10 ms; a storm x4 from 20 to 25 ms.
+    let text = "ip = \"10.0.0.1\"\n[[workload]]\nname = \"z\"\nkind = \"udp\"\ndst = \"10.0.1.1:9\"\npps = 100000\nstop = \"30ms\"\nsize = 100\nflows = 1000\nzipf = 1.2";
+    let ms = 1_000_000;
+    let changes = [
+        (10 * ms, WorkloadChange::Shift.message("z")),
+        (20 * ms, WorkloadChange::Storm { factor: 4 }.message("z")),
+        (25 * ms, WorkloadChange::Calm.message("z")),
+        (26 * ms, WorkloadChange::Shift.message("nobody")),
+    ];
+    let mut h = host(text).unwrap();
+    let sent = flows_of(&sent_frames_changed(&mut h, &changes));
+    assert_eq!(h.stats().workload_controls, 3);
+    assert_eq!(
+        h.stats().control_ignored,
+        1,
+        "an unknown workload is ignored"
+    );
+    let in_window = |a: Nanos, b: Nanos| sent.iter().filter(move |f| (a..b).contains(&f.3));
+    let top = |a: Nanos, b: Nanos| {
+        let mut c = BTreeMap::new();
+        for f in in_window(a, b) {
+            *c.entry((f.0, f.1)).or_insert(0u32) += 1;
+        }
+        let mut v: Vec<_> = c.into_iter().collect();
+        v.sort_by_key(|&(f, n)| (std::cmp::Reverse(n), f));
+        v
+    };
+    let (before, after) = (top(0, 10 * ms), top(10 * ms, 20 * ms));
+    println!("top before {:?}, after {:?}", &before[..2], &after[..2]);
+    assert_ne!(
+        before[0].0, after[0].0,
+        "the shift changed the hottest flow"
+    );
+    // Rates: 1,000 packets per 10 ms before; 4x in the storm; back after.
+    let n = |a, b| in_window(a, b).count();
+    // (The packet due at a change's instant may fall on either side.)
+    let near = |got: usize, want: usize| got.abs_diff(want) <= 1;
+    assert_eq!(n(0, 10 * ms), 1000);
+    assert!(
+        near(n(20 * ms, 25 * ms), 2000),
+        "x4 for 5 ms: {}",
+        n(20 * ms, 25 * ms)
+    );
+    assert!(near(n(25 * ms, 30 * ms), 500), "{}", n(25 * ms, 30 * ms));
+    // In the storm every flow is about as hot: the hottest has a few
+    // packets of 2,000, not ~19 %.
+    let storm = top(20 * ms, 25 * ms);
+    assert!(storm[0].1 < 20, "storm's hottest flow: {}", storm[0].1);
+    assert!(after[0].1 > 100, "Zipf's hottest flow: {}", after[0].1);
+    // The shift outlives the storm: the hottest after it is the shifted one.
+    assert_eq!(top(25 * ms, 30 * ms)[0].0, after[0].0);
+    // Shifting a workload without Zipf is refused (counted as ignored).
+    let plain = text.replace("zipf = 1.2", "");
+    let mut h = host(&plain).unwrap();
+    sent_frames_changed(&mut h, &changes[..1]);
+    assert_eq!(h.stats().control_ignored, 1);
+}

@@ -27,6 +27,7 @@ use std::net::Ipv4Addr;
 use inca_switch::device::{DeviceRng, Nanos};
 use inca_wire::{build_udp_frame, Endpoints, MacAddr, Probe, PROBE_LEN};
 
+use super::control::WorkloadChange;
 use super::schema::{
     invalid, HostError, WorkloadConfig, BUILTIN_KINDS, DEFAULT_UDP_PORT_BASE, UDP_FRAME_HEADERS,
 };
@@ -161,6 +162,14 @@ pub trait Workload: fmt::Debug + Send {
 
     /// Forgets the current life (the host crashed).
     fn end(&mut self) {}
+
+    /// Applies a change at `now` ([`super::control`]); false if this
+    /// workload has no such change (the host counts it as ignored). The
+    /// host asks [`Workload::next_at`] again afterwards.
+    fn change(&mut self, now: Nanos, change: WorkloadChange) -> bool {
+        let _ = (now, change);
+        false
+    }
 
     /// When it next sends, if it does.
     fn next_at(&self) -> Option<Nanos> {

@@ -14,6 +14,7 @@ use rand::Rng;
 use super::{probe_frame, BuildContext, HostInfo, StepContext, Workload};
 use crate::nodes::attack::{nth_source, NewFlowsConfig, TuplesConfig};
 use crate::nodes::encap::{Shape, L4};
+use crate::nodes::host::control::WorkloadChange;
 use crate::nodes::host::dist::{
     parse_prefix, prefix_mask, resolve_schedule, source_space, Clock, FlowSet, Schedule, Zipf,
     FLOW_TABLE_MAX,
@@ -89,6 +90,9 @@ struct Life {
     /// With session signalling: which flows (UEs) have had theirs (one entry
     /// per flow, at most `MAX_FLOWS`).
     signalled: Vec<bool>,
+    /// Storms under way ([`WorkloadChange::Storm`]; overlapping ones
+    /// nest, the rate multiple is the first's): flows picked uniformly.
+    storms: u32,
 }
 
 /// A `udp`, `new_flows` or `tuples` workload.
@@ -96,11 +100,18 @@ struct Life {
 pub(crate) struct UdpWorkload {
     plan: UdpPlan,
     life: Option<Life>,
+    /// Popularity shifts so far ([`WorkloadChange::Shift`]); they outlive
+    /// a restart (the shift is the world's, not the host's).
+    shifts: u64,
 }
 
 impl UdpWorkload {
     fn boxed(plan: UdpPlan) -> Box<dyn Workload> {
-        Box::new(UdpWorkload { plan, life: None })
+        Box::new(UdpWorkload {
+            plan,
+            life: None,
+            shifts: 0,
+        })
     }
 }
 
@@ -399,6 +410,7 @@ impl Workload for UdpWorkload {
             clock: Clock::at(p.sched.start.max(anchor)),
             flows,
             signalled,
+            storms: 0,
         });
     }
 
@@ -410,12 +422,43 @@ impl Workload for UdpWorkload {
         self.life.as_ref()?.clock.next(&self.plan.sched)
     }
 
+    fn change(&mut self, now: Nanos, change: WorkloadChange) -> bool {
+        let Some(life) = &mut self.life else {
+            return false;
+        };
+        match change {
+            WorkloadChange::Shift => {
+                let zipf = matches!(&self.plan.flows, FlowPlan::Random { zipf: Some(_), .. });
+                self.shifts += u64::from(zipf);
+                zipf
+            }
+            WorkloadChange::Storm { factor } => {
+                if life.storms == 0 {
+                    life.clock.rebase(now, factor, &self.plan.sched);
+                }
+                life.storms += 1;
+                true
+            }
+            WorkloadChange::Calm if life.storms > 0 => {
+                life.storms -= 1;
+                if life.storms == 0 {
+                    life.clock.rebase(now, 1, &self.plan.sched);
+                }
+                true
+            }
+            // A calm after a restart ended its storm: nothing to end.
+            WorkloadChange::Calm => false,
+        }
+    }
+
     fn step(&mut self, cx: &mut StepContext<'_>) -> Option<Vec<u8>> {
         let p = &self.plan;
+        let shifts = self.shifts;
         let Life {
             clock,
             flows,
             signalled,
+            storms,
         } = self.life.as_mut()?;
         let (host, send, now) = (cx.host, cx.send, cx.now);
         let (rng, scratch) = (&mut *cx.rng, &mut *cx.scratch);
@@ -445,14 +488,16 @@ impl Workload for UdpWorkload {
             }
             FlowPlan::Random { n, zipf, .. } => {
                 let f = match zipf {
-                    Some(z) => {
+                    Some(z) if *storms == 0 => {
                         let rank = z.sample(rng);
-                        match p.rotate_every {
-                            Some(t) => rotated(rank, *n, now.saturating_sub(p.sched.start) / t),
-                            None => rank,
-                        }
+                        let period = p
+                            .rotate_every
+                            .map_or(0, |t| now.saturating_sub(p.sched.start) / t);
+                        // A shift is a period of its own, apart from the
+                        // timed ones (which count from 0 up).
+                        rotated(rank, *n, period | shifts << 40)
                     }
-                    None => rng.gen_range(0..*n),
+                    _ => rng.gen_range(0..*n),
                 };
                 (f, flows.get(f).unwrap_or((host.ip, DEFAULT_UDP_PORT_BASE)))
             }
