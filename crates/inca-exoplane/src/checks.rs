@@ -21,7 +21,7 @@
 
 use inca_sim::engine::{NodeId, Simulation};
 use inca_switch::Switch;
-use inca_system::RunCheck;
+use inca_system::{Judgement, RunCheck};
 
 use crate::device::ExoDevice;
 use crate::hub::check::{check_p3, check_p4_log};
@@ -35,8 +35,9 @@ use crate::switch::ExoSwitch;
 pub struct ExoChecks;
 
 impl RunCheck for ExoChecks {
-    fn check(&self, sim: &Simulation) -> Vec<String> {
-        let mut out = Vec::new();
+    fn judge(&self, sim: &Simulation) -> Judgement {
+        let mut j = Judgement::default();
+        let out = &mut j.violations;
         let mut devices = Vec::new();
         for i in 0..sim.node_count() as u32 {
             if let Some(d) = sim.node::<Switch<ExoDevice>>(NodeId(i)) {
@@ -51,12 +52,25 @@ impl RunCheck for ExoChecks {
             };
             let name = sim.node_name(NodeId(i));
             let p = sw.program();
+            let judged = &mut j.judged;
+            *judged
+                .entry("exoplane: flow-manager hits (P1)".into())
+                .or_default() += p.counters().fm_hits;
             let p1 = p.counters().p1_violations;
             if p1 > 0 {
                 out.push(format!("{name}: {p1} P1 violations"));
                 out.extend(p.p1_notes().iter().map(|n| format!("{name}: {n}")));
             }
             let Some(hub) = p.hub() else { continue };
+            let log = hub.op_log();
+            *judged
+                .entry("exoplane: hub op-log entries (P3, P4)".into())
+                .or_default() += log.records().count() as u64;
+            // A bounded log forgets its oldest records: say how many went
+            // unjudged.
+            *judged
+                .entry("exoplane: op-log entries evicted unjudged".into())
+                .or_default() += log.evicted();
             if let Err(v) = check_p3(hub.op_log(), p.t_flush()) {
                 out.push(format!("{name}: P3 at {} ns: {}", v.at, v.what));
             }
@@ -64,21 +78,26 @@ impl RunCheck for ExoChecks {
                 out.push(format!("{name}: P4 at {} ns: {}", v.at, v.what));
             }
             if p.converged_check() {
-                converged(name, sw, hub, &devices, &mut out);
+                let cells = converged(name, sw, hub, &devices, out);
+                *judged
+                    .entry("exoplane: counter cells compared (P6)".into())
+                    .or_default() += cells;
             }
         }
-        out
+        j
     }
 }
 
-/// P6 as the module documentation states it.
+/// P6 as the module documentation states it; the cells found on two
+/// copies or more (the ones compared).
 fn converged(
     name: &str,
     sw: &Switch<ExoSwitch>,
     hub: &Hub,
     devices: &[(Pdev, &Switch<ExoDevice>)],
     out: &mut Vec<String>,
-) {
+) -> u64 {
+    let mut compared = 0;
     for (key, e) in hub.entries() {
         if e.deleting {
             continue;
@@ -100,6 +119,7 @@ fn converged(
             }
         }
         // Tables have no cell: only counter cells get here with values.
+        compared += u64::from(values.len() >= 2);
         if values.windows(2).any(|w| w[0].1 != w[1].1) {
             out.push(format!(
                 "{name}: P6: copies of app {} object {} cell {:02x?} disagree after quiescence: {values:?}",
@@ -107,4 +127,5 @@ fn converged(
             ));
         }
     }
+    compared
 }

@@ -23,8 +23,8 @@ use inca_switch::{Profile, Switch};
 use inca_system::campaign::SeedResult;
 use inca_system::server::params_with_addresses;
 use inca_system::{
-    BuiltinCampaign, CampaignError, CheckError, ProgramInfo, RunCheck, RunMode, ServerKindInfo,
-    System, SystemError, SystemRun,
+    BuiltinCampaign, CampaignError, CheckError, Judgement, ProgramInfo, RunCheck, RunMode,
+    ServerKindInfo, System, SystemError, SystemRun,
 };
 
 use crate::snapshot::catalog as bounded;
@@ -159,6 +159,10 @@ fn snapshot_seed(seed: u64) -> Result<SeedResult, CampaignError> {
         ],
         kinds: BTreeMap::from([("loss".to_string(), 1), ("crash".to_string(), 1)]),
         violations,
+        judged: BTreeMap::from([(
+            "redplane-snapshot: restores checked".to_string(),
+            run.b_restores,
+        )]),
         notes: vec![format!(
             "B restored {} time(s), {} exact; {} epsilon actions",
             run.b_restores, run.exact_restores, run.epsilon_fired
@@ -275,7 +279,28 @@ impl SystemRun for RedPlaneRun {
 /// Checkers A/B, the app oracles and the monitor invariants over the
 /// recorded history (see [`crate::verify::run_check`]).
 impl RunCheck for RunChecker {
-    fn check(&self, sim: &Simulation) -> Vec<String> {
-        RunChecker::check(self, sim.seed()).violations
+    fn judge(&self, sim: &Simulation) -> Judgement {
+        let r = RunChecker::check(self, sim.seed());
+        let mut j = Judgement {
+            violations: r.violations,
+            ..Judgement::default()
+        };
+        for (what, n) in [
+            ("redplane: flows", r.flows),
+            ("redplane: operations", r.ops),
+            (
+                "redplane: flows judged by Checker A (search)",
+                r.checker_a_flows,
+            ),
+            (
+                "redplane: flows judged by Checker B (witness)",
+                r.checker_b_flows,
+            ),
+            ("redplane: inconclusive verdicts", r.inconclusive),
+        ] {
+            j.count(what, n as u64);
+        }
+        j.count("redplane: monitor events", r.monitor_events);
+        j
     }
 }

@@ -37,9 +37,11 @@ pub fn run_seed(
     let factory = SystemFactory::checked(registry.clone());
     let mut built = loaded.build(&factory, Some(seed), None)?;
     built.sim.run_until(built.duration, |_| {});
+    let mut judgement = factory.judge(&built.sim);
     let mut violations = device_violations(&built.sim);
-    violations.extend(factory.run_checks(&built.sim));
-    Ok(seed_result(seed, &built.sim, violations))
+    violations.append(&mut judgement.violations);
+    judgement.violations = violations;
+    Ok(seed_result(seed, &built.sim, judgement))
 }
 
 /// What a campaign runs: a scenario file or a built-in campaign.

@@ -44,6 +44,6 @@ pub use inca_verify::campaign_results;
 pub use error::{CampaignError, CheckError, SystemError};
 pub use registry::{Registry, SystemFactory};
 pub use system::{
-    BuiltinCampaign, ProgramInfo, RunCheck, RunMode, ServerKindInfo, System, SystemRun,
+    BuiltinCampaign, Judgement, ProgramInfo, RunCheck, RunMode, ServerKindInfo, System, SystemRun,
     WorkloadRegistration,
 };

@@ -26,7 +26,7 @@ use inca_switch::Profile;
 
 use crate::bench::Bench;
 use crate::error::{CheckError, SystemError};
-use crate::system::{BuiltinCampaign, ProgramInfo, RunMode, System, SystemRun};
+use crate::system::{BuiltinCampaign, Judgement, ProgramInfo, RunMode, System, SystemRun};
 
 /// A name two registered systems both claim.
 #[derive(Debug, thiserror::Error)]
@@ -215,16 +215,19 @@ impl SystemFactory {
     /// Runs every system's run checks over `sim` (the finished run); one
     /// message per violation.
     pub fn run_checks(&self, sim: &Simulation) -> Vec<String> {
-        self.runs
-            .iter()
-            .flat_map(|run| {
-                let run = run.borrow();
-                run.run_checks()
-                    .into_iter()
-                    .flat_map(|c| c.check(sim))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        self.judge(sim).violations
+    }
+
+    /// Runs every system's run checks over `sim`: their violations and
+    /// what they judged.
+    pub fn judge(&self, sim: &Simulation) -> Judgement {
+        let mut all = Judgement::default();
+        for run in &self.runs {
+            for c in run.borrow().run_checks() {
+                all.merge(c.judge(sim));
+            }
+        }
+        all
     }
 
     /// Calls `f` with this run's state of the system whose run type is `R`

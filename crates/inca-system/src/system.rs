@@ -97,7 +97,7 @@ pub enum RunMode {
 
 /// A check over a finished run that needs more than one device's view;
 /// the trait lives with the campaign loop in `inca_verify`.
-pub use inca_verify::RunCheck;
+pub use inca_verify::{Judgement, RunCheck};
 
 /// One run's builder for a system's devices, and the checks it wants run
 /// over the finished simulation.

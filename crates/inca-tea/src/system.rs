@@ -104,9 +104,14 @@ fn lookup_seed(seed: u64, random_faults: bool) -> Result<SeedResult, CampaignErr
         ..CampaignConfig::new(seed, 300)
     };
     let (result, injected) = lookup_campaign_faulted(&config);
+    let mut judged = std::collections::BTreeMap::new();
     let (violations, notes) = match result {
         Ok(stats) => (
-            Vec::new(),
+            {
+                judged.insert("tea: lookups checked".to_string(), stats.lookups);
+                judged.insert("tea: table operations".to_string(), stats.commits);
+                Vec::new()
+            },
             vec![format!(
                 "{} lookups ({} SRAM, {} DRAM, {} misses), {} operations, {} displacements, {} server recoveries",
                 stats.lookups,
@@ -129,6 +134,7 @@ fn lookup_seed(seed: u64, random_faults: bool) -> Result<SeedResult, CampaignErr
             .map(|(k, n)| (k.to_string(), *n))
             .collect(),
         violations,
+        judged,
         notes,
         events: 0,
     })

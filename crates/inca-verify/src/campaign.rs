@@ -92,7 +92,11 @@ pub fn run_seeds<E: Send>(
 /// that took `wall_seconds`.
 pub fn summarise(scenario: &str, results: Vec<SeedResult>, wall_seconds: f64) -> CampaignSummary {
     let mut by_kind: BTreeMap<String, KindTally> = BTreeMap::new();
+    let mut judged: BTreeMap<String, u64> = BTreeMap::new();
     for r in &results {
+        for (what, n) in &r.judged {
+            *judged.entry(what.clone()).or_default() += n;
+        }
         for (kind, n) in &r.kinds {
             let t = by_kind.entry(kind.clone()).or_default();
             t.faults += n;
@@ -110,6 +114,7 @@ pub fn summarise(scenario: &str, results: Vec<SeedResult>, wall_seconds: f64) ->
         scenario: scenario.to_string(),
         seeds: results.len() as u64,
         failed: failures.len() as u64,
+        judged,
         faults: results.iter().flat_map(|r| r.kinds.values()).sum(),
         events: results.iter().map(|r| r.events).sum(),
         wall_seconds,
@@ -138,6 +143,7 @@ mod tests {
             } else {
                 Vec::new()
             },
+            judged: BTreeMap::from([("toy: seeds".to_string(), 1)]),
             notes: Vec::new(),
             events: seed,
         })
@@ -162,7 +168,25 @@ mod tests {
             assert_eq!(s.events, (1..=10).sum::<u64>());
             let link = &s.by_kind["link"];
             assert_eq!((link.faults, link.seeds, link.failed), (5, 5, 2));
+            assert_eq!(s.judged["toy: seeds"], 10);
+            assert!(s.judged_anything() && !s.passed(), "3 seeds failed");
         }
+    }
+
+    #[test]
+    fn a_campaign_that_judged_nothing_does_not_pass() {
+        let blind = |seed: u64| {
+            toy(seed + 1).map(|mut r| {
+                r.violations.clear();
+                r.judged.clear();
+                r
+            })
+        };
+        let s = run_campaign("blind", 1, 5, 1, &blind, &|_| {}).unwrap();
+        assert_eq!(s.failed, 0);
+        assert!(!s.judged_anything() && !s.passed());
+        let seen = run_campaign("seen", 1, 5, 1, &|seed| toy(3 * seed + 1), &|_| {}).unwrap();
+        assert!(seen.passed(), "{seen:?}");
     }
 
     #[test]

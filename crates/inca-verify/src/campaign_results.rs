@@ -18,6 +18,9 @@ pub struct SeedResult {
     pub kinds: BTreeMap<String, u64>,
     /// Violations found (empty for a passing run).
     pub violations: Vec<String>,
+    /// What the checks judged, by name ([`crate::run_check::Judgement`]).
+    #[serde(default)]
+    pub judged: BTreeMap<String, u64>,
     /// What the run did, for people (built-in campaigns).
     pub notes: Vec<String>,
     /// Simulator events processed.
@@ -33,6 +36,10 @@ pub struct CampaignSummary {
     pub seeds: u64,
     /// Seeds with at least one violation.
     pub failed: u64,
+    /// What the checks judged over all seeds, by name. A campaign whose
+    /// counts are all zero judged nothing and fails ([`Self::passed`]).
+    #[serde(default)]
+    pub judged: BTreeMap<String, u64>,
     /// Faults started over all seeds (their undoing not counted).
     pub faults: u64,
     /// Simulator events over all seeds.
@@ -44,6 +51,19 @@ pub struct CampaignSummary {
     /// Per fault kind: faults, seeds that had one, and failing seeds among
     /// them.
     pub by_kind: BTreeMap<String, KindTally>,
+}
+
+impl CampaignSummary {
+    /// Whether something was judged (a count above zero).
+    pub fn judged_anything(&self) -> bool {
+        self.judged.values().any(|&n| n > 0)
+    }
+
+    /// Whether the campaign passed: no seed failed, and the checks judged
+    /// something.
+    pub fn passed(&self) -> bool {
+        self.failed == 0 && self.judged_anything()
+    }
 }
 
 /// One fault kind over a campaign.

@@ -27,4 +27,4 @@ pub mod run_check;
 
 pub use campaign::{run_campaign, SeedFailure};
 pub use campaign_results::{CampaignSummary, KindTally, SeedResult};
-pub use run_check::RunCheck;
+pub use run_check::{Judgement, RunCheck};

@@ -7,7 +7,8 @@
 //! it: `inca run SCENARIO --seed N` for a scenario, `inca campaign NAME
 //! --first-seed N --seeds 1` for a built-in campaign. The summary tallies
 //! the faults by kind, with the seeds that had each kind and how many of
-//! those failed.
+//! those failed, and what the checks judged (flows, operations, verdicts
+//! by checker); a campaign that judged nothing fails.
 
 use std::path::Path;
 
@@ -56,12 +57,17 @@ pub fn print(summary: &CampaignSummary, scenario: &Path, builtin: bool) {
         summary.faults,
         summary.events,
         summary.wall_seconds,
-        if summary.failed == 0 {
-            "no violations".to_string()
-        } else {
+        if summary.failed > 0 {
             format!("{} seeds FAILED", summary.failed)
+        } else if !summary.judged_anything() {
+            "NOTHING JUDGED (no check looked at anything: a failure)".to_string()
+        } else {
+            "no violations".to_string()
         }
     );
+    for (what, n) in &summary.judged {
+        println!("  judged: {what}: {n}");
+    }
     for (kind, t) in &summary.by_kind {
         println!(
             "  {kind:>9}: {} faults in {} seeds, {} of those seeds failed",

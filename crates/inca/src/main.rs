@@ -302,7 +302,7 @@ fn main() -> ExitCode {
                             return ExitCode::FAILURE;
                         }
                     }
-                    if summary.failed == 0 {
+                    if summary.passed() {
                         ExitCode::SUCCESS
                     } else {
                         ExitCode::FAILURE

@@ -169,6 +169,15 @@ fn a_builtin_campaign_runs_and_an_unknown_one_is_named() {
         out.contains("1 seeds") && out.contains("no violations"),
         "{out}"
     );
+    assert!(out.contains("judged: tea: lookups checked: "), "{out}");
+    // Two plain NAT switches: no system checks them, so the campaign
+    // judged nothing, and that is a failure, not "no violations".
+    let plain = format!(
+        "{}/../../experiments/two-switches-load.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (ok, out, err) = run(&["campaign", &plain, "--seeds", "1", "-q"]);
+    assert!(!ok && out.contains("NOTHING JUDGED"), "{out}{err}");
     let (ok, _, err) = run(&["campaign", "no-such-campaign", "--seeds", "1", "-q"]);
     assert!(!ok);
     assert!(

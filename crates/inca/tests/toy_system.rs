@@ -26,8 +26,8 @@ use inca_switch::program::{PacketCtx, ParseError, ProgramReport};
 use inca_switch::{PortId, Profile, Program, Switch};
 use inca_system::campaign::{Campaign, SeedResult};
 use inca_system::{
-    BuiltinCampaign, CampaignError, CheckError, ProgramInfo, Registry, RunCheck, RunMode, System,
-    SystemError, SystemFactory, SystemRun, WorkloadRegistration,
+    BuiltinCampaign, CampaignError, CheckError, Judgement, ProgramInfo, Registry, RunCheck,
+    RunMode, System, SystemError, SystemFactory, SystemRun, WorkloadRegistration,
 };
 
 // --- 1. The program: an ordinary switch program. -------------------------
@@ -157,6 +157,7 @@ fn toy_seed(seed: u64) -> Result<SeedResult, CampaignError> {
         faults: Vec::new(),
         kinds: Default::default(),
         violations,
+        judged: [("toy: ports paired".to_string(), 1)].into(),
         notes: vec![format!("port {port} <-> {}", port ^ 1)],
         events: 0,
     })
@@ -268,12 +269,18 @@ impl SystemRun for ToyRun {
 struct SawTraffic;
 
 impl RunCheck for SawTraffic {
-    fn check(&self, sim: &Simulation) -> Vec<String> {
-        sim.node_reports()
-            .into_iter()
-            .filter(|(_, _, r)| r.counters.get("toy_packets") == Some(&0))
-            .map(|(name, _, _)| format!("{name}: toy switch saw no packets"))
-            .collect()
+    fn judge(&self, sim: &Simulation) -> Judgement {
+        let mut j = Judgement::default();
+        for (name, _, r) in sim.node_reports() {
+            if let Some(&n) = r.counters.get("toy_packets") {
+                j.count("toy: switches", 1);
+                if n == 0 {
+                    j.violations
+                        .push(format!("{name}: toy switch saw no packets"));
+                }
+            }
+        }
+        j
     }
 }
 

@@ -76,6 +76,8 @@ pub struct RunReport {
     pub lost_outputs: usize,
     /// Flows Checker A judged.
     pub checker_a_flows: usize,
+    /// Flows Checker B judged (every complete one).
+    pub checker_b_flows: usize,
     /// Flows a checker could not decide (over the recorder's cap, budget).
     pub inconclusive: usize,
     /// Monitor events fed.
@@ -188,6 +190,7 @@ impl RpVisitor for JudgeVisit<'_, '_> {
                 .unwrap_or_else(|| vec![0; app.value_bytes()]);
             let spec = AppSpec { app: &app, initial };
             let b = check_b(&spec, &ops, &flow.commits);
+            judge.report.checker_b_flows += 1;
             judge.verdict("Checker B", key, flow, &ops, &b);
             if judge.all_a || ops.len() <= A_SMALL_OPS {
                 judge.report.checker_a_flows += 1;
