@@ -18,6 +18,10 @@
 //!   without the total itself, which no device observes; the exact total
 //!   and the `Lost` bound are checked in the sans-IO sync tests
 //!   (tests/sync_properties.rs, tests/hub_random.rs).
+//! - **Back up** [our choice] — in the same quiescent runs, every device is
+//!   UP at the hub again: whatever took it down (crash, pause, link flap,
+//!   session loss) has healed, so it must have been rebuilt and failed
+//!   back (§5.8).
 
 use inca_sim::engine::{NodeId, Simulation};
 use inca_switch::Switch;
@@ -78,6 +82,7 @@ impl RunCheck for ExoChecks {
                 out.push(format!("{name}: P4 at {} ns: {}", v.at, v.what));
             }
             if p.converged_check() {
+                back_up(name, hub, &devices, out);
                 let cells = converged(name, sw, hub, &devices, out);
                 *judged
                     .entry("exoplane: counter cells compared (P6)".into())
@@ -85,6 +90,21 @@ impl RunCheck for ExoChecks {
             }
         }
         j
+    }
+}
+
+/// Liveness after quiescence: every device of the run is UP at the hub
+/// again (its faults healed seconds ago; a device left DOWN never serves
+/// its shards again, and its replica's failure would lose them).
+fn back_up(name: &str, hub: &Hub, devices: &[(Pdev, &Switch<ExoDevice>)], out: &mut Vec<String>) {
+    for (pdev, _) in devices {
+        let status = hub.device_status(*pdev);
+        if status != Some(DeviceStatus::Up) {
+            out.push(format!(
+                "{name}: pdev {} is {status:?} at the hub after quiescence, not Up (never rebuilt)",
+                pdev.0
+            ));
+        }
     }
 }
 

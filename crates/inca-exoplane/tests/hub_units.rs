@@ -10,8 +10,8 @@ mod hub_rig;
 
 use hub_rig::{TestApp, FLOW_OBJ, MS, S, TENANT_OBJ};
 use inca_exoplane::daemon::{
-    ControlLogic, Daemon, DaemonConfig, DaemonInput, DaemonOutput, DeviceOp, MAX_BUFFERED,
-    SETUP_TIMEOUT, THETA, T_WIN,
+    ControlLogic, Daemon, DaemonConfig, DaemonInput, DaemonOutput, DeviceOp, HUB_SILENCE,
+    MAX_BUFFERED, SETUP_TIMEOUT, THETA, T_WIN,
 };
 use inca_exoplane::hub::msg::{DaemonMsg, EntryRec, HubMsg, Write, WriteOp, WriteStatus};
 use inca_exoplane::hub::{
@@ -732,4 +732,57 @@ fn a_daemon_silent_for_three_pings_is_declared_dead() {
     assert_eq!(dead_at, Some((PING_MISSES + 1) * PING_INTERVAL));
     assert_eq!(h.device_status(Pdev(0)), Some(DeviceStatus::Up));
     assert_eq!(h.device_status(Pdev(1)), Some(DeviceStatus::Down));
+}
+
+/// HELLOs a daemon sent among `outs`.
+fn hellos(outs: &[DaemonOutput]) -> usize {
+    outs.iter()
+        .filter(|o| {
+            matches!(
+                o,
+                DaemonOutput::ToHub {
+                    msg: DaemonMsg::Hello { .. },
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+#[test]
+fn a_daemon_the_hub_stopped_talking_to_says_hello_again_once_its_link_is_up() {
+    let mut d = daemon();
+    // PINGs every PING_INTERVAL keep it quiet.
+    let mut t = 0;
+    while t < 3 * S {
+        t += PING_INTERVAL;
+        let msg = HubMsg::Ping { ts: t };
+        d.handle(t, DaemonInput::FromHub { req_id: 1, msg });
+        d.handle_timeout(t);
+        assert_eq!(hellos(&d_drain(&mut d)), 0, "t={t}");
+    }
+    // The hub declared it dead (a port-down) and went silent; its link
+    // is down for a while: no HELLO while it is.
+    d.handle(t, DaemonInput::Link { up: false });
+    let silent_from = t;
+    while t < silent_from + 3 * HUB_SILENCE {
+        t += 100 * MS;
+        d.handle_timeout(t);
+        assert_eq!(hellos(&d_drain(&mut d)), 0, "t={t}");
+    }
+    // Link up: HELLO within one more silence period, then one per
+    // period while the hub stays silent.
+    d.handle(t, DaemonInput::Link { up: true });
+    let up_at = t;
+    let mut first = None;
+    while t < up_at + 3 * HUB_SILENCE {
+        t += 100 * MS;
+        d.handle_timeout(t);
+        if hellos(&d_drain(&mut d)) > 0 {
+            first.get_or_insert(t);
+        }
+    }
+    let first = first.expect("a HELLO after the link came up");
+    assert!(first - up_at <= HUB_SILENCE, "{} ms", (first - up_at) / MS);
+    assert!(d.stats().rehellos >= 2, "{}", d.stats().rehellos);
 }

@@ -13,7 +13,7 @@ use inca_exoplane::switch::ExoSwitch;
 use inca_sim::engine::Simulation;
 use inca_sim::scenario::Loaded;
 use inca_switch::Switch;
-use inca_system::SystemFactory;
+use inca_system::{Judgement, SystemFactory};
 
 fn scenario(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,13 +23,20 @@ fn scenario(file: &str) -> PathBuf {
 
 /// Runs `seed` of `path` checked; the violations and the finished run.
 fn run(path: &Path, seed: u64, set: &[String]) -> (Vec<String>, Simulation) {
+    let (j, sim) = judged(path, seed, set);
+    (j.violations, sim)
+}
+
+/// Runs `seed` of `path` checked; what the checks found and judged, and
+/// the finished run.
+fn judged(path: &Path, seed: u64, set: &[String]) -> (Judgement, Simulation) {
     println!("seed {seed}");
     let loaded = Loaded::from_file(path, set).expect("the scenario loads");
     let factory = SystemFactory::checked(inca::registry());
     let mut built = loaded.build(&factory, Some(seed), None).expect("it builds");
     built.sim.run_until(built.duration, |_| {});
-    let violations = factory.run_checks(&built.sim);
-    (violations, built.sim)
+    let judgement = factory.judge(&built.sim);
+    (judgement, built.sim)
 }
 
 fn counter(sim: &Simulation, node: &str, name: &str) -> u64 {
@@ -74,11 +81,25 @@ fn short_campaign_finds_no_violation() {
     // Seeds 1-3 shift the hot flows (2, 3), seed 4 storms three times.
     let mut promotions = Vec::new();
     for seed in 1..=4 {
-        let (violations, sim) = run(&scenario("campaign.toml"), seed, &[]);
+        let (judgement, sim) = judged(&scenario("campaign.toml"), seed, &[]);
+        let violations = &judgement.violations;
         assert!(
             violations.is_empty(),
             "seed {seed}:\n{}",
             violations.join("\n")
+        );
+        // The checks looked: every P1 hit, the op log, and the counter
+        // cells of the firewall's many sources (P6).
+        let n = |what: &str| judgement.judged.get(what).copied().unwrap_or(0);
+        println!("seed {seed} judged {:?}", judgement.judged);
+        assert!(n("exoplane: flow-manager hits (P1)") > 1000, "seed {seed}");
+        assert!(
+            n("exoplane: hub op-log entries (P3, P4)") > 1000,
+            "seed {seed}"
+        );
+        assert!(
+            n("exoplane: counter cells compared (P6)") > 10,
+            "seed {seed}"
         );
         assert!(counter(&sim, "sw", "hub/promotions") > 0, "seed {seed}");
         assert!(counter(&sim, "sw", "exo/merges") > 0, "seed {seed}");

@@ -46,6 +46,14 @@ pub const MAX_BUFFERED: usize = 16;
 pub const MAX_PENDING: usize = 4_096;
 /// Popularity window `T_win` (spec §3.3: 1 s [our choice]).
 pub const T_WIN: Nanos = 1_000 * MS;
+/// Silence from the hub after which a daemon says HELLO again [our
+/// choice: four of the hub's PING intervals, 1 s, longer than the 750 ms
+/// after which the hub declares a silent daemon dead]. A hub that declared
+/// this device dead (a port-down, a pause, PINGs unanswered) stops
+/// talking to it; the spec's recovery starts from a HELLO (§5.8), and a
+/// device whose link flapped or whose daemon was paused neither restarts
+/// nor loses its session, so without this it would stay DOWN for good.
+pub const HUB_SILENCE: Nanos = 4 * crate::hub::PING_INTERVAL;
 /// Report threshold θ in packets per window (spec §3.3: 64 [our choice]).
 pub const THETA: u32 = 64;
 /// Distinct flows reported per window [our choice: θ = 64 at the device's
@@ -77,6 +85,8 @@ pub struct DaemonConfig {
     pub theta: u32,
     /// See [`MAX_REPORTED`].
     pub max_reported: usize,
+    /// See [`HUB_SILENCE`].
+    pub hub_silence: Nanos,
 }
 
 impl DaemonConfig {
@@ -90,6 +100,7 @@ impl DaemonConfig {
             t_win: T_WIN,
             theta: THETA,
             max_reported: MAX_REPORTED,
+            hub_silence: HUB_SILENCE,
         }
     }
 }
@@ -147,6 +158,13 @@ pub enum DaemonInput {
     SessionUp,
     /// The session broke.
     SessionReset,
+    /// The device's link to the switch went down or came back up (a HELLO
+    /// after the hub's silence waits for the link: the hub would route
+    /// packets to the device once it is rebuilt).
+    Link {
+        /// Whether it is up.
+        up: bool,
+    },
     /// A message from the hub.
     FromHub {
         /// The frame header's request id.
@@ -276,12 +294,16 @@ pub struct DaemonStats {
     /// REJOIN items skipped: the entry was deleted or re-created after
     /// the REJOIN was sent.
     pub rejoin_stale: u64,
+    /// HELLOs said again after [`HUB_SILENCE`] without a word from the
+    /// hub.
+    pub rehellos: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
     Setup(u64),
     Window,
+    HubSilence,
 }
 
 /// The daemon.
@@ -293,6 +315,12 @@ pub struct Daemon {
     window_start: Nanos,
     session: bool,
     lost_state: bool,
+    /// When the hub last said anything.
+    last_heard: Nanos,
+    /// Whether a [`Timer::HubSilence`] is pending.
+    silence_armed: bool,
+    /// The device's link to the switch.
+    link_up: bool,
     next_req: u64,
     setups: setup::Setups,
     table: table::Table,
@@ -335,6 +363,9 @@ impl Daemon {
             window_start: now,
             session: false,
             lost_state,
+            last_heard: now,
+            silence_armed: false,
+            link_up: true,
             next_req: 0,
             setups: setup::Setups::default(),
             table: table::Table::default(),
@@ -356,15 +387,14 @@ impl Daemon {
         match input {
             DaemonInput::SessionUp => {
                 self.session = true;
-                let msg = DaemonMsg::Hello {
-                    pdev: self.config.pdev,
-                    caps: 0,
-                    lost_state: self.lost_state,
-                };
-                self.send_hub(0, msg);
+                self.hello(now);
             }
             DaemonInput::SessionReset => self.session = false,
-            DaemonInput::FromHub { req_id, msg } => self.on_hub(now, req_id, msg),
+            DaemonInput::Link { up } => self.link_up = up,
+            DaemonInput::FromHub { req_id, msg } => {
+                self.last_heard = now;
+                self.on_hub(now, req_id, msg)
+            }
             DaemonInput::Miss { app, uk, frame } => self.on_miss(now, app, uk, frame),
             DaemonInput::TailPacket { app, uk } => {
                 let Some(cms) = self.sketches.get_mut(&app) else {
@@ -406,7 +436,45 @@ impl Daemon {
                     self.window_start = now;
                     self.set_timer(now + self.config.t_win, Timer::Window);
                 }
+                Timer::HubSilence => {
+                    self.silence_armed = false;
+                    if !self.session {
+                        continue;
+                    }
+                    let silent = now.saturating_sub(self.last_heard) >= self.config.hub_silence;
+                    if silent && self.link_up {
+                        self.stats.rehellos += 1;
+                        self.hello(now);
+                    } else if silent {
+                        // The link is down: look again later.
+                        self.arm_silence(now);
+                    } else {
+                        self.arm_silence(self.last_heard);
+                    }
+                }
             }
+        }
+    }
+
+    /// Says HELLO (at session up, and again after the hub's silence) and
+    /// starts waiting for the hub to speak.
+    fn hello(&mut self, now: Nanos) {
+        let msg = DaemonMsg::Hello {
+            pdev: self.config.pdev,
+            caps: 0,
+            lost_state: self.lost_state,
+        };
+        self.send_hub(0, msg);
+        self.last_heard = now;
+        self.arm_silence(now);
+    }
+
+    /// A [`Timer::HubSilence`] `hub_silence` after `from`, unless one is
+    /// pending.
+    fn arm_silence(&mut self, from: Nanos) {
+        if !self.silence_armed {
+            self.silence_armed = true;
+            self.set_timer(from + self.config.hub_silence, Timer::HubSilence);
         }
     }
 

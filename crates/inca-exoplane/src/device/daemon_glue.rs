@@ -180,6 +180,10 @@ impl ExoDevice {
                 }
             }
             ControlEvent::Session(e) => on_session(run, now, e),
+            // The NIC's one link is to the switch.
+            ControlEvent::PortStatus { up, .. } => {
+                run.daemon.handle(now, DaemonInput::Link { up });
+            }
             ControlEvent::OpFailed { request, error } => {
                 if !run.barrier.op_failed(request) {
                     return Some(ControlEvent::OpFailed { request, error });
@@ -527,6 +531,7 @@ pub(super) fn report(run: &DaemonRun, out: &mut Vec<(String, u64)>) {
         ("frames_dropped", s.frames_dropped),
         ("frames_reinjected", s.frames_reinjected),
         ("reports", s.reports),
+        ("rehellos", s.rehellos),
         ("unsent", s.unsent),
         ("unknown", s.unknown),
         ("driver_dropped", run.dropped),

@@ -177,9 +177,11 @@ impl Hub {
             .push_back(HubOutput::Event(HubEvent::DeviceUp(pdev)));
     }
 
-    /// `pdev` is dead: DOWN, `pdev_alive` = 0, out of every quorum. The
-    /// driver resets its session (the event), so a daemon that was only
-    /// paused re-HELLOs and is rebuilt.
+    /// `pdev` is dead: DOWN, `pdev_alive` = 0, out of every quorum, and
+    /// nothing more is sent to it. A daemon that was only paused, or whose
+    /// link flapped, hears nothing for [`crate::daemon::HUB_SILENCE`] and
+    /// says HELLO again (or its session resets and it reconnects); the
+    /// HELLO rebuilds it.
     pub(super) fn declare_dead(&mut self, now: Nanos, pdev: Pdev) {
         if !self.devices.known(pdev) || self.devices.status(pdev) == Some(DeviceStatus::Down) {
             return;
