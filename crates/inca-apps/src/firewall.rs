@@ -171,6 +171,23 @@ impl Firewall {
         self.stats
     }
 
+    /// Teaches the control-plane state a connection whose `fw_conn` entry
+    /// some other control plane installed (inside port `port`): a runtime
+    /// that keeps one table in several data planes runs this program's
+    /// control logic in more than one place (ExoPlane's daemons), and each
+    /// must know every connection its copy holds, or it ignores that
+    /// connection's RST. False if already known or the table is full.
+    pub fn adopt(&mut self, key: [u8; 13], port: PortId) -> bool {
+        self.admit(key, port) == Some(true)
+    }
+
+    /// Forgets a connection whose entry some other control plane removed
+    /// (see [`Firewall::adopt`]), so a new connection of the same 5-tuple
+    /// is installed again. False if it was not known.
+    pub fn forget(&mut self, key: &[u8; 13]) -> bool {
+        self.conns.remove(key).is_some()
+    }
+
     /// Records a new connection in the control-plane state: true if it is
     /// new and fits, false if known already; None if the table is full.
     fn admit(&mut self, key: [u8; 13], port: PortId) -> Option<bool> {

@@ -764,9 +764,19 @@ fn a_switch_served_apps_control_events_go_to_the_hub_not_its_handler() {
     assert_eq!(out_on(&mut r, OUTSIDE).len(), 4);
     let s = sw(&r).program();
     assert_eq!(s.counters().fm_hits, 4);
-    assert!(matches!(
-        s.app_events.front(),
-        Some(inca_exoplane::switch::AppEvent::Digest { app_id: FW, .. })
-    ));
+    // The event is the RST behind a PUNT shim naming its port, with the
+    // firewall's digest (the connection) as the trailer (EVENT_FWD's frame).
+    let Some(inca_exoplane::switch::AppEvent::Forward { app_id, frame }) = s.app_events.front()
+    else {
+        panic!("{:?}", s.app_events.front());
+    };
+    assert_eq!(*app_id, FW);
+    let ev = inca_exoplane::runtime::event::decode(frame).unwrap();
+    assert_eq!((ev.app_id, ev.in_port), (FW, INSIDE));
+    assert_eq!(ev.frame, rst);
+    assert_eq!(
+        ev.kind,
+        inca_exoplane::runtime::event::EventKind::Digest(key)
+    );
     assert_eq!(s.app_events.len(), 1);
 }

@@ -7,6 +7,11 @@
 //!   [`MAX_BUFFERED`] frames, asks the app's [`ControlLogic`] for writes
 //!   and sends WRITE_REQ; WRITE_ACK OK/EXISTS re-injects the frames,
 //!   FAILED or [`SETUP_TIMEOUT`] drops them.
+//! - Control events (`events`): an event the app raised on a packet —
+//!   forwarded by the hub (EVENT_FWD) for a switch-served packet, or
+//!   raised on this device — goes to the app's [`ControlLogic`], whose
+//!   writes (a firewall's DELETE on a RST) go to the hub as a WRITE_REQ;
+//!   no packet waits for it.
 //! - Table copies (`table`): WRITE_APPLY and DUMP entries are written to
 //!   the device per key in arrival order, versions ≤ the applied one
 //!   ignored; WRITE_APPLIED goes back once the device acknowledged.
@@ -19,6 +24,7 @@
 //!   device → SYNC_RESP; REJOIN → `reg = H`, `I = 0̸` → REJOIN_DONE.
 
 pub mod cms;
+mod events;
 mod setup;
 mod syncing;
 mod table;
@@ -66,6 +72,18 @@ pub trait ControlLogic: FlowKeys {
     /// The writes that set up flow `uk`, whose first packet is `frame`.
     /// Empty means the app installs nothing (the frame is dropped).
     fn writes_for(&self, uk: &UnionKey, frame: &[u8]) -> Vec<Write>;
+
+    /// The writes the app's control logic issues for control event
+    /// `event` ([`crate::runtime::event`]) raised by a packet of flow
+    /// `uk`. Empty: nothing to write.
+    fn writes_for_event(&self, _uk: &UnionKey, _event: &[u8]) -> Vec<Write> {
+        Vec::new()
+    }
+
+    /// The device was given entry `key` of `obj` (`value` Some) or lost it
+    /// (None): an app whose control logic remembers what it installed
+    /// learns what another daemon's logic did (a firewall's connections).
+    fn observe(&self, _obj: ObjId, _key: &[u8], _value: Option<&[u8]>) {}
 }
 
 /// Daemon parameters; [`DaemonConfig::new`] fills the spec's values.
@@ -182,6 +200,16 @@ pub enum DaemonInput {
         /// The whole frame.
         frame: Vec<u8>,
     },
+    /// A control event raised by a packet of `uk`: forwarded by the hub
+    /// (EVENT_FWD) or raised on this device.
+    Event {
+        /// The app.
+        app: AppId,
+        /// The flow.
+        uk: UnionKey,
+        /// The event frame ([`crate::runtime::event`]).
+        frame: Vec<u8>,
+    },
     /// A tail packet of `uk` passed the device: count it in the app's
     /// sketch (the daemon hosts the sketch model the data plane runs).
     TailPacket {
@@ -278,6 +306,16 @@ pub struct DaemonStats {
     pub frames_dropped: u64,
     /// Frames re-injected after an ack.
     pub frames_reinjected: u64,
+    /// Control events handed to the app's control logic.
+    pub events: u64,
+    /// Control events whose writes went to the hub (WRITE_REQ).
+    pub event_writes: u64,
+    /// Those answered OK/EXISTS.
+    pub event_writes_ok: u64,
+    /// Those answered FAILED (or never, within the setup timeout).
+    pub event_writes_failed: u64,
+    /// Control events dropped: unknown app, too many event writes pending.
+    pub events_dropped: u64,
     /// WRITE_APPLY entries ignored as not newer than the applied version.
     pub stale_applies: u64,
     /// PROMOTE_REPORTs sent.
@@ -302,6 +340,7 @@ pub struct DaemonStats {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
     Setup(u64),
+    Event(u64),
     Window,
     HubSilence,
 }
@@ -323,6 +362,8 @@ pub struct Daemon {
     link_up: bool,
     next_req: u64,
     setups: setup::Setups,
+    /// Event WRITE_REQs waiting for their WRITE_ACK.
+    events: std::collections::HashSet<u64>,
     table: table::Table,
     timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
     timer_seq: u64,
@@ -368,6 +409,7 @@ impl Daemon {
             link_up: true,
             next_req: 0,
             setups: setup::Setups::default(),
+            events: HashSet::new(),
             table: table::Table::default(),
             timers: BinaryHeap::new(),
             timer_seq: 0,
@@ -396,6 +438,7 @@ impl Daemon {
                 self.on_hub(now, req_id, msg)
             }
             DaemonInput::Miss { app, uk, frame } => self.on_miss(now, app, uk, frame),
+            DaemonInput::Event { app, uk, frame } => self.on_event(now, app, uk, frame),
             DaemonInput::TailPacket { app, uk } => {
                 let Some(cms) = self.sketches.get_mut(&app) else {
                     self.stats.unknown += 1;
@@ -428,6 +471,7 @@ impl Daemon {
             let Reverse((_, _, timer)) = self.timers.pop().expect("peeked");
             match timer {
                 Timer::Setup(req_id) => self.setup_deadline(req_id),
+                Timer::Event(req_id) => self.event_deadline(req_id),
                 Timer::Window => {
                     for cms in self.sketches.values_mut() {
                         cms.flip();
@@ -531,6 +575,9 @@ impl Daemon {
             }
             HubMsg::SyncReq(req) => self.sync.handle_sync_req(&req),
             HubMsg::WriteApply { app, entries } => self.on_apply(req_id, app, entries),
+            HubMsg::WriteAck { results } if self.events.contains(&req_id) => {
+                self.on_event_ack(req_id, &results)
+            }
             HubMsg::WriteAck { results } => self.on_ack(now, req_id, results),
             HubMsg::Dump { app, entries, last } => self.on_dump(app, entries, last),
             HubMsg::Ping { ts } => self.send_hub(req_id, DaemonMsg::Pong { ts }),

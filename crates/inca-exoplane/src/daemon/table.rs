@@ -102,6 +102,9 @@ impl Daemon {
         slot.sent = rec.version;
         let delete = rec.op == WriteOp::Delete;
         slot.removed = delete;
+        if let Some(logic) = self.apps.get(&app) {
+            logic.observe(rec.obj, &rec.key, (!delete).then_some(&rec.value[..]));
+        }
         if delete {
             self.sync_removed(&key);
         } else {
@@ -141,6 +144,9 @@ impl Daemon {
         };
         slot.removed = true;
         let version = slot.sent;
+        if let Some(logic) = self.apps.get(&key.app) {
+            logic.observe(key.obj, &key.key, None);
+        }
         self.sync_removed(&key);
         self.table.next_op += 1;
         let id = self.table.next_op;

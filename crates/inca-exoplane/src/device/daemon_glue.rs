@@ -8,6 +8,10 @@
 //! - MISSes queued by the data plane become setups (the app's own control
 //!   logic, [`crate::runtime::logic`]); REPORTs promotion reports; the
 //!   data-plane sketch's bank flips every `T_win`.
+//! - Control events — EVENT_FWD from the hub (a switch-served packet's)
+//!   and the apps' digests on this device (a device-served packet's) —
+//!   go to the app's control logic alike ([`DaemonInput::Event`]); EVENT_FWDs
+//!   wait in a bounded queue until the next pump, overflow counted.
 //! - Device operations are acknowledged at a register-read barrier
 //!   ([`crate::runtime::barrier`]).
 //! - [our choice] Restoring a counter cell to `H` on REJOIN (`reg = H`)
@@ -73,7 +77,17 @@ pub(crate) struct DaemonRun {
     /// NAT endpoints in use, fed with every entry the device is given (a
     /// rebuilt daemon must not hand them out again).
     reserved: Vec<(AppId, std::sync::Arc<NatReserved>)>,
+    /// EVENT_FWDs received, waiting for the pump: (app, event frame).
+    forwarded: VecDeque<(AppId, Vec<u8>)>,
+    /// EVENT_FWDs received from the hub.
+    events_fwd: u64,
+    /// Events not handed to the daemon: queue full, not an event frame,
+    /// an app not here, a digest or aging notice it cannot carry.
+    events_dropped: u64,
 }
+
+/// EVENT_FWDs waiting for the pump [our choice; the device queues' size].
+pub const FORWARDED_QUEUE: usize = super::QUEUE;
 
 /// The daemon's slot in the program.
 #[derive(Default)]
@@ -153,6 +167,9 @@ impl ExoDevice {
             wakeup: Wakeup::default(),
             dropped: 0,
             reserved,
+            forwarded: VecDeque::new(),
+            events_fwd: 0,
+            events_dropped: 0,
         }));
         cp.set_timer(now + setup.config.t_win, BANK_TIMER);
     }
@@ -237,7 +254,7 @@ impl ExoDevice {
         let misses: Vec<Miss> = self.misses.drain(..).collect();
         let reports: Vec<_> = self.reports.drain(..).collect();
         let acks: Vec<_> = self.merge_acks.drain(..).collect();
-        self.app_events.clear();
+        let events = self.pending_events();
         let uks: Vec<_> = misses
             .iter()
             .map(|m| {
@@ -261,6 +278,10 @@ impl ExoDevice {
                 ),
                 None => run.dropped += 1,
             }
+        }
+        for (app, uk, frame) in events {
+            run.daemon
+                .handle(now, DaemonInput::Event { app, uk, frame });
         }
         for r in reports {
             run.daemon.handle(
@@ -307,6 +328,38 @@ impl ExoDevice {
             run.daemon.handle(now, DaemonInput::DeviceAck { id, ok });
         }
         run.wakeup.arm(cp, run.daemon.poll_timeout(), DAEMON_TIMER);
+    }
+
+    /// The control events waiting for the daemon, with their flows: EVENT_FWDs
+    /// from the hub, then this device's own; the rest counted as dropped.
+    fn pending_events(&mut self) -> Vec<(AppId, UnionKey, Vec<u8>)> {
+        let Some(run) = self.daemon.run.as_deref_mut() else {
+            return Vec::new();
+        };
+        let mut raw: Vec<(AppId, Vec<u8>)> = run.forwarded.drain(..).collect();
+        let mut dropped = 0;
+        for e in self.app_events.drain(..) {
+            match e {
+                super::AppEvent::Raised { app_id, frame } => raw.push((AppId(app_id), frame)),
+                super::AppEvent::Digest(_) | super::AppEvent::IdleTimeout { .. } => dropped += 1,
+            }
+        }
+        let mut out = Vec::with_capacity(raw.len());
+        for (app, frame) in raw {
+            let uk = crate::runtime::event::decode(&frame).and_then(|ev| {
+                let i = self.app_index(app.0).filter(|_| ev.app_id == app.0)?;
+                let p = inca_apps::headers::parse(&ev.frame).unwrap_or_default();
+                Some(key_of(&self.uk_fields[i], &p, &ev.frame))
+            });
+            match uk {
+                Some(uk) => out.push((app, uk, frame)),
+                None => dropped += 1,
+            }
+        }
+        if let Some(run) = self.daemon.run.as_deref_mut() {
+            run.events_dropped += dropped;
+        }
+        out
     }
 
     fn daemon_output(&mut self, cp: &mut ControlPlane<'_>, out: DaemonOutput) {
@@ -510,9 +563,14 @@ fn on_session(run: &mut DaemonRun, now: Nanos, e: SessionEvent) {
                     HubToDaemon::Hub(msg) => {
                         run.daemon.handle(now, DaemonInput::FromHub { req_id, msg })
                     }
-                    // EVENT_FWD: the catalog's MEDIUM apps raise no
-                    // control events on a switch hit yet; counted.
-                    HubToDaemon::EventFwd { .. } => run.dropped += 1,
+                    HubToDaemon::EventFwd { app, frame } => {
+                        run.events_fwd += 1;
+                        if run.forwarded.len() < FORWARDED_QUEUE {
+                            run.forwarded.push_back((app, frame));
+                        } else {
+                            run.events_dropped += 1;
+                        }
+                    }
                 }
             }
         }
@@ -530,6 +588,12 @@ pub(super) fn report(run: &DaemonRun, out: &mut Vec<(String, u64)>) {
         ("setups_timed_out", s.setups_timed_out),
         ("frames_dropped", s.frames_dropped),
         ("frames_reinjected", s.frames_reinjected),
+        ("events_fwd_received", run.events_fwd),
+        ("events", s.events),
+        ("event_writes", s.event_writes),
+        ("event_writes_ok", s.event_writes_ok),
+        ("event_writes_failed", s.event_writes_failed),
+        ("events_dropped", s.events_dropped + run.events_dropped),
         ("reports", s.reports),
         ("rehellos", s.rehellos),
         ("unsent", s.unsent),

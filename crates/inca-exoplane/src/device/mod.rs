@@ -116,8 +116,18 @@ pub struct Miss {
 /// logic turns it into writes through the hub).
 #[derive(Debug, Clone)]
 pub enum AppEvent {
-    /// A digest the app sent (tagged with its block).
+    /// A digest the app sent (tagged with its block) that the runtime
+    /// cannot carry to the app's control logic.
     Digest(BlockDigest),
+    /// A control event of a served packet ([`crate::runtime::event`]):
+    /// the daemon runs the app's control logic on it, as it would on an
+    /// event the hub forwards from the switch.
+    Raised {
+        /// The app.
+        app_id: u8,
+        /// The event frame.
+        frame: Vec<u8>,
+    },
     /// An entry of one of the app's tables went idle.
     IdleTimeout {
         /// The table.
@@ -134,6 +144,9 @@ pub enum DeviceDigest {
     Report(Report),
     /// An app's digest, for its own control handler.
     App(BlockDigest),
+    /// An app's digest as an event frame for the daemon
+    /// ([`crate::runtime::event`]): (app, frame).
+    Event(u8, Vec<u8>),
 }
 
 /// What the device program counts.
@@ -159,6 +172,8 @@ pub struct DeviceCounters {
     pub merge_refused: u64,
     /// An app digest and a REPORT in one pass (the app's wins).
     pub digest_collisions: u64,
+    /// App digests raised as control events for the daemon.
+    pub events: u64,
     /// Queue entries dropped because a queue was full.
     pub queue_overflow: u64,
     /// Entry writes refused.
@@ -413,7 +428,21 @@ impl ExoDevice {
             self.counters.digest_collisions += u64::from(digest.is_some());
         }
         if let Some(d) = digest {
-            pkt.digest(DeviceDigest::App(d));
+            // The app's control logic is the daemon's: the digest goes to
+            // it with the packet that raised it (as an event the hub
+            // forwards from the switch would).
+            let spec = &self.cfg.apps[app];
+            let event = spec.program.digest_bytes(&d).and_then(|b| {
+                let kind = crate::runtime::event::EventKind::Digest(b);
+                crate::runtime::event::encode(s.app_id, s.ldev, s.in_port, pkt.header(), &kind)
+            });
+            match event {
+                Some(f) => {
+                    self.counters.events += 1;
+                    pkt.digest(DeviceDigest::Event(s.app_id, f));
+                }
+                None => pkt.digest(DeviceDigest::App(d)),
+            }
         }
         r?;
         let back = |shim_type, out_port| ShimRepr {
@@ -610,6 +639,13 @@ impl ExoDevice {
                     &mut self.counters.queue_overflow,
                 );
             }
+            Err(DeviceDigest::Event(app_id, frame)) => {
+                return push_bounded(
+                    &mut self.app_events,
+                    AppEvent::Raised { app_id, frame },
+                    &mut self.counters.queue_overflow,
+                );
+            }
             Err(DeviceDigest::Report(r)) => {
                 return push_bounded(&mut self.reports, r, &mut self.counters.queue_overflow);
             }
@@ -707,6 +743,7 @@ impl ExoDevice {
             ("merges", c.merges),
             ("merge_refused", c.merge_refused),
             ("digest_collisions", c.digest_collisions),
+            ("events", c.events),
             ("queue_overflow", c.queue_overflow),
             ("write_refused", c.write_refused),
         ] {

@@ -298,7 +298,8 @@ impl Rig {
                 };
                 self.queue.push_back(Ev::Hub(input));
             }
-            HubOutput::Event(_) => {}
+            // The experiments' rigs raise no control events.
+            HubOutput::Event(_) | HubOutput::EventFwd { .. } => {}
         }
     }
 

@@ -14,6 +14,8 @@
 //! - `writes` — the per-key FIFO write sequencer (strong consistency);
 //! - `flows` — the flow directory, promotion and two-phase insert/evict;
 //! - `devices` — device status UP/DOWN/REBUILDING, DUMP and REJOIN;
+//! - `events` — control events of switch-served packets forwarded
+//!   (EVENT_FWD) to the daemon of the flow's primary, or its replica;
 //! - `syncing` — the glue to the synchronisation part ([`crate::sync`]):
 //!   the hub owns a [`SyncHub`] and drives it from these handlers (entry
 //!   lifecycle, device status, SYNC_RESP, switch reads and MERGE_ACKs), so
@@ -29,6 +31,7 @@ pub mod app;
 pub mod check;
 mod devices;
 pub mod entries;
+mod events;
 mod flows;
 pub mod msg;
 pub mod oplog;
@@ -320,6 +323,16 @@ pub enum HubInput {
         /// The entry.
         entry: EntryKey,
     },
+    /// A switch-served packet of flow `uk` raised a control event of
+    /// `app` (§5.4): forward it to the daemon of the flow's primary.
+    Event {
+        /// The app.
+        app: AppId,
+        /// The flow.
+        uk: UnionKey,
+        /// The event frame ([`crate::runtime::event`]).
+        frame: Vec<u8>,
+    },
 }
 
 /// Something the hub reports to its driver.
@@ -345,6 +358,15 @@ pub enum HubOutput {
     },
     /// Report an event.
     Event(HubEvent),
+    /// Send EVENT_FWD (§4.6, 0x21) to `pdev`'s daemon.
+    EventFwd {
+        /// The device.
+        pdev: Pdev,
+        /// The app.
+        app: AppId,
+        /// The event frame.
+        frame: Vec<u8>,
+    },
 }
 
 /// Counters of everything the hub refused or dropped.
@@ -376,6 +398,11 @@ pub struct HubStats {
     /// Register entries the sync part refused (a limit or a mismatch);
     /// they stay unsynchronised.
     pub sync_refused: u64,
+    /// Control events forwarded to a daemon (EVENT_FWD).
+    pub events_fwd: u64,
+    /// Control events dropped: unknown app, or neither the flow's primary
+    /// nor its replica up with a session.
+    pub events_dropped: u64,
 }
 
 /// Status of an external device (spec §3.2).
@@ -498,6 +525,7 @@ impl Hub {
                 self.sync.handle_switch_read(now, &entry, value)
             }
             HubInput::MergeAck { entry } => self.sync.handle_merge_ack(now, &entry),
+            HubInput::Event { app, uk, frame } => self.on_event(app, uk, frame),
         }
         self.pump_sync(now);
     }

@@ -45,6 +45,7 @@ use crate::daemon::ControlLogic;
 use crate::hub::app::{FlowKeys, ObjectDecl, ObjectKind};
 use crate::hub::msg::{Write, WriteOp};
 use crate::ids::{AppId, ObjId, UnionKey};
+use crate::runtime::event::{self, EventKind};
 
 /// Public addresses of each device's share of a NAT's pool [our choice:
 /// 16 addresses of 64,512 ports, a million flows per device; the hub and
@@ -62,6 +63,15 @@ pub fn cell_index(key: &[u8]) -> Option<u32> {
 /// An app program run standalone so its control handler can be captured.
 trait Captures {
     fn punt(&mut self, port: PortId, reason: u16, frame: Vec<u8>, rng: &mut DeviceRng) -> Captured;
+    /// Runs the handler on a digest of the program's, from its bytes
+    /// ([`crate::app::catalog::AppProgram::digest_bytes`]); None if the
+    /// program sends none or the bytes are not one.
+    fn digest(&mut self, _bytes: &[u8], _rng: &mut DeviceRng) -> Option<Captured> {
+        None
+    }
+    /// The device was given (`value` Some) or lost entry `key` of table
+    /// `table` ([`ControlLogic::observe`]).
+    fn observe(&mut self, _table: &str, _key: &[u8], _value: Option<&[u8]>) {}
     /// Public endpoints a NAT's control plane has handed out (None: not a
     /// NAT).
     fn allocated(&self) -> Option<usize> {
@@ -90,6 +100,48 @@ struct Standalone<P: Program>(P);
 impl<P: Program> Captures for Standalone<P> {
     fn punt(&mut self, port: PortId, reason: u16, frame: Vec<u8>, rng: &mut DeviceRng) -> Captured {
         punt_into(&mut self.0, port, reason, frame, rng)
+    }
+}
+
+/// A firewall run standalone: its RST digests are handled, and its
+/// record of connections follows the entries the device is given, so a
+/// RST is acted on by whichever daemon it reaches (the one that set the
+/// connection up, its replica after a failover, a rebuilt daemon, or the
+/// daemon of the reverse flow's shard for a RST from outside).
+struct FirewallStandalone(inca_apps::firewall::Firewall);
+
+impl Captures for FirewallStandalone {
+    fn punt(&mut self, port: PortId, reason: u16, frame: Vec<u8>, rng: &mut DeviceRng) -> Captured {
+        punt_into(&mut self.0, port, reason, frame, rng)
+    }
+
+    fn digest(&mut self, bytes: &[u8], rng: &mut DeviceRng) -> Option<Captured> {
+        let key = <[u8; 13]>::try_from(bytes).ok()?;
+        let timing = Profile::smartnic().control_plane;
+        Some(capture_control(
+            &mut self.0,
+            ControlEvent::Digest(key),
+            0,
+            &timing,
+            rng,
+        ))
+    }
+
+    fn observe(&mut self, table: &str, key: &[u8], value: Option<&[u8]>) {
+        let Ok(key) = <[u8; 13]>::try_from(key) else {
+            return;
+        };
+        if table != "fw_conn" {
+            return;
+        }
+        match value.and_then(|v| <[u8; 2]>::try_from(v).ok()) {
+            Some(port) => {
+                self.0.adopt(key, u16::from_be_bytes(port));
+            }
+            None => {
+                self.0.forget(&key);
+            }
+        }
     }
 }
 
@@ -229,7 +281,11 @@ fn standalone(
             p.declare(d).map_err(|e| e.to_string())?;
             Ok(Box::new(NatStandalone(p)))
         }
-        AppProgram::Firewall(p) => declared(p, d),
+        AppProgram::Firewall(p) => {
+            let mut p = p.clone();
+            p.declare(d).map_err(|e| e.to_string())?;
+            Ok(Box::new(FirewallStandalone(p)))
+        }
         AppProgram::UnivMon(p) => declared(p, d),
         AppProgram::SynProxy(p) => declared(p, d),
         AppProgram::Vpn(p) => declared(p, d),
@@ -491,6 +547,44 @@ impl ControlLogic for AppLogic {
                 .borrow_mut()
                 .punt(s.in_port, s.out_port, inner, &mut rng)
         };
+        self.writes_of(uk, &captured)
+    }
+
+    fn writes_for_event(&self, uk: &UnionKey, event: &[u8]) -> Vec<Write> {
+        let Some(ev) = event::decode(event) else {
+            return Vec::new();
+        };
+        if ev.app_id != self.spec.id.0 {
+            return Vec::new();
+        }
+        let captured = {
+            let mut rng = self.rng.borrow_mut();
+            let mut program = self.program.borrow_mut();
+            match ev.kind {
+                EventKind::Punt(reason) => {
+                    Some(program.punt(ev.in_port, reason, ev.frame, &mut rng))
+                }
+                EventKind::Digest(d) => program.digest(&d, &mut rng),
+            }
+        };
+        captured.map_or_else(Vec::new, |c| self.writes_of(uk, &c))
+    }
+
+    fn observe(&self, obj: ObjId, key: &[u8], value: Option<&[u8]>) {
+        let Some(o) = self.objects.iter().find(|o| o.decl.obj == obj) else {
+            return;
+        };
+        if o.decl.kind == ObjectKind::Table {
+            self.program.borrow_mut().observe(&o.name, key, value);
+        }
+    }
+}
+
+impl AppLogic {
+    /// The hub writes of the table writes a captured handler run issued:
+    /// adds become INSERT_IF_ABSENT, deletes DELETE; a flow that gains an
+    /// entry also creates every counter cell it touches.
+    fn writes_of(&self, uk: &UnionKey, captured: &Captured) -> Vec<Write> {
         let mut writes = Vec::new();
         for w in captured.writes() {
             let (table, spec, delete) = match w {
@@ -524,7 +618,7 @@ impl ControlLogic for AppLogic {
                 value,
             });
         }
-        if writes.is_empty() {
+        if writes.iter().all(|w| w.op == WriteOp::Delete) {
             return writes;
         }
         for o in &self.objects {
@@ -657,6 +751,72 @@ mod tests {
         let new = setup(&rebuilt, 5000);
         assert_eq!(&new.key[4..8], &old[0].key[4..8]);
         assert_eq!(port(&new), 1026);
+    }
+
+    fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8) -> Vec<u8> {
+        let ep = Endpoints::new(
+            [2, 0, 0, 0, 0, 1],
+            Ipv4Addr::from(src),
+            [2, 0, 0, 0, 0, 2],
+            Ipv4Addr::from(dst),
+        );
+        let t = inca_wire::TcpRepr {
+            src_port: sport,
+            dst_port: dport,
+            seq: 1,
+            ack: 0,
+            flags: inca_wire::TcpFlags(flags),
+            window: 1024,
+            urgent: 0,
+            options: &[],
+            payload: &[],
+        };
+        inca_wire::build_tcp_frame(&ep, &t).unwrap()
+    }
+
+    #[test]
+    fn a_firewall_rst_event_deletes_the_connection_wherever_the_daemon_learnt_it() {
+        use crate::runtime::event::{encode, EventKind};
+        let spec = catalog::firewall(AppId(2), "fw", 1024, 1, 4096);
+        let (inside, remote) = ([10, 0, 0, 1], [203, 0, 113, 9]);
+        let mut k = inside.to_vec();
+        k.extend_from_slice(&remote);
+        k.push(6);
+        k.extend_from_slice(&4000u16.to_be_bytes());
+        k.extend_from_slice(&80u16.to_be_bytes());
+        let uk = UnionKey(k.clone());
+        let rst = tcp(inside, remote, 4000, 80, 0x04);
+        let event = encode(2, 0, 3, &rst, &EventKind::Digest(k.clone())).unwrap();
+        // The daemon that set the connection up knows it: its RST event
+        // becomes a DELETE of the connection (no counter cells).
+        let setter = AppLogic::new(&spec, 64, 0, 2, 7).unwrap();
+        let syn = punted(tcp(inside, remote, 4000, 80, 0x02), 2, 3, 1);
+        let setup = setter.writes_for(&uk, &syn);
+        assert_eq!(setup[0].op, WriteOp::InsertIfAbsent, "{setup:?}");
+        let del = setter.writes_for_event(&uk, &event);
+        assert_eq!(del.len(), 1, "{del:?}");
+        assert_eq!(
+            (del[0].op, del[0].obj, &del[0].key),
+            (WriteOp::Delete, ObjId(1), &k)
+        );
+        // Once deleted it is forgotten: a second RST writes nothing.
+        assert!(setter.writes_for_event(&uk, &event).is_empty());
+        // Another daemon (the replica, the reverse flow's shard) acts on it
+        // only once it has been given the entry, and not after it lost it.
+        let other = AppLogic::new(&spec, 64, 1, 2, 7).unwrap();
+        assert!(other.writes_for_event(&uk, &event).is_empty());
+        other.observe(ObjId(1), &k, Some(&3u16.to_be_bytes()));
+        assert_eq!(other.writes_for_event(&uk, &event).len(), 1);
+        other.observe(ObjId(1), &k, Some(&3u16.to_be_bytes()));
+        other.observe(ObjId(1), &k, None);
+        assert!(other.writes_for_event(&uk, &event).is_empty());
+        // Events of another app, or not events at all, write nothing.
+        other.observe(ObjId(1), &k, Some(&3u16.to_be_bytes()));
+        let foreign = encode(3, 0, 3, &rst, &EventKind::Digest(k.clone())).unwrap();
+        assert!(other.writes_for_event(&uk, &foreign).is_empty());
+        assert!(other.writes_for_event(&uk, &rst).is_empty());
+        let short = encode(2, 0, 3, &rst, &EventKind::Digest(vec![1, 2])).unwrap();
+        assert!(other.writes_for_event(&uk, &short).is_empty());
     }
 
     #[test]

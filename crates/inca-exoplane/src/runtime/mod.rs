@@ -1,11 +1,13 @@
 //! What the hub and daemons need from the rest of ExoPlane to run in a
 //! switch and smart NICs: each app as [`crate::hub::app::FlowKeys`] and
-//! [`crate::daemon::ControlLogic`] ([`logic`]). The drivers themselves are
-//! the switch program's hub glue and the device program's daemon glue,
-//! which share [`pop_merge`] and [`barrier`] (operation acknowledgements,
-//! the wakeup timer).
+//! [`crate::daemon::ControlLogic`] ([`logic`]), and the frame a control
+//! event travels in to the daemon that handles it ([`event`], EVENT_FWD).
+//! The drivers themselves are the switch program's hub glue and the device
+//! program's daemon glue, which share [`pop_merge`] and [`barrier`]
+//! (operation acknowledgements, the wakeup timer).
 
 pub(crate) mod barrier;
+pub mod event;
 pub mod logic;
 
 use std::collections::{HashMap, VecDeque};

@@ -13,6 +13,15 @@
 //! - FM direct-counter slots are allocated here, per app.
 //! - Port-down copies, MERGE_ACKs and aged FM entries queued by the data
 //!   plane path are fed to the hub on every control event.
+//! - Control events of switch-served MEDIUM apps (§5.4: a digest as an
+//!   event frame, or a punt) are given to the hub with their flow's union
+//!   key; the hub names the daemon (primary, or replica while the primary
+//!   is down) and the event goes out as EVENT_FWD (§4.6, 0x21). The
+//!   events wait in the program's bounded queue ([`super::EVENT_QUEUE`])
+//!   until the next pump. [our choice] A digest the runtime cannot carry
+//!   and an app table's own aging notice on the switch are dropped and
+//!   counted: the switch copy of an entry changes only through the hub,
+//!   and the devices' copies age by their own traffic.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -77,6 +86,11 @@ pub(crate) struct HubRun {
     wakeup: Wakeup,
     /// Messages the codec refused, sessions unknown, reads unmatched.
     pub dropped: u64,
+    /// EVENT_FWDs sent.
+    events_sent: u64,
+    /// Control events not forwarded by the driver: not carried (see the
+    /// module documentation), not parseable, or no session to send on.
+    events_dropped: u64,
 }
 
 impl HubRun {
@@ -137,6 +151,8 @@ fn new_run(sw: &ExoSwitch, setup: &HubSetup, now: Nanos) -> Option<Box<HubRun>> 
         merges: HashMap::new(),
         wakeup: Wakeup::default(),
         dropped: 0,
+        events_sent: 0,
+        events_dropped: 0,
     }))
 }
 
@@ -276,12 +292,16 @@ impl ExoSwitch {
             merge_acks,
             aged,
             app_events,
+            per_app,
             ..
         } = self;
-        // MEDIUM apps' switch events: EVENT_FWD is not carried yet; they
-        // are counted (the catalog's MEDIUM apps raise none on a hit).
-        app_events.clear();
         let run = hub.run.as_deref_mut().expect("checked above");
+        for e in app_events.drain(..) {
+            match event_input(cfg, per_app, e) {
+                Some(input) => run.hub.handle(now, input),
+                None => run.events_dropped += 1,
+            }
+        }
         for port in port_down_events.drain(..) {
             if let Some(pdev) = cfg.devices.iter().position(|&p| p == port) {
                 run.hub.handle(
@@ -324,6 +344,14 @@ impl ExoSwitch {
                 }
                 HubOutput::Switch { id, op } => self.switch_op(cp, id, op),
                 HubOutput::Event(_) => {}
+                HubOutput::EventFwd { pdev, app, frame } => {
+                    let run = self.hub.run.as_deref_mut().expect("checked above");
+                    if send(run, cp, pdev, 0, HubToDaemon::EventFwd { app, frame }) {
+                        run.events_sent += 1;
+                    } else {
+                        run.events_dropped += 1;
+                    }
+                }
             }
         }
         let objs = self.objs;
@@ -508,16 +536,63 @@ fn on_session(run: &mut HubRun, now: Nanos, e: SessionEvent) {
     }
 }
 
-fn send(run: &mut HubRun, cp: &mut ControlPlane<'_>, pdev: Pdev, req_id: u64, msg: HubToDaemon) {
+/// Sends `msg` on `pdev`'s session; false (counted) if there is none or
+/// the codec refuses it.
+fn send(
+    run: &mut HubRun,
+    cp: &mut ControlPlane<'_>,
+    pdev: Pdev,
+    req_id: u64,
+    msg: HubToDaemon,
+) -> bool {
     let Some(&session) = run.session_of.get(&pdev) else {
         run.dropped += 1;
-        return;
+        return false;
     };
     let codec = run.codecs.entry(session).or_default();
     match codec.encode(req_id, &msg) {
-        Ok(bytes) => cp.session_send(session, bytes),
-        Err(_) => run.dropped += 1,
+        Ok(bytes) => {
+            cp.session_send(session, bytes);
+            true
+        }
+        Err(_) => {
+            run.dropped += 1;
+            false
+        }
     }
+}
+
+/// The hub's input for a MEDIUM app's switch event: its event frame and
+/// flow; None if the runtime does not carry it (see the module
+/// documentation) or the frame has no union key for the app.
+fn event_input(
+    cfg: &super::SwitchConfig,
+    per_app: &[super::AppObjects],
+    e: super::AppEvent,
+) -> Option<HubInput> {
+    use crate::runtime::event::{self, EventKind};
+    let (app_id, frame) = match e {
+        super::AppEvent::Forward { app_id, frame } => (app_id, frame),
+        super::AppEvent::Punt {
+            app_id,
+            port,
+            reason,
+            frame,
+        } => {
+            let f = event::encode(app_id, 0, port, &frame, &EventKind::Punt(reason))?;
+            (app_id, f)
+        }
+        super::AppEvent::Digest { .. } | super::AppEvent::IdleTimeout { .. } => return None,
+    };
+    let ev = event::decode(&frame)?;
+    let i = cfg.apps.iter().position(|a| a.spec.id.0 == app_id)?;
+    let p = inca_apps::headers::parse(&ev.frame).unwrap_or_default();
+    let uk = crate::app::key_of(&per_app.get(i)?.uk_fields, &p, &ev.frame);
+    Some(HubInput::Event {
+        app: AppId(app_id),
+        uk,
+        frame,
+    })
 }
 
 /// What the hub's switch side shows in the program's report.
@@ -534,6 +609,8 @@ pub(super) fn report(run: &HubRun, out: &mut Vec<(String, u64)>) {
         ("unknown", s.unknown),
         ("reports_dropped", s.reports_dropped),
         ("sync_refused", s.sync_refused),
+        ("events_fwd", run.events_sent),
+        ("events_dropped", s.events_dropped + run.events_dropped),
         ("driver_dropped", run.dropped),
     ] {
         out.push((format!("hub/{name}"), v));

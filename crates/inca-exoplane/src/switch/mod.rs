@@ -122,6 +122,9 @@ const P1_NOTES: usize = 8;
 pub enum SwitchDigest {
     /// An app's digest, for its own control handler.
     App(BlockDigest),
+    /// A MEDIUM app's digest as an event frame for the hub to forward
+    /// ([`crate::runtime::event`]): (app, frame).
+    Event(u8, Vec<u8>),
 }
 
 /// Per-packet metadata.
@@ -195,6 +198,14 @@ pub struct ExoSwitch {
 /// control handler here.
 #[derive(Debug, Clone)]
 pub enum AppEvent {
+    /// A digest of a switch-served packet as an event frame
+    /// ([`crate::runtime::event`]), for EVENT_FWD.
+    Forward {
+        /// The app.
+        app_id: u8,
+        /// The event frame.
+        frame: Vec<u8>,
+    },
     /// A packet the app punted, with its own reason code.
     Punt {
         /// The app.
@@ -529,7 +540,8 @@ impl ExoSwitch {
         let (r, digest) = pkt.nest(&mut m, None, |inner| apps.ingress(inner, dp));
         pkt.meta.apps = m;
         if let Some(d) = digest {
-            pkt.digest(SwitchDigest::App(d));
+            let d = self.remote_digest(app, block, pkt.ingress_port(), pkt.header(), d);
+            pkt.digest(d);
         }
         if let Destination::Cpu(code) = pkt.destination() {
             if pkt.destination() != before {
@@ -540,6 +552,37 @@ impl ExoSwitch {
             }
         }
         r
+    }
+
+    /// A digest of app `app` (block `block`): a MEDIUM app's becomes an
+    /// event frame for the hub to forward to the flow's daemon (§5.4), the
+    /// packet that raised it going on as the app decided (a firewall's
+    /// RST is forwarded); a HIGH app's, or one the runtime cannot carry,
+    /// stays the app's.
+    fn remote_digest(
+        &self,
+        app: usize,
+        block: u16,
+        port: PortId,
+        header: &[u8],
+        d: BlockDigest,
+    ) -> SwitchDigest {
+        let Some(app_id) = self.remote_app(block) else {
+            return SwitchDigest::App(d);
+        };
+        let event = self.cfg.apps[app]
+            .spec
+            .program
+            .digest_bytes(&d)
+            .and_then(|b| {
+                let kind = crate::runtime::event::EventKind::Digest(b);
+                // An FM hit looks no shard up: ldev 0, the hub places it.
+                crate::runtime::event::encode(app_id, 0, port, header, &kind)
+            });
+        match event {
+            Some(f) => SwitchDigest::Event(app_id, f),
+            None => SwitchDigest::App(d),
+        }
     }
 
     /// Step 6: send the packet to its shard's live device.
@@ -863,6 +906,9 @@ impl ExoSwitch {
                     None => self.apps.control(ControlEvent::Digest(d), cp),
                     Some(app_id) => self.app_event(AppEvent::Digest { app_id, digest: d }),
                 };
+            }
+            Err(SwitchDigest::Event(app_id, frame)) => {
+                return self.app_event(AppEvent::Forward { app_id, frame });
             }
         };
         let Some(event) = self.hub_event(event, cp) else {

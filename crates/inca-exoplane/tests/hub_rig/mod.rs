@@ -122,6 +122,12 @@ impl ControlLogic for TestApp {
             _ => vec![],
         }
     }
+
+    /// A control event's frame says what to write as a MISS's does
+    /// ([`Rig::switch_event`] raises `[2, 0] ‖ uk`: delete the flow entry).
+    fn writes_for_event(&self, uk: &UnionKey, frame: &[u8]) -> Vec<Write> {
+        self.writes_for(uk, frame)
+    }
 }
 
 /// The fake switch: entries, FM entries with counters, pdev_alive.
@@ -222,6 +228,12 @@ enum Ev {
     Reconnect {
         pdev: Pdev,
     },
+    EventFwd {
+        pdev: Pdev,
+        epoch: u64,
+        app: AppId,
+        frame: Vec<u8>,
+    },
     Restart {
         pdev: Pdev,
     },
@@ -252,6 +264,9 @@ pub struct Chaos {
     /// Share of the register-delete packets (1 % of misses) kept; the
     /// rest become setups, so counters live long enough to synchronise.
     pub register_delete_share: f64,
+    /// Per tick: probability that a switch-resident flow raises a control
+    /// event (EVENT_FWD) whose logic deletes the flow's entry.
+    pub p_event: f64,
 }
 
 impl Default for Chaos {
@@ -266,6 +281,7 @@ impl Default for Chaos {
             p_pause: 0.0005,
             packets_per_tick: 4,
             register_delete_share: 1.0,
+            p_event: 0.0,
         }
     }
 }
@@ -290,6 +306,9 @@ pub struct Rig {
     pub fm_caps: Vec<u32>,
     pub reinjected: u64,
     pub acks_checked: u64,
+    /// Control events raised at the switch / delivered to a daemon.
+    pub events_raised: u64,
+    pub events_delivered: u64,
     events: BinaryHeap<Reverse<(Nanos, u64)>>,
     pending: HashMap<u64, Ev>,
     seq: u64,
@@ -355,6 +374,8 @@ impl Rig {
             fm_caps: caps_kept,
             reinjected: 0,
             acks_checked: 0,
+            events_raised: 0,
+            events_delivered: 0,
             events: BinaryHeap::new(),
             pending: HashMap::new(),
             seq: 0,
@@ -446,6 +467,7 @@ impl Rig {
         // (TCP and the device's completion queue buffer it), in order.
         let target = match &ev {
             Ev::ToDaemon { pdev, .. }
+            | Ev::EventFwd { pdev, .. }
             | Ev::DeviceDone { pdev, .. }
             | Ev::DeviceSync { pdev, .. }
             | Ev::Reconnect { pdev } => Some(*pdev),
@@ -506,6 +528,22 @@ impl Rig {
                 }
             }
             Ev::SwitchDone { id, op } => self.switch_done(id, op),
+            Ev::EventFwd {
+                pdev,
+                epoch,
+                app,
+                frame,
+            } => {
+                if !self.session_ok(pdev, epoch) {
+                    return;
+                }
+                let uk = UnionKey(frame.get(2..).unwrap_or_default().to_vec());
+                if let Some(d) = self.daemons[usize::from(pdev.0)].as_mut() {
+                    self.events_delivered += 1;
+                    d.handle(self.now, DaemonInput::Event { app, uk, frame });
+                    self.drain_daemon(pdev);
+                }
+            }
             Ev::DeviceSync { pdev, gen, work } => {
                 if self.devices[usize::from(pdev.0)].gen != gen {
                     return;
@@ -690,6 +728,25 @@ impl Rig {
                             epoch,
                             req_id: td.req_id,
                             msg: td.msg,
+                        },
+                    );
+                }
+                HubOutput::EventFwd { pdev, app, frame } => {
+                    let i = usize::from(pdev.0);
+                    if !self.sessions[i].up {
+                        continue;
+                    }
+                    let lat = self.delay(20 * US, 300 * US);
+                    let t = (self.now + lat).max(self.sessions[i].last_to_daemon);
+                    self.sessions[i].last_to_daemon = t;
+                    let epoch = self.sessions[i].epoch;
+                    self.at(
+                        t,
+                        Ev::EventFwd {
+                            pdev,
+                            epoch,
+                            app,
+                            frame,
                         },
                     );
                 }
@@ -975,6 +1032,24 @@ impl Rig {
         }
     }
 
+    /// A switch-served packet of `uk` raises a control event whose logic
+    /// deletes the flow's entry (a firewall's RST): the switch punts it to
+    /// the hub, which forwards it (EVENT_FWD).
+    pub fn switch_event(&mut self, app: AppId, uk: &UnionKey) {
+        self.events_raised += 1;
+        let mut frame = vec![2, 0];
+        frame.extend_from_slice(&uk.0);
+        self.hub.handle(
+            self.now,
+            HubInput::Event {
+                app,
+                uk: uk.clone(),
+                frame,
+            },
+        );
+        self.drain_hub();
+    }
+
     pub fn uk(flow: u32) -> UnionKey {
         UnionKey(vec![
             (flow % 8) as u8,
@@ -1050,6 +1125,10 @@ impl Rig {
         for k in &keys {
             let add = self.rng.gen_range(0..20);
             *self.switch.fm.get_mut(k).unwrap() += add;
+        }
+        if !keys.is_empty() && c.p_event > 0.0 && self.rng.gen_bool(c.p_event) {
+            let (app, uk) = keys[self.rng.gen_range(0..keys.len())].clone();
+            self.switch_event(app, &uk);
         }
         if !keys.is_empty() && self.rng.gen_bool(c.p_idle) {
             let (app, uk) = keys[self.rng.gen_range(0..keys.len())].clone();

@@ -58,6 +58,7 @@ impl CompositeMeta {
 pub(crate) trait AnyDigest: Any + fmt::Debug {
     fn clone_box(&self) -> Box<dyn AnyDigest>;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    fn as_any(&self) -> &dyn Any;
 }
 
 impl<T: Any + Clone + fmt::Debug> AnyDigest for T {
@@ -67,6 +68,9 @@ impl<T: Any + Clone + fmt::Debug> AnyDigest for T {
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
     }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 /// A digest of one block: which block, and its own digest value.
@@ -74,6 +78,15 @@ pub struct BlockDigest {
     /// The block's index in the composite.
     pub block: u16,
     pub(crate) value: Box<dyn AnyDigest>,
+}
+
+impl BlockDigest {
+    /// The block's own digest value, if it is a `T`: for a runtime that
+    /// carries a block's digest elsewhere (ExoPlane forwards a switch-served
+    /// app's digests to the daemon running its control logic).
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        (*self.value).as_any().downcast_ref()
+    }
 }
 
 impl Clone for BlockDigest {

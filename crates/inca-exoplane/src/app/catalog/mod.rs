@@ -364,6 +364,18 @@ impl AppProgram {
         }
     }
 
+    /// The bytes of a digest the program sent (its own digest type, as the
+    /// runtime carries it to the daemon running its control logic,
+    /// [`crate::runtime::event`]); None for a program whose digests the
+    /// runtime cannot carry. Of the catalog's MEDIUM apps only the firewall
+    /// sends digests: the 13-byte connection key of a RST.
+    pub fn digest_bytes(&self, d: &inca_switch::composite::BlockDigest) -> Option<Vec<u8>> {
+        match self {
+            AppProgram::Firewall(_) => d.downcast_ref::<[u8; 13]>().map(|k| k.to_vec()),
+            _ => None,
+        }
+    }
+
     /// See [`AppSpec::install`].
     pub(super) fn install(
         &self,
