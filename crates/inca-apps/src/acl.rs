@@ -20,6 +20,14 @@
 //! then name every field exactly (`vid`, `src` and `dst` as /32, `proto`,
 //! `sport`, `dport`).
 //!
+//! Admitting new flows (per tenant only, [`Acl::admitting`]): a packet with
+//! no entry goes to the control plane instead of getting the default,
+//! which installs the admission verdict for its (VID, 5-tuple) and sends
+//! the packet back through the pipeline — an administrator's policy
+//! materialised one exact entry per flow, the way a NAT sets up its
+//! flows [our choice: ExoPlane §8 E6 needs the ACL's flows to have
+//! entries, so they are served, and promotable, like the NAT's].
+//!
 //! Parameters: `rules` (see below; default none), `default` (`permit` or
 //! `deny`, default `permit`), `out_port` (default 1), `size` (table
 //! entries, default 1,024), `per_tenant` (0 or 1, default 0).
@@ -33,7 +41,8 @@
 
 use inca_switch::{
     AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
-    Handle, MatchKind, MatchSpec, PacketCtx, ParseError, PortId, Program, TableDecl, TableHandle,
+    Handle, MatchKind, MatchSpec, PacketCtx, PacketOutDest, ParseError, PortId, Program, TableDecl,
+    TableHandle,
 };
 
 use crate::core::nat::{tenant_key, TENANT_KEY_LEN};
@@ -225,6 +234,9 @@ pub struct Acl {
     out_port: PortId,
     size: usize,
     per_tenant: bool,
+    /// Per tenant: the verdict installed for a new flow's first packet
+    /// (None: the default applies to packets with no entry).
+    admit: Option<Verdict>,
     table: Option<TableHandle<AclAction>>,
     hits: Option<Handle>,
     drops: Option<Handle>,
@@ -247,6 +259,7 @@ impl Acl {
             out_port,
             size,
             per_tenant: false,
+            admit: None,
             table: None,
             hits: None,
             drops: None,
@@ -261,6 +274,14 @@ impl Acl {
             per_tenant: true,
             ..Acl::new(Vec::new(), default, out_port, size)
         }
+    }
+
+    /// A per-tenant ACL whose new flows (packets with no entry) go to the
+    /// control plane, which installs `verdict` for them (see the module
+    /// documentation); the default then never applies.
+    pub fn admitting(mut self, verdict: Verdict) -> Self {
+        self.admit = Some(verdict);
+        self
     }
 
     /// The per-tenant variant: exact (VID ‖ 5-tuple) entries and a drop
@@ -347,6 +368,10 @@ impl Acl {
         } else {
             None
         };
+        if hit.is_none() && p.ipv4 && self.admit.is_some() {
+            pkt.to_cpu(REASON_NEW_FLOW);
+            return Ok(());
+        }
         match hit.map_or(self.default, |a| a.verdict) {
             Verdict::Permit => pkt.forward(self.out_port),
             Verdict::Deny => {
@@ -356,7 +381,29 @@ impl Acl {
         }
         Ok(())
     }
+
+    /// Per tenant, admitting: a new flow's first packet — install its
+    /// verdict, then send the packet back through the pipeline (after the
+    /// write: the control channel is FIFO).
+    fn admit(&mut self, port: PortId, frame: Vec<u8>, cp: &mut ControlPlane<'_>) {
+        let (Some(table), Some(verdict)) = (self.table, self.admit) else {
+            return;
+        };
+        let Some(p) = crate::headers::parse(&frame).ok().filter(|p| p.ipv4) else {
+            return;
+        };
+        let key = tenant_key(p.vlan, &tuple_of(&p));
+        cp.table_add(
+            table,
+            MatchSpec::Exact(key.to_vec().into()),
+            AclAction { rule: 0, verdict },
+        );
+        cp.packet_out(frame, PacketOutDest::Ingress(port));
+    }
 }
+
+/// Punt reason of an admitting ACL's new flow.
+pub const REASON_NEW_FLOW: u16 = 1;
 
 /// The 5-tuple an ACL matches: ports 0 for packets without TCP/UDP ports.
 pub fn tuple_of(p: &Parsed) -> [u8; KEY_BYTES] {
@@ -462,6 +509,11 @@ impl Program for Acl {
                 }
             }
             ControlEvent::OpFailed { .. } => self.install_failures += 1,
+            ControlEvent::PacketIn {
+                port,
+                reason: REASON_NEW_FLOW,
+                frame,
+            } if self.per_tenant => self.admit(port, frame, cp),
             _ => {}
         }
     }
@@ -546,6 +598,27 @@ mod tests {
         }
         let e = AclRule::parse_list("rules", "deny vid=4096").unwrap_err();
         assert!(e.to_string().contains("vid"), "{e}");
+    }
+
+    #[test]
+    fn an_admitting_acl_installs_a_new_flows_verdict_and_passes_its_packets() {
+        let acl = Acl::tenant(Verdict::Deny, 3, 16).admitting(Verdict::Permit);
+        let mut h = Harness::new(Switch::new(Profile::tofino(), acl).unwrap(), 1);
+        h.advance_to(1_000_000_000);
+        // The first packet goes through the control plane and comes back,
+        // the later ones hit the entry it installed.
+        for i in 0..3 {
+            h.send(1_000_000_000 + i * 1_000_000, 0, udp([10, 9, 9, 9], 53));
+        }
+        h.send(1_010_000_000, 0, udp([10, 9, 9, 8], 53)); // a second flow
+        h.advance_to(2_000_000_000);
+        let out = h.take();
+        assert_eq!(out.len(), 4, "{out:?}");
+        let sw = &h.device;
+        let table = sw.program().table.unwrap();
+        assert_eq!(sw.objects().table_len(table.id()), 2);
+        let drops = sw.program().tenant_drops().unwrap();
+        assert_eq!(sw.objects().counter_read(drops, 0).unwrap().0, 0);
     }
 
     #[test]

@@ -58,6 +58,15 @@
 //! | 20 | 2 | port toward the server |
 //!
 //! One mapping is one entry in each table. Both tables hold `flows` entries.
+//!
+//! Admitting VMs ([`VpnGateway::admitting`]): an outbound packet with no
+//! `vpn_out` entry goes to the control plane instead of being dropped,
+//! which installs the mapping of its VM (inner source) — server = the
+//! packet's outer source, internal VNI = its VNI, external VNI = the same
+//! number, remote endpoint = the admitting one, port = where it came in —
+//! and sends the packet back through the pipeline [our choice: ExoPlane §8
+//! E6 needs the VPN's flows set up by its control logic, the way a NAT
+//! sets up its flows].
 //! Parameters: `flows` (default 65,536), `outside_port` (default 0), `local`
 //! (the gateway's tunnel address, default 192.0.2.1), `demo` (synthetic
 //! mappings installed at start, default 0).
@@ -69,7 +78,7 @@ use std::collections::BTreeMap;
 
 use inca_switch::{
     AccessError, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress, MatchKind,
-    MatchSpec, PacketCtx, ParseError, PortId, Program, TableDecl, TableHandle,
+    MatchSpec, PacketCtx, PacketOutDest, ParseError, PortId, Program, TableDecl, TableHandle,
 };
 
 use crate::core::vpn::{retunnel, TunnelKey};
@@ -176,7 +185,13 @@ pub struct VpnGateway {
     /// Mappings refused (table full, bad message, key already used by the
     /// other direction of another mapping).
     pub refused: u64,
+    /// The remote endpoint of mappings made for new VMs (None: an unknown
+    /// VM's packets are dropped).
+    admit: Option<[u8; 4]>,
 }
+
+/// Punt reason of an admitting gateway's new VM.
+pub const REASON_NEW_VM: u16 = 1;
 
 impl VpnGateway {
     /// The attached per-source and per-tenant counters (`counters` > 0),
@@ -216,7 +231,37 @@ impl VpnGateway {
             installed: BTreeMap::new(),
             out_keys: BTreeMap::new(),
             refused: 0,
+            admit: None,
         }
+    }
+
+    /// A gateway that maps a new VM on its first outbound packet, its
+    /// tunnel going to `remote` (see the module documentation).
+    pub fn admitting(mut self, remote: [u8; 4]) -> Self {
+        self.admit = Some(remote);
+        self
+    }
+
+    /// An admitting gateway's new VM: map it, then send the packet back
+    /// through the pipeline (after the writes: the channel is FIFO).
+    fn admit_vm(&mut self, port: PortId, frame: Vec<u8>, cp: &mut ControlPlane<'_>) {
+        let Some(remote) = self.admit else { return };
+        if port == self.outside_port {
+            return;
+        }
+        let Some(m) = parse_vxlan(&frame).ok().filter(|m| m.vxlan) else {
+            return;
+        };
+        let mapping = Mapping {
+            ext_vni: m.vni,
+            vm: m.inner_src,
+            server: m.outer.src,
+            int_vni: m.vni,
+            remote,
+            port,
+        };
+        self.install(mapping, cp);
+        cp.packet_out(frame, PacketOutDest::Ingress(port));
     }
 
     /// Adds a mapping installed at start.
@@ -384,6 +429,8 @@ impl Program for VpnGateway {
             if retunnel(pkt.header_mut(), &m, self.local, t.dst, t.vni) {
                 pkt.forward(t.port);
             }
+        } else if self.admit.is_some() && pkt.ingress_port() != self.outside_port {
+            pkt.to_cpu(REASON_NEW_VM);
         }
         Ok(())
     }
@@ -425,6 +472,11 @@ impl Program for VpnGateway {
                     None => self.refused += 1,
                 }
             }
+            ControlEvent::PacketIn {
+                port,
+                reason: REASON_NEW_VM,
+                frame,
+            } => self.admit_vm(port, frame, cp),
             ControlEvent::Message(msg) if msg.kind == MSG_DEL_MAPPING => {
                 match Mapping::decode(&msg.body) {
                     Some(m) => self.remove(m, cp),

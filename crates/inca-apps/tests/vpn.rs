@@ -373,3 +373,46 @@ fn parameters_size_the_tables_and_install_demo_mappings() {
     let bad = Params::parse(["flow=1"]).unwrap();
     assert!(VpnGateway::from_params(&bad).is_err());
 }
+
+#[test]
+fn an_admitting_gateway_maps_a_new_vm_on_its_first_outbound_packet() {
+    let remote = [203, 0, 113, 9];
+    let gw = VpnGateway::new(1024, OUTSIDE, LOCAL).admitting(remote);
+    let mut h = start(Profile::tofino(), gw);
+    let t = h.now();
+    let out_frame = inner([10, 0, 0, 42], [198, 51, 100, 7], b"from a new vm");
+    // The first packet through the control plane, the second on the fast
+    // path; both re-tunnelled to the admitting endpoint, VNI kept.
+    h.send(t, SERVERS, vxlan([172, 16, 0, 3], LOCAL, 77, &out_frame));
+    h.advance_to(t + 10 * MILLIS);
+    h.send(
+        h.now(),
+        SERVERS,
+        vxlan([172, 16, 0, 3], LOCAL, 77, &out_frame),
+    );
+    h.advance_to(h.now() + MILLIS);
+    let out = h.take();
+    assert_eq!(out.len(), 2);
+    for o in &out {
+        assert_eq!(o.port, OUTSIDE);
+        let (_, dst, vni, _) = decode(&o.frame);
+        assert_eq!((dst, vni), (Ipv4Addr::from(remote), 77));
+    }
+    assert_eq!(h.device.program().installed(), 1);
+    assert_eq!(h.device.stats().punts, 1);
+    // The reverse direction now reaches the VM's server.
+    let back = inner([198, 51, 100, 7], [10, 0, 0, 42], b"to the vm");
+    let t = h.now();
+    h.send(t, OUTSIDE, vxlan(remote, LOCAL, 77, &back));
+    h.advance_to(t + MILLIS);
+    let out = h.take();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].port, SERVERS);
+    assert_eq!(decode(&out[0].frame).1, Ipv4Addr::new(172, 16, 0, 3));
+    // Packets from the outside are never admitted.
+    let stranger = inner([198, 51, 100, 7], [10, 0, 0, 43], b"x");
+    h.send(h.now(), OUTSIDE, vxlan(remote, LOCAL, 77, &stranger));
+    h.advance_to(h.now() + MILLIS);
+    assert!(h.take().is_empty());
+    assert_eq!(h.device.stats().punts, 1);
+}

@@ -64,6 +64,7 @@ pub mod hub;
 pub mod ids;
 pub mod manual;
 mod nested;
+pub mod pinning;
 pub mod programs;
 pub mod props;
 pub mod runtime;

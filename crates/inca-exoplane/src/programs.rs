@@ -19,6 +19,20 @@
 //! - `flows`: table entries per app (default 65,536 on the switch, 1M on a
 //!   device).
 //! - `outside_port`: the apps' outside port (default 1).
+//! - `admit`: 1 has the per-tenant ACL and the VPN set up new flows on
+//!   their first packet, like the NATs (the ACL a permit entry, the VPN
+//!   its VM's mapping; their control logic writes them; §8 E6); 0
+//!   (default) leaves flows without entries denied or dropped.
+//! - `pin`: app-pinning (§5.1 "Operating models", §8 E6's baseline):
+//!   `app:sw` or `app:N`, comma-separated, e.g. `vpn:sw,tnat:0`. An app
+//!   pinned to `sw` runs whole on the switch as a HIGH app (its switch
+//!   instance with all `flows` entries, its own control logic on the
+//!   switch's control plane, no flow manager); one pinned to device `N`
+//!   is a LOW app the switch sends every packet of to that device (no
+//!   flow manager, no shard hash), whose entries the hub writes to that
+//!   device alone. Apps not named keep their ExoPlane affinity. Both
+//!   programs must be given the same `pin`. Where each app goes is
+//!   decided outside, with the placement model ([`crate::pinning`]).
 //!
 //! Switch only:
 //! - `fm`: flow-manager entries in total, split evenly over the MEDIUM apps
@@ -80,6 +94,8 @@ pub const SWITCH_PARAMS: &[&str] = &[
     "converged",
     "breakage",
     "failover",
+    "pin",
+    "admit",
 ];
 /// The device program's parameter names.
 pub const DEVICE_PARAMS: &[&str] = &[
@@ -90,6 +106,8 @@ pub const DEVICE_PARAMS: &[&str] = &[
     "theta",
     "pdev",
     "devices",
+    "pin",
+    "admit",
 ];
 
 fn bad(name: &str, reason: impl Into<String>) -> ParamError {
@@ -104,6 +122,7 @@ fn apps(p: &Params, default_flows: u64) -> Result<Vec<AppSpec>, ParamError> {
     let flows = p.count("flows", default_flows, 1 << 32)? as usize;
     let outside = p.number("outside_port", 1, 0, 511)? as PortId;
     let names = p.text("apps").unwrap_or("um,nat,fw");
+    let admit = p.number("admit", 0, 0, 1)? == 1;
     let mut out = Vec::new();
     for (i, name) in names.split(',').map(str::trim).enumerate() {
         let id = AppId(u8::try_from(i + 1).map_err(|_| bad("apps", "at most 255 apps"))?);
@@ -111,9 +130,11 @@ fn apps(p: &Params, default_flows: u64) -> Result<Vec<AppSpec>, ParamError> {
             "nat" => catalog::nat(id, "nat", flows, outside),
             "fw" => catalog::firewall(id, "fw", flows, outside, 4096),
             "um" => catalog::univmon(id, "um", 8, 3, 1024),
+            "vpn" if admit => catalog::vpn_admitting(id, "vpn", flows, outside, 256),
             "vpn" => catalog::vpn(id, "vpn", flows, outside, 256),
             "sp" => catalog::synproxy(id, "sp", flows, 0, outside),
             "tnat" => catalog::tenant_nat(id, "tnat", flows, outside),
+            "tacl" if admit => catalog::tenant_acl_admitting(id, "tacl", flows, outside),
             "tacl" => catalog::tenant_acl(id, "tacl", flows, outside),
             "nc" => {
                 let clients = if outside == 0 { 1 } else { 0 };
@@ -131,6 +152,47 @@ fn apps(p: &Params, default_flows: u64) -> Result<Vec<AppSpec>, ParamError> {
             return Err(bad("apps", format!("{name} named twice")));
         }
         out.push(spec);
+    }
+    Ok(out)
+}
+
+/// Applies `pin` to `apps` (switch-pinned → HIGH, device-pinned → LOW);
+/// the device-pinned apps with their devices. `devices`: how many there
+/// are.
+fn pins(p: &Params, apps: &mut [AppSpec], devices: u64) -> Result<Vec<(String, u8)>, ParamError> {
+    let Some(text) = p.text("pin") else {
+        return Ok(Vec::new());
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((name, place)) = item.split_once(':') else {
+            return Err(bad("pin", format!("{item:?}: app:sw or app:N")));
+        };
+        let (name, place) = (name.trim(), place.trim());
+        if seen.contains(&name) {
+            return Err(bad("pin", format!("{name} pinned twice")));
+        }
+        seen.push(name);
+        let Some(spec) = apps.iter_mut().find(|a| a.name == name) else {
+            return Err(bad("pin", format!("{name:?} is not one of the apps")));
+        };
+        if place == "sw" {
+            spec.affinity = Affinity::High;
+            continue;
+        }
+        let d: u8 = place
+            .parse()
+            .ok()
+            .filter(|&d| u64::from(d) < devices)
+            .ok_or_else(|| {
+                bad(
+                    "pin",
+                    format!("{item:?}: sw or a device 0..{}", devices.saturating_sub(1)),
+                )
+            })?;
+        spec.affinity = Affinity::Low;
+        out.push((name.to_string(), d));
     }
     Ok(out)
 }
@@ -166,7 +228,9 @@ fn rules(apps: &[AppSpec]) -> Vec<ClassifyRule> {
 /// The switch program from parameters.
 pub fn switch_from_params(p: &Params) -> Result<ExoSwitch, ParamError> {
     p.check_known("exoplane_switch", SWITCH_PARAMS)?;
-    let specs = apps(p, 65_536)?;
+    let mut specs = apps(p, 65_536)?;
+    let n_devices = p.number("devices", 4, 1, 64)?;
+    let pinned = pins(p, &mut specs, n_devices)?;
     let medium = specs
         .iter()
         .filter(|a| a.affinity == Affinity::Medium)
@@ -178,7 +242,7 @@ pub fn switch_from_params(p: &Params) -> Result<ExoSwitch, ParamError> {
         return Err(bad("device_port", "devices run past port 511"));
     }
     let rules = rules(&specs);
-    let apps = specs
+    let apps: Vec<SwitchApp> = specs
         .into_iter()
         .map(|spec| SwitchApp {
             fm_entries: if spec.affinity == Affinity::Medium {
@@ -189,9 +253,18 @@ pub fn switch_from_params(p: &Params) -> Result<ExoSwitch, ParamError> {
             spec,
         })
         .collect();
-    let cfg = SwitchConfig::new(apps, rules, (first..first + devices).collect());
+    let hub_pins = pinned
+        .iter()
+        .filter_map(|(name, d)| {
+            let app = apps.iter().find(|a| &a.spec.name == name)?;
+            Some((app.spec.id, Pdev(u16::from(*d))))
+        })
+        .collect();
+    let mut cfg = SwitchConfig::new(apps, rules, (first..first + devices).collect());
+    cfg.pinned = pinned;
     let sw = ExoSwitch::new(cfg).map_err(|e| bad("apps", e.to_string()))?;
     let mut config = HubConfig::new(devices as u8);
+    config.pinned = hub_pins;
     config.breakage = match p.text("breakage") {
         None => None,
         Some("fm_before_acks") => Some(Breakage::FmInsertBeforeObjectAcks),
@@ -217,7 +290,9 @@ pub fn switch_from_params(p: &Params) -> Result<ExoSwitch, ParamError> {
 /// reach a device).
 pub fn device_from_params(p: &Params) -> Result<ExoDevice, ParamError> {
     p.check_known("exoplane_device", DEVICE_PARAMS)?;
-    let apps = apps(p, 1 << 20)?
+    let mut apps = apps(p, 1 << 20)?;
+    pins(p, &mut apps, p.number("devices", 4, 1, 64)?)?;
+    let apps = apps
         .into_iter()
         .filter(|a| a.affinity != Affinity::High)
         .collect();
@@ -298,5 +373,52 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("cms_width"), "{e}");
+    }
+
+    #[test]
+    fn pins_make_whole_apps_high_or_low_on_one_device() {
+        let items = [
+            "apps=um,vpn,tnat,tacl",
+            "pin=vpn:sw,tnat:0,tacl:1,um:2",
+            "flows=262144",
+            "hub=1",
+        ];
+        let sw = switch_from_params(&params(&items)).unwrap();
+        let cfg = sw.config();
+        let affinity = |n: &str| {
+            cfg.apps
+                .iter()
+                .find(|a| a.spec.name == n)
+                .unwrap()
+                .spec
+                .affinity
+        };
+        assert_eq!(affinity("vpn"), Affinity::High);
+        assert_eq!(affinity("tnat"), Affinity::Low);
+        assert_eq!(affinity("um"), Affinity::Low);
+        assert_eq!(
+            cfg.pinned,
+            [("tnat".into(), 0), ("tacl".into(), 1), ("um".into(), 2)]
+        );
+        // No flow manager for any of them.
+        assert!(cfg.apps.iter().all(|a| a.fm_entries == 0));
+        // The devices run the device-pinned apps, UnivMon among them.
+        let dev_items = ["apps=um,vpn,tnat,tacl", "pin=vpn:sw,tnat:0,tacl:1,um:2"];
+        let mut dev = device_from_params(&params(&dev_items)).unwrap();
+        let placed = check(&Profile::smartnic(), &mut dev).unwrap();
+        assert!(placed.objects.iter().any(|o| o.name.starts_with("um/")));
+        assert!(!placed.objects.iter().any(|o| o.name.starts_with("vpn/")));
+        for (bad, why) in [
+            ("pin=vpn", "app:sw"),
+            ("pin=vpn:sw,vpn:0", "twice"),
+            ("pin=xyz:sw", "not one of"),
+            ("pin=vpn:4", "device"),
+        ] {
+            let e = switch_from_params(&params(&["apps=vpn", bad]))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains("pin") && e.contains(why), "{bad}: {e}");
+        }
     }
 }

@@ -786,3 +786,50 @@ fn a_daemon_the_hub_stopped_talking_to_says_hello_again_once_its_link_is_up() {
     assert!(first - up_at <= HUB_SILENCE, "{} ms", (first - up_at) / MS);
     assert!(d.stats().rehellos >= 2, "{}", d.stats().rehellos);
 }
+
+/// App-pinning (§8 E6's baseline): a pinned app's entries go to its one
+/// device, whatever the flow's shard; unpinned, to the shard's primary and
+/// replica as well.
+#[test]
+fn a_pinned_apps_writes_go_to_its_device_alone() {
+    let applied_at = |pinned: Option<u16>| {
+        let mut config = HubConfig::new(4);
+        if let Some(d) = pinned {
+            config.pinned.insert(APP, Pdev(d));
+        }
+        let apps = vec![HubApp {
+            keys: Box::new(TestApp::new(1, 64, 8)),
+            fm_capacity: 0,
+        }];
+        let mut h = Hub::new(config, apps, 0).unwrap();
+        for p in 0..4 {
+            hello(&mut h, 0, p, false);
+        }
+        let mut holders = std::collections::BTreeSet::new();
+        for f in 0..16 {
+            let u = uk(1, f);
+            h.handle(
+                MS,
+                HubInput::Daemon {
+                    pdev: Pdev(3),
+                    req_id: 1,
+                    msg: DaemonMsg::WriteReq {
+                        app: APP,
+                        uk: u.clone(),
+                        writes: setup_writes(&u),
+                    },
+                },
+            );
+            for o in drain(&mut h) {
+                if let HubOutput::ToDaemon(td) = o {
+                    if matches!(td.msg, HubMsg::WriteApply { .. }) {
+                        holders.insert(td.pdev.0);
+                    }
+                }
+            }
+        }
+        holders.into_iter().collect::<Vec<_>>()
+    };
+    assert_eq!(applied_at(Some(3)), [3]);
+    assert!(applied_at(None).len() > 1);
+}

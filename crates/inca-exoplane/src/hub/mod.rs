@@ -128,6 +128,10 @@ pub struct HubConfig {
     pub breakage: Option<Breakage>,
     /// The synchronisation part's parameters (`T_c`, `T_rt`, limits).
     pub sync: crate::sync::hub::HubConfig,
+    /// Apps pinned whole to one device (§5.1 app-pinning, §8 E6's
+    /// baseline): every flow's entries live on that device alone, whatever
+    /// its shard (no replica) [our choice]. Empty in ExoPlane's own runs.
+    pub pinned: BTreeMap<AppId, Pdev>,
 }
 
 impl HubConfig {
@@ -148,6 +152,7 @@ impl HubConfig {
             op_log_capacity: oplog::OP_LOG_CAPACITY,
             breakage: None,
             sync: crate::sync::hub::HubConfig::default(),
+            pinned: BTreeMap::new(),
         }
     }
 }

@@ -71,6 +71,15 @@ pub(super) struct Sequencer {
 }
 
 impl Hub {
+    /// Primary and replica holding flow `uk` of `app`: its shard's, or the
+    /// one device an app-pinned app lives on (both roles).
+    fn holders_of(&self, app: AppId, uk: &UnionKey) -> (Pdev, Pdev) {
+        if let Some(&d) = self.config.pinned.get(&app) {
+            return (d, d);
+        }
+        placement(shard(app, uk, self.config.n_devices), self.config.n_devices)
+    }
+
     pub(super) fn on_write_req(
         &mut self,
         now: Nanos,
@@ -99,10 +108,7 @@ impl Hub {
             self.send_ack(now, request);
             return;
         }
-        let (primary, replica) = placement(
-            shard(app, &uk, self.config.n_devices),
-            self.config.n_devices,
-        );
+        let (primary, replica) = self.holders_of(app, &uk);
         let extra = pdev_bit(primary) | pdev_bit(replica) | pdev_bit(requester);
         let mut valid = Vec::new();
         for (index, write) in writes.into_iter().enumerate() {
@@ -134,10 +140,7 @@ impl Hub {
             let mut extra = extra;
             if let Some(state) = self.apps.get(&app) {
                 for other in state.keys.entry_flows(write.obj, &write.key) {
-                    let (p, r) = placement(
-                        shard(app, &other, self.config.n_devices),
-                        self.config.n_devices,
-                    );
+                    let (p, r) = self.holders_of(app, &other);
                     extra |= pdev_bit(p) | pdev_bit(r);
                 }
             }

@@ -43,6 +43,10 @@ pub struct SwitchConfig {
     pub default_port: Option<PortId>,
     /// Flow-manager idle timeout.
     pub idle_timeout: Nanos,
+    /// App-pinning (§5.1, §8 E6's baseline): LOW apps whose every packet
+    /// goes to one physical device, by app name, instead of to its shard's
+    /// (no flow manager, no hash). Empty in ExoPlane's own runs.
+    pub pinned: Vec<(String, u8)>,
 }
 
 impl SwitchConfig {
@@ -55,6 +59,7 @@ impl SwitchConfig {
             logical: 0,
             default_port: None,
             idle_timeout: T_IDLE,
+            pinned: Vec::new(),
         }
     }
 
@@ -128,6 +133,24 @@ impl SwitchConfig {
         let n = self.devices.len();
         if n > MAX_PDEVS || (tail && n == 0) || self.logical_devices() > 255 {
             return Err(ConfigError::Devices { got: n });
+        }
+        for (name, pdev) in &self.pinned {
+            let low = self
+                .apps
+                .iter()
+                .any(|a| &a.spec.name == name && a.spec.affinity == Affinity::Low);
+            if !low {
+                return Err(ConfigError::Invalid(format!(
+                    "app {name:?} is pinned to a device but is not a LOW app here"
+                )));
+            }
+            // The pinned device is taken as its logical id (dev_map[d] has
+            // primary d while N_L = N).
+            if usize::from(*pdev) >= n.min(self.logical_devices()) {
+                return Err(ConfigError::Invalid(format!(
+                    "app {name:?} is pinned to device {pdev}, of {n}"
+                )));
+            }
         }
         Ok(())
     }

@@ -86,6 +86,8 @@ pub struct SwitchCounters {
     pub fm_misses: u64,
     /// Packets of LOW apps (sent to a device).
     pub low: u64,
+    /// Of those, packets of app-pinned apps (sent to their one device).
+    pub pinned: u64,
     /// Packets sent to a device with the FAILOVER flag.
     pub failover: u64,
     /// TO_DEV packets sent.
@@ -135,11 +137,23 @@ pub struct SwitchMeta {
     shim: Option<(usize, ShimRepr)>,
 }
 
-/// The classifier's result: the app's index and its affinity.
+/// The classifier's result: the app's index, its affinity and, for an
+/// app-pinned app, its device.
 #[derive(Debug, Clone, Copy)]
 struct Class {
     app: u16,
     affinity: Affinity,
+    pinned: Option<u8>,
+}
+
+/// Action-data bits of `classify`: app index 8 and affinity 2, plus a
+/// valid bit and a 6-bit device when some app is pinned.
+fn class_bits(cfg: &SwitchConfig) -> u32 {
+    if cfg.pinned.is_empty() {
+        10
+    } else {
+        17
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -402,9 +416,16 @@ impl ExoSwitch {
         let n_rules = self.cfg.rules.len() as u32;
         for (i, r) in self.cfg.rules.iter().enumerate() {
             if let Some(app) = self.cfg.apps.iter().position(|a| a.spec.name == r.app) {
+                let pinned = self
+                    .cfg
+                    .pinned
+                    .iter()
+                    .find(|(name, _)| *name == r.app)
+                    .map(|&(_, d)| d);
                 let class = Class {
                     app: app as u16,
                     affinity: self.cfg.apps[app].spec.affinity,
+                    pinned,
                 };
                 cp.table_add(o.classify, r.spec(n_rules - i as u32), class);
             }
@@ -585,7 +606,9 @@ impl ExoSwitch {
         }
     }
 
-    /// Step 6: send the packet to its shard's live device.
+    /// Step 6: send the packet to its shard's live device, or an
+    /// app-pinned app's packet to its device (`pinned`: the classifier's
+    /// action data names it; no hash, no shard lookup).
     fn send_to_device(
         &mut self,
         pkt: &mut PacketCtx<SwitchMeta, SwitchDigest>,
@@ -593,16 +616,23 @@ impl ExoSwitch {
         o: &Objects,
         app: usize,
         uk: &[u8],
+        pinned: Option<u8>,
     ) -> Result<(), AccessError> {
         pkt.drop_packet();
         let app_id = self.cfg.apps[app].spec.id.0;
-        let mut input = Vec::with_capacity(1 + uk.len());
-        input.push(app_id);
-        input.extend_from_slice(uk);
-        let h = dp.hash(o.shard_hash, &input)? as u16;
-        let Some(l) = dp.lookup(o.shard, &h.to_be_bytes())? else {
-            self.counters.no_device += 1;
-            return Ok(());
+        let l = match pinned {
+            Some(d) => d,
+            None => {
+                let mut input = Vec::with_capacity(1 + uk.len());
+                input.push(app_id);
+                input.extend_from_slice(uk);
+                let h = dp.hash(o.shard_hash, &input)? as u16;
+                let Some(l) = dp.lookup(o.shard, &h.to_be_bytes())? else {
+                    self.counters.no_device += 1;
+                    return Ok(());
+                };
+                l
+            }
         };
         if usize::from(l) >= self.cfg.logical_devices() {
             self.counters.no_device += 1;
@@ -686,7 +716,7 @@ impl Program for ExoSwitch {
                 "classify",
                 MatchKind::Ternary,
                 classifier::CLASSIFY_KEY_BYTES,
-                10,
+                class_bits(&self.cfg),
                 classifier::CLASSIFY_ENTRIES,
             ))?;
             let mut fms = Vec::new();
@@ -828,17 +858,18 @@ impl Program for ExoSwitch {
             }
             Affinity::Low => {
                 self.counters.low += 1;
+                self.counters.pinned += u64::from(class.pinned.is_some());
                 let uk = key_of(&self.per_app[i].uk_fields, &pkt.meta.parsed, pkt.header());
-                self.send_to_device(pkt, dp, &o, i, &uk.0)
+                self.send_to_device(pkt, dp, &o, i, &uk.0, class.pinned)
             }
             Affinity::Medium => {
                 let uk = key_of(&self.per_app[i].uk_fields, &pkt.meta.parsed, pkt.header());
                 let Some((fm, hits)) = self.per_app[i].fm else {
-                    return self.send_to_device(pkt, dp, &o, i, &uk.0);
+                    return self.send_to_device(pkt, dp, &o, i, &uk.0, None);
                 };
                 let Some(slot) = dp.lookup(fm, &uk.0)? else {
                     self.counters.fm_misses += 1;
-                    return self.send_to_device(pkt, dp, &o, i, &uk.0);
+                    return self.send_to_device(pkt, dp, &o, i, &uk.0, None);
                 };
                 self.counters.fm_hits += 1;
                 // A slot beyond the counter is the writer's error: counted
@@ -1037,6 +1068,7 @@ impl ExoSwitch {
             ("fm_hits", c.fm_hits),
             ("fm_misses", c.fm_misses),
             ("low", c.low),
+            ("pinned", c.pinned),
             ("to_dev", c.to_dev),
             ("failover", c.failover),
             ("from_dev", c.from_dev),

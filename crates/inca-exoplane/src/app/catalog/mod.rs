@@ -31,7 +31,7 @@ mod netcache;
 mod tenant;
 
 pub use netcache::{encode_slot, netcache, VALUE_BYTES};
-pub use tenant::{encode_verdict, tenant_acl, tenant_nat, NatSetup};
+pub use tenant::{encode_verdict, tenant_acl, tenant_acl_admitting, tenant_nat, NatSetup};
 
 use inca_apps::acl::Acl;
 use inca_apps::core::firewall as fw_core;
@@ -113,6 +113,24 @@ pub fn vpn(id: AppId, name: &str, flows: usize, outside_port: PortId, tenants: u
         ],
         program: AppProgram::Vpn(g),
     }
+}
+
+/// [`vpn`] mapping each new VM on its first outbound packet (inca-apps'
+/// [`VpnGateway::admitting`], tunnels to 203.0.113.1 [our choice]): its
+/// control logic — on a device, run by the daemon — writes the mapping like
+/// a NAT's setup. §8 E6 runs it.
+pub fn vpn_admitting(
+    id: AppId,
+    name: &str,
+    flows: usize,
+    outside_port: PortId,
+    tenants: usize,
+) -> AppSpec {
+    let mut spec = vpn(id, name, flows, outside_port, tenants);
+    if let AppProgram::Vpn(g) = &mut spec.program {
+        *g = g.clone().admitting([203, 0, 113, 1]);
+    }
+    spec
 }
 
 /// A control-plane table keyed by `key`.

@@ -53,6 +53,19 @@ pub fn tenant_acl(id: AppId, name: &str, flows: usize, out_port: PortId) -> AppS
     }
 }
 
+/// [`tenant_acl`] whose new flows get a permit entry on their first
+/// packet (inca-apps' [`Acl::admitting`]): the ACL's control logic — on a
+/// device, run by the daemon — writes it like a NAT's setup, so the flow is
+/// served and promotable. §8 E6 runs it [our choice]; the default (`deny`
+/// without an entry, §9.11) stays [`tenant_acl`]'s.
+pub fn tenant_acl_admitting(id: AppId, name: &str, flows: usize, out_port: PortId) -> AppSpec {
+    let mut spec = tenant_acl(id, name, flows, out_port);
+    if let AppProgram::Acl(acl) = &mut spec.program {
+        *acl = acl.clone().admitting(Verdict::Permit);
+    }
+    spec
+}
+
 /// An ACL entry's value bytes: 1 permit, 0 deny.
 pub fn encode_verdict(v: Verdict) -> Vec<u8> {
     vec![u8::from(v == Verdict::Permit)]
