@@ -73,6 +73,12 @@ pub(crate) struct DaemonRun {
     /// NAT endpoints in use, fed with every entry the device is given (a
     /// rebuilt daemon must not hand them out again).
     reserved: Vec<(AppId, std::sync::Arc<NatReserved>)>,
+    /// When the data plane began counting in each sketch bank, for rating
+    /// reports (§5.5): the daemon's `T_win` tick issues the switch-over,
+    /// which the control channel may carry out much later.
+    bank_since: [Nanos; 2],
+    /// The read behind the last switch-over and the bank it started.
+    flip_probe: Option<(u64, u8)>,
 }
 
 /// The daemon's slot in the program.
@@ -153,6 +159,8 @@ impl ExoDevice {
             wakeup: Wakeup::default(),
             dropped: 0,
             reserved,
+            bank_since: [now; 2],
+            flip_probe: None,
         }));
         cp.set_timer(now + setup.config.t_win, BANK_TIMER);
     }
@@ -174,7 +182,9 @@ impl ExoDevice {
                 run.daemon.handle_timeout(now);
             }
             ControlEvent::Timer { token } if token == BANK_TIMER => {
-                self.flip_bank(cp);
+                let (bank, probe) = self.flip_bank(cp);
+                let run = self.daemon.run.as_deref_mut().expect("checked above");
+                run.flip_probe = probe.map(|r| (r, bank));
                 if let Some(t) = t_win {
                     cp.set_timer(now + t, BANK_TIMER);
                 }
@@ -183,6 +193,13 @@ impl ExoDevice {
             ControlEvent::OpFailed { request, error } => {
                 if !run.barrier.op_failed(request) {
                     return Some(ControlEvent::OpFailed { request, error });
+                }
+            }
+            ControlEvent::RegisterValues { request, .. }
+                if run.flip_probe.is_some_and(|(r, _)| r == request) =>
+            {
+                if let Some((_, bank)) = run.flip_probe.take() {
+                    run.bank_since[usize::from(bank & 1)] = now;
                 }
             }
             ControlEvent::RegisterValues { request, values } => match run.barrier.answered(request)
@@ -265,6 +282,8 @@ impl ExoDevice {
                     app: AppId(r.app_id),
                     uk: UnionKey(r.uk),
                     estimate: r.estimate,
+                    at: r.at,
+                    since: Some(run.bank_since[usize::from(r.bank & 1)]),
                 },
             );
         }
