@@ -788,27 +788,31 @@ fn a_late_report_is_rated_from_when_the_data_plane_counted_it() {
             .collect()
     };
     // Counted at 10 ms into the first window, read at 410 ms.
-    let report = |u: &UnionKey, at, since| DaemonInput::Report {
+    let report = |u: &UnionKey, at, since, previous_window| DaemonInput::Report {
         app: APP,
         uk: u.clone(),
         estimate: 64,
         at,
         since,
+        previous_window,
     };
-    d.handle(410 * MS, report(&flows[0], 10 * MS, None));
+    d.handle(410 * MS, report(&flows[0], 10 * MS, None, false));
     assert_eq!(elapsed(&mut d), vec![10_000]);
     // Counted at 990 ms, read after the flip at 1 s (T_win): still 990 ms
-    // into its own window.
+    // into its own window, and not the new window's report of the flow.
     d.handle_timeout(S);
-    d.handle(S + 5 * MS, report(&flows[1], 990 * MS, None));
+    d.handle(S + 5 * MS, report(&flows[1], 990 * MS, None, true));
     assert_eq!(elapsed(&mut d), vec![990_000]);
     // The data plane switched banks only 200 ms after the tick (its
-    // control channel was busy) and counted the flow to θ 9 ms later: 9 ms.
-    d.handle(
-        S + 300 * MS,
-        report(&flows[0], S + 209 * MS, Some(S + 200 * MS)),
-    );
-    assert_eq!(elapsed(&mut d), vec![9_000]);
+    // control channel was busy) and counted the flows to θ 9 ms later: 9 ms
+    // each, the second flow reported again in its new window.
+    for u in &flows {
+        d.handle(
+            S + 300 * MS,
+            report(u, S + 209 * MS, Some(S + 200 * MS), false),
+        );
+    }
+    assert_eq!(elapsed(&mut d), vec![9_000, 9_000]);
 }
 
 /// An FM slot's counter is not cleared when the slot is reused, so the

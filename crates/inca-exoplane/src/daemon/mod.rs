@@ -188,6 +188,10 @@ pub enum DaemonInput {
         /// flow in (None: this daemon's window start, for data planes
         /// whose switch-over time is not known).
         since: Option<Nanos>,
+        /// Counted in the window before the current one (read after the
+        /// switch-over): the flow counts afresh now and may report again,
+        /// so this report does not count as the current window's.
+        previous_window: bool,
     },
     /// The device finished an operation.
     DeviceAck {
@@ -383,7 +387,7 @@ impl Daemon {
                     return;
                 };
                 if cms.add(&uk.0) == self.config.theta {
-                    self.on_report(now, None, app, uk, self.config.theta);
+                    self.on_report(now, None, false, app, uk, self.config.theta);
                 }
             }
             DaemonInput::Report {
@@ -392,7 +396,8 @@ impl Daemon {
                 estimate,
                 at,
                 since,
-            } => self.on_report(at.min(now), since, app, uk, estimate),
+                previous_window,
+            } => self.on_report(at.min(now), since, previous_window, app, uk, estimate),
             DaemonInput::DeviceAck { id, ok } => self.on_device_ack(id, ok),
             DaemonInput::RegisterRead {
                 entry,
@@ -500,6 +505,7 @@ impl Daemon {
         &mut self,
         counted_at: Nanos,
         since: Option<Nanos>,
+        previous_window: bool,
         app: AppId,
         uk: UnionKey,
         estimate: u32,
@@ -514,8 +520,9 @@ impl Daemon {
                 .is_none_or(|k| self.table.acked(app, o.obj, &k).is_some())
         });
         if !promotable
-            || self.reported.len() >= self.config.max_reported
-            || !self.reported.insert((app, uk.clone()))
+            || (!previous_window
+                && (self.reported.len() >= self.config.max_reported
+                    || !self.reported.insert((app, uk.clone()))))
         {
             self.stats.reports_suppressed += 1;
             return;

@@ -79,6 +79,8 @@ pub(crate) struct DaemonRun {
     bank_since: [Nanos; 2],
     /// The read behind the last switch-over and the bank it started.
     flip_probe: Option<(u64, u8)>,
+    /// REPORT digests read after their bank was left.
+    stale_reports: u64,
 }
 
 /// The daemon's slot in the program.
@@ -161,6 +163,7 @@ impl ExoDevice {
             reserved,
             bank_since: [now; 2],
             flip_probe: None,
+            stale_reports: 0,
         }));
         cp.set_timer(now + setup.config.t_win, BANK_TIMER);
     }
@@ -184,6 +187,10 @@ impl ExoDevice {
             ControlEvent::Timer { token } if token == BANK_TIMER => {
                 let (bank, probe) = self.flip_bank(cp);
                 let run = self.daemon.run.as_deref_mut().expect("checked above");
+                // Until the probe answers, the issue time (a lower bound:
+                // reports read before then must not be rated against this
+                // bank's previous window).
+                run.bank_since[usize::from(bank & 1)] = now;
                 run.flip_probe = probe.map(|r| (r, bank));
                 if let Some(t) = t_win {
                     cp.set_timer(now + t, BANK_TIMER);
@@ -249,6 +256,7 @@ impl ExoDevice {
         let now = cp.now();
         let misses: Vec<Miss> = self.misses.drain(..).collect();
         let reports: Vec<_> = self.reports.drain(..).collect();
+        let current_bank = self.current_bank;
         let acks: Vec<_> = self.merge_acks.drain(..).collect();
         self.app_events.clear();
         let uks: Vec<_> = misses
@@ -276,6 +284,10 @@ impl ExoDevice {
             }
         }
         for r in reports {
+            // Counted in the bank just left (read after the switch-over):
+            // the previous window's, rated against that window's start.
+            let previous_window = r.bank != current_bank;
+            run.stale_reports += u64::from(previous_window);
             run.daemon.handle(
                 now,
                 DaemonInput::Report {
@@ -284,6 +296,7 @@ impl ExoDevice {
                     estimate: r.estimate,
                     at: r.at,
                     since: Some(run.bank_since[usize::from(r.bank & 1)]),
+                    previous_window,
                 },
             );
         }
@@ -549,6 +562,7 @@ pub(super) fn report(run: &DaemonRun, out: &mut Vec<(String, u64)>) {
         ("unsent", s.unsent),
         ("unknown", s.unknown),
         ("driver_dropped", run.dropped),
+        ("stale_reports", run.stale_reports),
     ] {
         out.push((format!("daemon/{name}"), v));
     }

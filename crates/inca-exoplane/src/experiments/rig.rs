@@ -191,6 +191,7 @@ impl Rig {
                 estimate,
                 at: self.now,
                 since: None,
+                previous_window: false,
             },
         ));
         self.pump();

@@ -1040,6 +1040,7 @@ impl Rig {
                             estimate,
                             at: self.now,
                             since: None,
+                            previous_window: false,
                         },
                     );
                     self.drain_daemon(p);
