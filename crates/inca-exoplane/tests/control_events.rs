@@ -38,6 +38,9 @@ fn promoted(rig: &mut Rig, uk: &UnionKey) {
             app: APP,
             uk: uk.clone(),
             estimate: 1000,
+            at: rig.now,
+            since: None,
+            previous_window: false,
         },
     );
     rig.drain_daemon(p);

@@ -601,6 +601,10 @@ fn a_flow_is_reported_once_per_window() {
         (4, 0, NAT)
     );
     assert_eq!(first[0].uk, uk(8000, 99));
+    // Stamped with the data-plane time of the θ-th packet (the daemon rates
+    // the flow from it, however late the digest is read).
+    let sent_by = r.f.now();
+    assert!(first[0].at > 0 && first[0].at < sent_by, "{}", first[0].at);
     // The daemon's window tick: the other bank, from zero.
     let t = r.f.now();
     for d in r.devs {
@@ -619,6 +623,7 @@ fn a_flow_is_reported_once_per_window() {
     let all = reports(&r);
     assert_eq!(all.len(), 2);
     assert_eq!((all[1].estimate, all[1].bank), (4, 1));
+    assert!(all[1].at > sent_by, "the second window's count is later");
     // Back to bank 0, zeroed while idle: reported again after θ packets.
     let t = r.f.now();
     for d in r.devs {

@@ -185,6 +185,9 @@ fn packet(rig: &mut Rig, rng: &mut ChaCha8Rng, uk: UnionKey, variant: Variant) {
             app: APP,
             uk: other,
             estimate: THETA,
+            at: rig.now,
+            since: None,
+            previous_window: false,
         };
         d.handle(rig.now, input);
         rig.drain_daemon(q);

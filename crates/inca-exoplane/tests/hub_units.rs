@@ -833,3 +833,116 @@ fn a_pinned_apps_writes_go_to_its_device_alone() {
     assert_eq!(applied_at(Some(3)), [3]);
     assert!(applied_at(None).len() > 1);
 }
+
+/// A REPORT digest rates its flow from when the data plane counted it to
+/// θ, not from when the daemon got to it: a control plane busy for 400 ms
+/// (a sketch bank being cleared, setups queued) must not make a flow that
+/// reached θ in 10 ms look 40 times slower than it is and lose its
+/// promotion to slower flows (found running §8 E5 with four NICs). A
+/// report counted before a bank flip and read after it is rated against
+/// the window it was counted in.
+#[test]
+fn a_late_report_is_rated_from_when_the_data_plane_counted_it() {
+    let mut d = daemon();
+    let flows = [uk(1, 1), uk(1, 2)];
+    for (i, u) in flows.iter().enumerate() {
+        for (j, (obj, key)) in [(FLOW_OBJ, u.0.clone()), (TENANT_OBJ, vec![1])]
+            .into_iter()
+            .enumerate()
+        {
+            let rec = EntryRec {
+                op: WriteOp::Upsert,
+                obj,
+                key,
+                value: vec![],
+                version: 1,
+            };
+            d.handle(
+                0,
+                DaemonInput::FromHub {
+                    req_id: (10 * i + j) as u64,
+                    msg: HubMsg::WriteApply {
+                        app: APP,
+                        entries: vec![rec],
+                    },
+                },
+            );
+            for o in d_drain(&mut d) {
+                if let DaemonOutput::Device { id, .. } = o {
+                    d.handle(0, DaemonInput::DeviceAck { id, ok: true });
+                }
+            }
+        }
+    }
+    d_drain(&mut d);
+    let elapsed = |d: &mut Daemon| -> Vec<u32> {
+        d_drain(d)
+            .iter()
+            .filter_map(|o| match o {
+                DaemonOutput::ToHub {
+                    msg: DaemonMsg::PromoteReport { elapsed_us, .. },
+                    ..
+                } => Some(*elapsed_us),
+                _ => None,
+            })
+            .collect()
+    };
+    // Counted at 10 ms into the first window, read at 410 ms.
+    let report = |u: &UnionKey, at, since, previous_window| DaemonInput::Report {
+        app: APP,
+        uk: u.clone(),
+        estimate: 64,
+        at,
+        since,
+        previous_window,
+    };
+    d.handle(410 * MS, report(&flows[0], 10 * MS, None, false));
+    assert_eq!(elapsed(&mut d), vec![10_000]);
+    // Counted at 990 ms, read after the flip at 1 s (T_win): still 990 ms
+    // into its own window, and not the new window's report of the flow.
+    d.handle_timeout(S);
+    d.handle(S + 5 * MS, report(&flows[1], 990 * MS, None, true));
+    assert_eq!(elapsed(&mut d), vec![990_000]);
+    // The data plane switched banks only 200 ms after the tick (its
+    // control channel was busy) and counted the flows to θ 9 ms later: 9 ms
+    // each, the second flow reported again in its new window.
+    for u in &flows {
+        d.handle(
+            S + 300 * MS,
+            report(u, S + 209 * MS, Some(S + 200 * MS), false),
+        );
+    }
+    assert_eq!(elapsed(&mut d), vec![9_000, 9_000]);
+}
+
+/// An FM slot's counter is not cleared when the slot is reused, so the
+/// first poll after a flow becomes PRESENT may count its predecessor's
+/// packets: the hub takes it as a baseline only. Here the first reading
+/// (5,000, of which 4,000 were the slot's previous flow's) must not make
+/// a 1,000 packets/s flow look like 5,000/s and shield it from a faster
+/// report (found running §8 E5, where slots churn while hot flows are
+/// promoted over cold ones).
+#[test]
+fn the_first_counter_poll_after_promotion_is_only_a_baseline() {
+    let mut h = hub(2, 1);
+    hello(&mut h, 0, 0, false);
+    hello(&mut h, 0, 1, false);
+    let (a, b) = (uk(1, 1), uk(2, 2));
+    setup_flow(&mut h, 0, &a);
+    setup_flow(&mut h, 0, &b);
+    promote(&mut h, 0, &a, 1000);
+    h.handle(
+        S,
+        HubInput::FmCounters {
+            app: APP,
+            counters: vec![(a.clone(), 5_000)],
+        },
+    );
+    drain(&mut h);
+    let ops = switch_ops(&report(&mut h, S + MS, &b, 1110, 1_000_000));
+    assert!(
+        ops.iter()
+            .any(|(_, op)| matches!(op, SwitchOp::FmDelete { .. })),
+        "a's rate was taken from its slot's old count: {ops:?}"
+    );
+}

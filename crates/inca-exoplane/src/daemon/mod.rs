@@ -226,6 +226,18 @@ pub enum DaemonInput {
         uk: UnionKey,
         /// The estimate.
         estimate: u32,
+        /// When the data plane counted the flow to `estimate` (the
+        /// report's rate is `estimate` over the time from the window's
+        /// start to this, however late the digest reaches the daemon).
+        at: Nanos,
+        /// When the data plane began counting in the bank it counted the
+        /// flow in (None: this daemon's window start, for data planes
+        /// whose switch-over time is not known).
+        since: Option<Nanos>,
+        /// Counted in the window before the current one (read after the
+        /// switch-over): the flow counts afresh now and may report again,
+        /// so this report does not count as the current window's.
+        previous_window: bool,
     },
     /// The device finished an operation.
     DeviceAck {
@@ -352,6 +364,8 @@ pub struct Daemon {
     sketches: BTreeMap<AppId, CountMin>,
     reported: HashSet<(AppId, UnionKey)>,
     window_start: Nanos,
+    /// The window before (for reports counted in it and read after the flip).
+    prev_window_start: Nanos,
     session: bool,
     lost_state: bool,
     /// When the hub last said anything.
@@ -402,6 +416,7 @@ impl Daemon {
             sketches,
             reported: HashSet::new(),
             window_start: now,
+            prev_window_start: now,
             session: false,
             lost_state,
             last_heard: now,
@@ -445,10 +460,17 @@ impl Daemon {
                     return;
                 };
                 if cms.add(&uk.0) == self.config.theta {
-                    self.on_report(now, app, uk, self.config.theta);
+                    self.on_report(now, None, false, app, uk, self.config.theta);
                 }
             }
-            DaemonInput::Report { app, uk, estimate } => self.on_report(now, app, uk, estimate),
+            DaemonInput::Report {
+                app,
+                uk,
+                estimate,
+                at,
+                since,
+                previous_window,
+            } => self.on_report(at.min(now), since, previous_window, app, uk, estimate),
             DaemonInput::DeviceAck { id, ok } => self.on_device_ack(id, ok),
             DaemonInput::RegisterRead {
                 entry,
@@ -477,6 +499,7 @@ impl Daemon {
                         cms.flip();
                     }
                     self.reported.clear();
+                    self.prev_window_start = self.window_start;
                     self.window_start = now;
                     self.set_timer(now + self.config.t_win, Timer::Window);
                 }
@@ -590,7 +613,18 @@ impl Daemon {
 
     /// PROMOTE_REPORT for `uk` unless already reported this window or not
     /// promotable (an object the flow touches has no entry here).
-    fn on_report(&mut self, now: Nanos, app: AppId, uk: UnionKey, estimate: u32) {
+    /// The flow was counted to `estimate` at `counted_at` (data-plane
+    /// time); its rate is `estimate` over the time since the start of the
+    /// window it was counted in (`since`, when the data plane says).
+    fn on_report(
+        &mut self,
+        counted_at: Nanos,
+        since: Option<Nanos>,
+        previous_window: bool,
+        app: AppId,
+        uk: UnionKey,
+        estimate: u32,
+    ) {
         let Some(logic) = self.apps.get(&app) else {
             self.stats.unknown += 1;
             return;
@@ -601,13 +635,23 @@ impl Daemon {
                 .is_none_or(|k| self.table.acked(app, o.obj, &k).is_some())
         });
         if !promotable
-            || self.reported.len() >= self.config.max_reported
-            || !self.reported.insert((app, uk.clone()))
+            || (!previous_window
+                && (self.reported.len() >= self.config.max_reported
+                    || !self.reported.insert((app, uk.clone()))))
         {
             self.stats.reports_suppressed += 1;
             return;
         }
-        let elapsed_us = ((now - self.window_start) / 1_000).min(u64::from(u32::MAX)) as u32;
+        // A digest the control plane got to only after the next flip was
+        // counted in the window before.
+        let start = if let Some(since) = since.filter(|&s| s <= counted_at) {
+            since
+        } else if counted_at >= self.window_start {
+            self.window_start
+        } else {
+            self.prev_window_start
+        };
+        let elapsed_us = (counted_at.saturating_sub(start) / 1_000).min(u64::from(u32::MAX)) as u32;
         self.stats.reports += 1;
         self.next_req += 1;
         let req_id = self.next_req;

@@ -84,6 +84,14 @@ pub(crate) struct DaemonRun {
     /// Events not handed to the daemon: queue full, not an event frame,
     /// an app not here, a digest or aging notice it cannot carry.
     events_dropped: u64,
+    /// When the data plane began counting in each sketch bank, for rating
+    /// reports (§5.5): the daemon's `T_win` tick issues the switch-over,
+    /// which the control channel may carry out much later.
+    bank_since: [Nanos; 2],
+    /// The read behind the last switch-over and the bank it started.
+    flip_probe: Option<(u64, u8)>,
+    /// REPORT digests read after their bank was left.
+    stale_reports: u64,
 }
 
 /// EVENT_FWDs waiting for the pump [our choice; the device queues' size].
@@ -170,6 +178,9 @@ impl ExoDevice {
             forwarded: VecDeque::new(),
             events_fwd: 0,
             events_dropped: 0,
+            bank_since: [now; 2],
+            flip_probe: None,
+            stale_reports: 0,
         }));
         cp.set_timer(now + setup.config.t_win, BANK_TIMER);
     }
@@ -191,7 +202,13 @@ impl ExoDevice {
                 run.daemon.handle_timeout(now);
             }
             ControlEvent::Timer { token } if token == BANK_TIMER => {
-                self.flip_bank(cp);
+                let (bank, probe) = self.flip_bank(cp);
+                let run = self.daemon.run.as_deref_mut().expect("checked above");
+                // Until the probe answers, the issue time (a lower bound:
+                // reports read before then must not be rated against this
+                // bank's previous window).
+                run.bank_since[usize::from(bank & 1)] = now;
+                run.flip_probe = probe.map(|r| (r, bank));
                 if let Some(t) = t_win {
                     cp.set_timer(now + t, BANK_TIMER);
                 }
@@ -204,6 +221,13 @@ impl ExoDevice {
             ControlEvent::OpFailed { request, error } => {
                 if !run.barrier.op_failed(request) {
                     return Some(ControlEvent::OpFailed { request, error });
+                }
+            }
+            ControlEvent::RegisterValues { request, .. }
+                if run.flip_probe.is_some_and(|(r, _)| r == request) =>
+            {
+                if let Some((_, bank)) = run.flip_probe.take() {
+                    run.bank_since[usize::from(bank & 1)] = now;
                 }
             }
             ControlEvent::RegisterValues { request, values } => match run.barrier.answered(request)
@@ -253,6 +277,7 @@ impl ExoDevice {
         let now = cp.now();
         let misses: Vec<Miss> = self.misses.drain(..).collect();
         let reports: Vec<_> = self.reports.drain(..).collect();
+        let current_bank = self.current_bank;
         let acks: Vec<_> = self.merge_acks.drain(..).collect();
         let events = self.pending_events();
         let uks: Vec<_> = misses
@@ -284,12 +309,19 @@ impl ExoDevice {
                 .handle(now, DaemonInput::Event { app, uk, frame });
         }
         for r in reports {
+            // Counted in the bank just left (read after the switch-over):
+            // the previous window's, rated against that window's start.
+            let previous_window = r.bank != current_bank;
+            run.stale_reports += u64::from(previous_window);
             run.daemon.handle(
                 now,
                 DaemonInput::Report {
                     app: AppId(r.app_id),
                     uk: UnionKey(r.uk),
                     estimate: r.estimate,
+                    at: r.at,
+                    since: Some(run.bank_since[usize::from(r.bank & 1)]),
+                    previous_window,
                 },
             );
         }
@@ -599,6 +631,7 @@ pub(super) fn report(run: &DaemonRun, out: &mut Vec<(String, u64)>) {
         ("unsent", s.unsent),
         ("unknown", s.unknown),
         ("driver_dropped", run.dropped),
+        ("stale_reports", run.stale_reports),
     ] {
         out.push((format!("daemon/{name}"), v));
     }

@@ -98,6 +98,10 @@ pub struct Report {
     pub estimate: u32,
     /// The bank it was counted in.
     pub bank: u8,
+    /// When the data plane counted it to θ: the daemon rates the flow from
+    /// this, not from when its control plane got to the digest (a busy
+    /// control plane would make every late report look slow).
+    pub at: inca_switch::device::Nanos,
 }
 
 /// A MISS for the daemon: the app, the reason its program gave, and the
@@ -339,12 +343,18 @@ impl ExoDevice {
     /// the sketch switches to the other bank and the bank just left is
     /// zeroed for the window after, row by row at 1 µs per counter (the
     /// spec's register batch cost, §2.1, [our choice] there). Returns the
-    /// new bank.
-    pub fn flip_bank(&mut self, cp: &mut ControlPlane<'_>) -> u8 {
+    /// new bank and, with a sketch, the request of a one-entry read issued
+    /// right behind the switch-over: its answer says when the data plane
+    /// began counting in the new bank (operations run in issue order),
+    /// before the clears that follow it occupy the control channel.
+    pub fn flip_bank(&mut self, cp: &mut ControlPlane<'_>) -> (u8, Option<u64>) {
         let old = self.current_bank;
         self.current_bank ^= 1;
+        let mut probe = None;
         if let Some(b) = self.bank {
             cp.table_modify(b, MatchSpec::Exact(vec![0].into()), self.current_bank);
+            let row = self.sketches.first().and_then(|s| s.rows.first());
+            probe = row.map(|&(_, reg)| cp.register_read(reg, 0, 1));
         }
         let w = self.cfg.cms_width as u64;
         for s in &self.sketches {
@@ -352,7 +362,7 @@ impl ExoDevice {
                 cp.register_clear_range_timed(reg, u64::from(old) * w, w, w * 1_000);
             }
         }
-        self.current_bank
+        (self.current_bank, probe)
     }
 
     /// Step 2: count the flow; true when it just reached θ.
@@ -415,6 +425,7 @@ impl ExoDevice {
         self.counters.served += 1;
         self.counters.failover += u64::from(s.failover);
         let apps = &mut self.apps;
+        let at = dp.now();
         let (r, digest) = pkt.nest(&mut m, Some(s.in_port), |inner| apps.ingress(inner, dp));
         pkt.meta.apps = m;
         if let Some((estimate, bank)) = report {
@@ -424,6 +435,7 @@ impl ExoDevice {
                 uk: uk.0,
                 estimate,
                 bank,
+                at,
             }));
             self.counters.digest_collisions += u64::from(digest.is_some());
         }
@@ -691,7 +703,7 @@ impl ExoDevice {
                 }
             }
             ControlEvent::Message(m) if m.kind == manual::MSG_BANK => {
-                self.flip_bank(cp);
+                let _ = self.flip_bank(cp);
             }
             ControlEvent::Message(m) if m.kind == manual::MSG_WRITE => {
                 let ok = manual::parse_write(&m.body).is_some_and(|w| {

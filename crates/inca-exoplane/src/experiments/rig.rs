@@ -183,8 +183,17 @@ impl Rig {
     /// The primary's sketch reports the flow popular.
     pub fn report(&mut self, app: AppId, uk: UnionKey, estimate: u32) {
         let p = self.primary(app, &uk);
-        self.queue
-            .push_back(Ev::Daemon(p, DaemonInput::Report { app, uk, estimate }));
+        self.queue.push_back(Ev::Daemon(
+            p,
+            DaemonInput::Report {
+                app,
+                uk,
+                estimate,
+                at: self.now,
+                since: None,
+                previous_window: false,
+            },
+        ));
         self.pump();
     }
 

@@ -40,10 +40,13 @@ pub(super) struct Flow {
     /// An install failed or an entry is being deleted: undo, do not add.
     abort: bool,
     fm_added: bool,
-    /// Packets per second: the report's estimate until the first poll,
-    /// then the FM counter's rate over the last poll.
+    /// Packets per second: the report's estimate until the second poll,
+    /// then the FM counter's rate between the last two.
     rate: f64,
-    sample: u32,
+    /// The FM counter at the last poll; None until the first poll after
+    /// the flow became PRESENT (its slot's counter may still hold a
+    /// predecessor's packets, so the first reading is only a baseline).
+    sample: Option<u32>,
     sample_at: Nanos,
 }
 
@@ -241,7 +244,7 @@ impl Hub {
             abort: false,
             fm_added: false,
             rate,
-            sample: 0,
+            sample: None,
             sample_at: now,
         };
         self.apps
@@ -437,7 +440,7 @@ impl Hub {
             return;
         }
         f.state = FlowState::Present;
-        f.sample = 0;
+        f.sample = None;
         f.sample_at = now;
         let deleting = f
             .entries
@@ -653,9 +656,11 @@ impl Hub {
         for (uk, count) in counters {
             if let Some(f) = a.flows.flows.get_mut(&uk) {
                 if f.state == FlowState::Present && now > f.sample_at {
-                    let dt = (now - f.sample_at) as f64 / 1e9;
-                    f.rate = f64::from(count.wrapping_sub(f.sample)) / dt;
-                    f.sample = count;
+                    if let Some(sample) = f.sample {
+                        let dt = (now - f.sample_at) as f64 / 1e9;
+                        f.rate = f64::from(count.wrapping_sub(sample)) / dt;
+                    }
+                    f.sample = Some(count);
                     f.sample_at = now;
                 }
             }

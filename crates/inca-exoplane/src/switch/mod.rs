@@ -36,6 +36,7 @@
 
 pub mod config;
 mod hub_glue;
+mod served;
 
 use std::collections::VecDeque;
 
@@ -190,6 +191,8 @@ pub struct ExoSwitch {
     objs: Option<Objects>,
     per_app: Vec<AppObjects>,
     counters: SwitchCounters,
+    /// MEDIUM packets served by the switch and by devices per time bin.
+    served: served::Served,
     /// Ports whose port-down packet reached the CPU, for the hub.
     pub port_down_events: VecDeque<PortId>,
     /// MERGE_ACKs that reached the CPU, for the hub's sync: (app, body).
@@ -288,6 +291,7 @@ impl ExoSwitch {
             apps,
             objs: None,
             counters: SwitchCounters::default(),
+            served: served::Served::default(),
             port_down_events: VecDeque::new(),
             merge_acks: VecDeque::new(),
             aged: VecDeque::new(),
@@ -869,9 +873,11 @@ impl Program for ExoSwitch {
                 };
                 let Some(slot) = dp.lookup(fm, &uk.0)? else {
                     self.counters.fm_misses += 1;
+                    self.served.miss(dp.now());
                     return self.send_to_device(pkt, dp, &o, i, &uk.0, None);
                 };
                 self.counters.fm_hits += 1;
+                self.served.hit(dp.now());
                 // A slot beyond the counter is the writer's error: counted
                 // by the switch as an index violation, the packet dropped.
                 dp.count(hits, u64::from(slot), pkt.len() as u64)?;
@@ -921,6 +927,7 @@ impl Program for ExoSwitch {
 
     fn report(&self) -> ProgramReport {
         let mut r = self.report_counters();
+        r.series.extend(self.served.series());
         if let Some(run) = self.hub.run.as_deref() {
             hub_glue::report(run, &mut r.counters);
         }

@@ -1107,10 +1107,17 @@ impl Rig {
                 let estimate = self.rng.gen_range(64..5000);
                 let p = self.route(app, &uk);
                 if let Some(p) = p.filter(|p| self.paused_until[usize::from(p.0)] <= self.now) {
-                    self.daemons[usize::from(p.0)]
-                        .as_mut()
-                        .unwrap()
-                        .handle(self.now, DaemonInput::Report { app, uk, estimate });
+                    self.daemons[usize::from(p.0)].as_mut().unwrap().handle(
+                        self.now,
+                        DaemonInput::Report {
+                            app,
+                            uk,
+                            estimate,
+                            at: self.now,
+                            since: None,
+                            previous_window: false,
+                        },
+                    );
                     self.drain_daemon(p);
                 }
             }
