@@ -44,8 +44,8 @@ use inca_wire::PcapWriter;
 use crate::lanes::LaneAgenda;
 use crate::link::{Channel, ChannelConfig, Fate, Impairment, LossModel};
 use crate::metrics::{NodeReport, Series};
-use crate::nodes::host::control::WorkloadChange;
 use crate::session::{Effects, Session, SessionConfig, SessionIdx, Timer as SessionTimer};
+use crate::workload_control::WorkloadChange;
 
 /// A simulated device: the device contract, plus what the simulator needs
 /// to report on it.
@@ -125,7 +125,7 @@ pub enum Fault {
     /// A control session is reset: both ends hear it, what was in flight
     /// is lost.
     SessionReset(SessionIdx),
-    /// A host's workload changes ([`crate::nodes::host::control`]): its
+    /// A host's workload changes ([`crate::workload_control`]): its
     /// popularity shifts, a storm starts or ends.
     Workload {
         /// The host.

@@ -21,6 +21,8 @@
 //! - [`scenario`] — scenario files (TOML) and how they become a simulation;
 //!   [`run`] — running one and writing its results.
 //! - [`tcp`] — TCP endpoints (smoltcp) for hosts.
+//! - [`workload_control`] — changes to a running host workload (popularity
+//!   shifts, storms), as random faults deliver them.
 pub mod engine;
 pub mod factory;
 pub mod lanes;
@@ -35,6 +37,7 @@ pub mod scenario;
 pub mod session;
 pub mod smartnic;
 pub mod tcp;
+pub mod workload_control;
 
 pub use engine::{Fault, LinkId, Node, NodeId, Simulation};
 pub use link::{ChannelConfig, LossModel};

@@ -18,7 +18,7 @@
 //!   longer than the session's `reset_after` resets it);
 //! - `session_reset`: a candidate control session is reset;
 //! - `workload_shift`: a candidate host workload's Zipf ranking moves on
-//!   (the hot flows change, [`crate::nodes::host::control`]);
+//!   (the hot flows change, [`crate::workload_control`]);
 //! - `workload_storm`: a candidate host workload sends `storm_factor`
 //!   times faster with every flow equally popular for the window, then
 //!   calms down (for a system that promotes hot flows, a promotion and
@@ -48,9 +48,9 @@ use toml::Spanned;
 
 use crate::engine::{Fault, LinkId, NodeId, Simulation};
 use crate::link::{Impairment, LossModel};
-use crate::nodes::host::control::WorkloadChange;
 use crate::quantity::{de_opt_time, de_time};
 use crate::session::SessionIdx;
+use crate::workload_control::WorkloadChange;
 
 /// `[random_faults]` as written. See the module documentation.
 #[derive(Debug, Deserialize)]

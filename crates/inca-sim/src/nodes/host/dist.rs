@@ -498,7 +498,7 @@ pub(crate) fn resolve_schedule(
 
 /// Progress of a paced generator: packets sent and their wire bits, from
 /// which the next send time is computed exactly. A speed-up (a workload
-/// storm, [`crate::nodes::host::control`]) re-bases the clock: packets
+/// storm, [`crate::workload_control`]) re-bases the clock: packets
 /// after `base_sent` are paced from `origin` at `speed` times the rate.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Clock {

@@ -68,7 +68,7 @@
 //! (counters, histograms, series, the final state of old TCP flows) belong to
 //! the experiment, not to the machine, and are kept.
 
-pub mod control;
+pub use crate::workload_control as control;
 pub mod dist;
 mod hops;
 pub mod schema;

@@ -27,13 +27,13 @@ use std::net::Ipv4Addr;
 use inca_switch::device::{DeviceRng, Nanos};
 use inca_wire::{build_udp_frame, Endpoints, MacAddr, Probe, PROBE_LEN};
 
-use super::control::WorkloadChange;
 use super::schema::{
     invalid, HostError, WorkloadConfig, BUILTIN_KINDS, DEFAULT_UDP_PORT_BASE, UDP_FRAME_HEADERS,
 };
 use super::WorkloadStats;
 use crate::metrics::NodeReport;
 use crate::tcp::{FlowId, TcpStack};
+use crate::workload_control::WorkloadChange;
 
 #[cfg(test)]
 pub(crate) use request::{Answer, Outstanding};

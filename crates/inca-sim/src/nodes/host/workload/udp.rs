@@ -14,7 +14,6 @@ use rand::Rng;
 use super::{probe_frame, BuildContext, HostInfo, StepContext, Workload};
 use crate::nodes::attack::{nth_source, NewFlowsConfig, TuplesConfig};
 use crate::nodes::encap::{Shape, L4};
-use crate::nodes::host::control::WorkloadChange;
 use crate::nodes::host::dist::{
     parse_prefix, prefix_mask, resolve_schedule, source_space, Clock, FlowSet, Schedule, Zipf,
     FLOW_TABLE_MAX,
@@ -23,6 +22,7 @@ use crate::nodes::host::schema::{
     invalid, parse_time_field, src_port_range, FlowsAt, GtpcWord, HostError, UdpConfig,
     DEFAULT_UDP_PORT_BASE, GTPC_BODY_LEN, GTPC_PORT, MAX_FLOWS, UDP_FRAME_HEADERS,
 };
+use crate::workload_control::WorkloadChange;
 
 #[derive(Debug, Clone)]
 pub(crate) enum FlowPlan {
