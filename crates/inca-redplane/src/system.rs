@@ -292,6 +292,7 @@ impl RunCheck for RunChecker {
                 "redplane: flows judged by Checker A (search)",
                 r.checker_a_flows,
             ),
+            ("redplane: operations judged by Checker A", r.checker_a_ops),
             (
                 "redplane: flows judged by Checker B (witness)",
                 r.checker_b_flows,

@@ -38,12 +38,22 @@ fn run(file: &str, seed: u64, set: &[&str]) -> (Vec<String>, usize) {
             }
         }
     }
-    violations.extend(factory.run_checks(&built.sim));
-    let ops = factory
-        .run_of(|run: &RedPlaneRun| run.checker().map(|c| c.check(seed).ops))
-        .flatten()
-        .expect("RedPlane is checked");
-    (violations, ops)
+    // What the checks judged comes with what they found (one run of the
+    // checkers): complete flows by Checker B.
+    let judgement = factory.judge(&built.sim);
+    violations.extend(judgement.violations);
+    let count = |what: &str| judgement.judged.get(what).copied().unwrap_or(0);
+    let (flows, by_b) = (
+        count("redplane: flows"),
+        count("redplane: flows judged by Checker B (witness)"),
+    );
+    assert!(
+        by_b > 0 && by_b <= flows,
+        "seed {seed}: {:?}",
+        judgement.judged
+    );
+    let ops = count("redplane: operations");
+    (violations, ops as usize)
 }
 
 /// The short campaign: a few seeds, each with random crashes, link flaps

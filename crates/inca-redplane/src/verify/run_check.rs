@@ -76,6 +76,8 @@ pub struct RunReport {
     pub lost_outputs: usize,
     /// Flows Checker A judged.
     pub checker_a_flows: usize,
+    /// Operations of the flows Checker A judged.
+    pub checker_a_ops: usize,
     /// Flows Checker B judged (every complete one).
     pub checker_b_flows: usize,
     /// Flows a checker could not decide (over the recorder's cap, budget).
@@ -194,6 +196,7 @@ impl RpVisitor for JudgeVisit<'_, '_> {
             judge.verdict("Checker B", key, flow, &ops, &b);
             if judge.all_a || ops.len() <= A_SMALL_OPS {
                 judge.report.checker_a_flows += 1;
+                judge.report.checker_a_ops += ops.len();
                 let a = check_a(&spec, &ops, A_CAMPAIGN_BUDGET);
                 judge.verdict("Checker A", key, flow, &ops, &a);
             }
