@@ -41,7 +41,7 @@ pub struct ExoChecks;
 impl RunCheck for ExoChecks {
     fn judge(&self, sim: &Simulation) -> Judgement {
         let mut j = Judgement::default();
-        let out = &mut j.violations;
+        let mut out = Vec::new();
         let mut devices = Vec::new();
         for i in 0..sim.node_count() as u32 {
             if let Some(d) = sim.node::<Switch<ExoDevice>>(NodeId(i)) {
@@ -56,10 +56,7 @@ impl RunCheck for ExoChecks {
             };
             let name = sim.node_name(NodeId(i));
             let p = sw.program();
-            let judged = &mut j.judged;
-            *judged
-                .entry("exoplane: flow-manager hits (P1)".into())
-                .or_default() += p.counters().fm_hits;
+            j.count("exoplane: flow-manager hits (P1)", p.counters().fm_hits);
             let p1 = p.counters().p1_violations;
             if p1 > 0 {
                 out.push(format!("{name}: {p1} P1 violations"));
@@ -67,28 +64,26 @@ impl RunCheck for ExoChecks {
             }
             let Some(hub) = p.hub() else { continue };
             let log = hub.op_log();
-            *judged
-                .entry("exoplane: hub op-log entries (P3, P4)".into())
-                .or_default() += log.records().count() as u64;
+            j.count(
+                "exoplane: hub op-log entries (P3, P4)",
+                log.records().count() as u64,
+            );
             // A bounded log forgets its oldest records: say how many went
             // unjudged.
-            *judged
-                .entry("exoplane: op-log entries evicted unjudged".into())
-                .or_default() += log.evicted();
-            if let Err(v) = check_p3(hub.op_log(), p.t_flush()) {
+            j.count("exoplane: op-log entries evicted unjudged", log.evicted());
+            if let Err(v) = check_p3(log, p.t_flush()) {
                 out.push(format!("{name}: P3 at {} ns: {}", v.at, v.what));
             }
-            if let Err(v) = check_p4_log(hub.op_log()) {
+            if let Err(v) = check_p4_log(log) {
                 out.push(format!("{name}: P4 at {} ns: {}", v.at, v.what));
             }
             if p.converged_check() {
-                back_up(name, hub, &devices, out);
-                let cells = converged(name, sw, hub, &devices, out);
-                *judged
-                    .entry("exoplane: counter cells compared (P6)".into())
-                    .or_default() += cells;
+                back_up(name, hub, &devices, &mut out);
+                let cells = converged(name, sw, hub, &devices, &mut out);
+                j.count("exoplane: counter cells compared (P6)", cells);
             }
         }
+        j.violations = out;
         j
     }
 }

@@ -481,6 +481,39 @@ fn d_drain(d: &mut Daemon) -> Vec<DaemonOutput> {
     std::iter::from_fn(|| d.poll_output()).collect()
 }
 
+/// Gives the daemon flow `u`'s entry and the tenant entry (version 1, by
+/// WRITE_APPLY with request ids from `first_req`), the device acknowledging
+/// each, so `u` is promotable.
+fn give_flow_entries(d: &mut Daemon, u: &UnionKey, first_req: u64) {
+    for (j, (obj, key)) in [(FLOW_OBJ, u.0.clone()), (TENANT_OBJ, vec![1])]
+        .into_iter()
+        .enumerate()
+    {
+        let rec = EntryRec {
+            op: WriteOp::Upsert,
+            obj,
+            key,
+            value: vec![],
+            version: 1,
+        };
+        d.handle(
+            0,
+            DaemonInput::FromHub {
+                req_id: first_req + j as u64,
+                msg: HubMsg::WriteApply {
+                    app: APP,
+                    entries: vec![rec],
+                },
+            },
+        );
+        for o in d_drain(d) {
+            if let DaemonOutput::Device { id, .. } = o {
+                d.handle(0, DaemonInput::DeviceAck { id, ok: true });
+            }
+        }
+    }
+}
+
 #[test]
 fn setup_buffers_sixteen_frames_and_releases_them_on_the_ack() {
     let mut d = daemon();
@@ -612,33 +645,7 @@ fn applies_in_version_order_and_answers_after_the_device_ack() {
 fn reports_once_per_window_exactly_at_theta_and_only_promotable_flows() {
     let mut d = daemon();
     let (u, stranger) = (uk(1, 1), uk(2, 2));
-    for (i, (obj, key)) in [(FLOW_OBJ, u.0.clone()), (TENANT_OBJ, vec![1])]
-        .into_iter()
-        .enumerate()
-    {
-        let rec = EntryRec {
-            op: WriteOp::Upsert,
-            obj,
-            key,
-            value: vec![],
-            version: 1,
-        };
-        d.handle(
-            0,
-            DaemonInput::FromHub {
-                req_id: i as u64,
-                msg: HubMsg::WriteApply {
-                    app: APP,
-                    entries: vec![rec],
-                },
-            },
-        );
-        for o in d_drain(&mut d) {
-            if let DaemonOutput::Device { id, .. } = o {
-                d.handle(0, DaemonInput::DeviceAck { id, ok: true });
-            }
-        }
-    }
+    give_flow_entries(&mut d, &u, 0);
     d_drain(&mut d);
     let count_reports = |d: &mut Daemon| {
         d_drain(d)
@@ -846,33 +853,7 @@ fn a_late_report_is_rated_from_when_the_data_plane_counted_it() {
     let mut d = daemon();
     let flows = [uk(1, 1), uk(1, 2)];
     for (i, u) in flows.iter().enumerate() {
-        for (j, (obj, key)) in [(FLOW_OBJ, u.0.clone()), (TENANT_OBJ, vec![1])]
-            .into_iter()
-            .enumerate()
-        {
-            let rec = EntryRec {
-                op: WriteOp::Upsert,
-                obj,
-                key,
-                value: vec![],
-                version: 1,
-            };
-            d.handle(
-                0,
-                DaemonInput::FromHub {
-                    req_id: (10 * i + j) as u64,
-                    msg: HubMsg::WriteApply {
-                        app: APP,
-                        entries: vec![rec],
-                    },
-                },
-            );
-            for o in d_drain(&mut d) {
-                if let DaemonOutput::Device { id, .. } = o {
-                    d.handle(0, DaemonInput::DeviceAck { id, ok: true });
-                }
-            }
-        }
+        give_flow_entries(&mut d, u, 10 * i as u64);
     }
     d_drain(&mut d);
     let elapsed = |d: &mut Daemon| -> Vec<u32> {

@@ -529,12 +529,17 @@ impl Clock {
         if s.count.is_some_and(|c| self.sent >= c) {
             return None;
         }
+        let t = self.due(s);
+        (s.stop.is_none_or(|stop| t < stop) && t != Nanos::MAX).then_some(t)
+    }
+
+    /// When the next packet is due, ignoring the schedule's stop and count.
+    fn due(&self, s: &Schedule) -> Nanos {
         let offset = s
             .pace
             .offset(self.sent - self.base_sent, self.bits - self.base_bits)
             / Nanos::from(self.speed.max(1));
-        let t = self.origin.saturating_add(offset);
-        (s.stop.is_none_or(|stop| t < stop) && t != Nanos::MAX).then_some(t)
+        self.origin.saturating_add(offset)
     }
 
     pub(crate) fn advance(&mut self, len: usize) {
@@ -549,11 +554,7 @@ impl Clock {
     /// it stays due at the workload's start).
     pub(crate) fn rebase(&mut self, at: Nanos, speed: u32, s: &Schedule) {
         let speed = speed.max(1);
-        let offset = s
-            .pace
-            .offset(self.sent - self.base_sent, self.bits - self.base_bits)
-            / Nanos::from(self.speed);
-        let due = self.origin.saturating_add(offset);
+        let due = self.due(s);
         if self.sent > 0 {
             let left = u128::from(due.saturating_sub(at)) * u128::from(self.speed);
             let left = Nanos::try_from(left / u128::from(speed)).unwrap_or(Nanos::MAX);
