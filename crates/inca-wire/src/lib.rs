@@ -15,6 +15,7 @@
 //! - [`builder`] — whole frames: UDP, TCP and RoCEv2 WRITE/READ/response/ACK.
 //! - [`exoplane`] — ExoPlane shim, merge body and control protocol.
 //! - [`redplane`] — RedPlane request/ack/chain messages, serial numbers, frames.
+//! - [`swish`] — SwiSh common header and its SRO, EWO and SDW bodies.
 //! - [`udp_frame`] — the one parser of whole Ethernet/IPv4/UDP frames.
 //! - [`probe`] — the traffic generators' probe header (flow, sequence, send time).
 //! - [`pcap`] — pcap writer, pcap/pcapng reader.
@@ -39,6 +40,7 @@ pub mod pktgen;
 pub mod probe;
 pub mod redplane;
 pub mod roce;
+pub mod swish;
 pub mod tcp;
 pub mod telemetry;
 pub mod toeplitz;

@@ -1,0 +1,24 @@
+//! SwiSh (specs/swish.md; Zeno et al., NSDI'23): data-plane programs on
+//! several switch pipes share variables, replicated by the switches
+//! themselves, with one of three consistency classes:
+//!
+//! - **SRO** (strong, read-optimised): linearizable; reads are local unless
+//!   a write to the key is in flight, writes go through chain replication
+//!   on the switch CPUs (§5.2);
+//! - **EWO** (eventual, write-optimised): local reads and writes, replicas
+//!   converge through idempotent CRDT merges (§5.3);
+//! - **SDW** (strong delayed writes): updates batched into windows, reads
+//!   see a snapshot every replica agrees on (§5.4–§5.6).
+//!
+//! A replica is one **pipe** of a switch (§2). [our choice] inca models
+//! each pipe as its own switch device running a SwiSh program, with its
+//! own registers, generator streams and CPU; two pipes of one switch are
+//! two devices joined by an internal link of tens of nanoseconds (the
+//! issue's correction to the spec's 0.5 µs loopback).
+//!
+//! - [`addr`] — how replicas name and reach each other: rid, IPv4, MAC,
+//!   the local port toward each peer, and the UDP frames between them.
+//!
+//! The wire formats are in `inca_wire::swish`.
+
+pub mod addr;
