@@ -2,30 +2,15 @@
 //! requests and acks we build: a pcap with a LEASE_RENEW write carrying a
 //! piggybacked IPv4 packet, its RENEW_ACK, a MIGRATE_ACK with a value, and a
 //! HEAD_ANNOUNCE is run through tshark. Skips (with the reason) when tshark
-//! is not installed or INCA_SKIP_TSHARK=1.
+//! is not installed or INCA_SKIP_TSHARK=1 (tests/dissect).
 
-use std::net::Ipv4Addr;
-use std::path::Path;
-use std::process::Command;
+mod dissect;
 
 use inca_wire::redplane::*;
-use inca_wire::PcapWriter;
+use std::net::Ipv4Addr;
 
 #[test]
 fn tshark_dissects_redplane_with_the_lua_script() {
-    if std::env::var("INCA_SKIP_TSHARK").as_deref() == Ok("1") {
-        println!("skipped: INCA_SKIP_TSHARK=1, RedPlane dissector check not run");
-        return;
-    }
-    if Command::new("tshark")
-        .arg("-v")
-        .output()
-        .map(|o| !o.status.success())
-        .unwrap_or(true)
-    {
-        println!("skipped: tshark not found on PATH (apt-get install tshark)");
-        return;
-    }
     let sw = Ipv4Addr::new(10, 1, 0, 1);
     let st = Ipv4Addr::new(10, 9, 0, 1);
     let key = [10, 0, 0, 5, 0x30, 0x39];
@@ -90,56 +75,24 @@ fn tshark_dissects_redplane_with_the_lua_script() {
         )
         .unwrap(),
     ];
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("inca-wire-{}-redplane.pcap", std::process::id()));
-    let mut w = PcapWriter::create(&path).unwrap();
-    for (i, f) in frames.iter().enumerate() {
-        w.write(1_700_000_000_000_000_000 + i as u64 * 1000, f)
-            .unwrap();
-    }
-    w.finish().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/wireshark/redplane.lua");
-    let out = Command::new("tshark")
-        .arg("-n")
-        .arg("-r")
-        .arg(&path)
-        .args(["-X", &format!("lua_script:{}", script.display())])
-        .args([
-            "-T",
-            "fields",
-            "-E",
-            "separator=\t",
-            "-E",
-            "occurrence=a",
-            "-E",
-            "aggregator=,",
-        ])
-        .args([
-            "-e",
-            "redplane.req_type",
-            "-e",
-            "redplane.ack_type",
-            "-e",
-            "redplane.seq",
-        ])
-        .args([
-            "-e",
-            "redplane.key",
-            "-e",
-            "redplane.value",
-            "-e",
-            "redplane.piggyback_len",
-        ])
-        .args(["-e", "redplane.new_head", "-e", "udp.dstport"])
-        .output()
-        .expect("run tshark");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && !stderr.contains("Lua: Error"),
-        "tshark failed: {stderr}"
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    let fields = [
+        "redplane.req_type",
+        "redplane.ack_type",
+        "redplane.seq",
+        "redplane.key",
+        "redplane.value",
+        "redplane.piggyback_len",
+        "redplane.new_head",
+        "udp.dstport",
+    ];
+    let Some(rows) = dissect::dissect("redplane.lua", &frames, &fields) else {
+        return;
+    };
+    let text = format!("{rows:?}");
+    let rows: Vec<Vec<&str>> = rows
+        .iter()
+        .map(|r| r.iter().map(String::as_str).collect())
+        .collect();
     assert_eq!(rows.len(), 4, "{text}");
     // Request: type 1, seq 4097, key, value, a 33-byte piggyback (IPv4 20 + UDP 8 + 5), inner UDP 53.
     assert_eq!(
