@@ -53,6 +53,13 @@ pub struct CampaignConfig {
     pub insert_order: InsertOrder,
     /// Random faults drawn from the seed (see the module documentation).
     pub random_faults: bool,
+    /// Server 1's link silently loses every frame for this long, starting a
+    /// tenth into the operations (before server 0's crash, if any, so that
+    /// lookups then depend on server 1's DRAM): longer than the agent's retry budget
+    /// (about 195 ms, [`crate::switch::cp_agent::MAX_RETRIES`]) and shorter
+    /// than three missed heartbeats, so only a write that gives up can tell
+    /// the control plane the server missed it.
+    pub silence: Option<Nanos>,
 }
 
 impl CampaignConfig {
@@ -67,6 +74,7 @@ impl CampaignConfig {
             failover: true,
             insert_order: InsertOrder::Shielded,
             random_faults: false,
+            silence: None,
         }
     }
 }
@@ -94,6 +102,8 @@ pub struct CampaignStats {
     pub cache_changes: u64,
     /// Server recoveries.
     pub recoveries: u64,
+    /// Table writes that exhausted their retries.
+    pub write_give_ups: u64,
     /// Highest table load factor seen at the end, per mille.
     pub load_permille: u64,
 }
@@ -248,6 +258,17 @@ fn run_campaign(c: &CampaignConfig, injected: &mut Injected) -> Result<CampaignS
         rig.sim.schedule(t0 + span * 2 / 5, Fault::Crash(s0));
         rig.sim.schedule(t0 + span * 11 / 20, Fault::Restart(s0));
     }
+    if let (Some(len), Some(&link)) = (c.silence, rig.server_links.get(1)) {
+        let window = rig.sim.window_id();
+        let set = inca_sim::link::Impairment {
+            loss: Some(inca_sim::link::LossModel::Bernoulli { p: 1.0 }),
+            ..Default::default()
+        };
+        rig.sim
+            .schedule(t0 + span / 10, Fault::Impair { link, window, set });
+        rig.sim
+            .schedule(t0 + span / 10 + len, Fault::Unimpair { link, window });
+    }
     if c.random_faults {
         let plan = fault_plan(&rig, t0, span);
         inca_sim::random_faults::schedule(&plan, &mut rig.sim, c.seed);
@@ -306,6 +327,7 @@ fn run_campaign(c: &CampaignConfig, injected: &mut Injected) -> Result<CampaignS
         refused: tea.cp_stats().ops_refused,
         cache_changes: tea.cp_stats().cache_changes,
         recoveries: tea.cp_stats().recoveries,
+        write_give_ups: tea.cp_stats().write_give_ups,
         ..CampaignStats::default()
     };
     if let Some(ts) = ts {

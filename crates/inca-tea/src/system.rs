@@ -89,6 +89,11 @@ impl System for TeaSystem {
                 about: "tea-lookup with random faults drawn from the seed on top: link flaps, impairment windows (loss, duplication, reordering, jitter), partitions and pauses of the DRAM servers",
                 run_seed: |seed| lookup_seed(seed, true),
             },
+            BuiltinCampaign {
+                name: "tea-silence",
+                about: "tea-lookup (3,000 operations) with server 1's link silently losing every frame for 205 ms — longer than the agent's retry budget, shorter than three heartbeats — before server 0 crashes: a write that gives up must mark its server down and have it reloaded",
+                run_seed: silence_seed,
+            },
         ]
     }
 
@@ -99,10 +104,32 @@ impl System for TeaSystem {
 
 /// One seed of `tea-lookup` (`tea-lookup-faults` with `random_faults`).
 fn lookup_seed(seed: u64, random_faults: bool) -> Result<SeedResult, CampaignError> {
-    let config = CampaignConfig {
+    seed_result(CampaignConfig {
         random_faults,
         ..CampaignConfig::new(seed, 300)
-    };
+    })
+}
+
+/// One seed of `tea-silence`: besides the lookups, every write that gave
+/// up must have been followed by a reload of its server (one recovery for
+/// it, one for server 0's crash).
+fn silence_seed(seed: u64) -> Result<SeedResult, CampaignError> {
+    let mut r = seed_result(CampaignConfig {
+        silence: Some(205_000_000),
+        ..CampaignConfig::new(seed, 3_000)
+    })?;
+    let give_ups = r.judged.get("tea: writes given up").copied().unwrap_or(0);
+    let recoveries = r.judged.get("tea: server recoveries").copied().unwrap_or(0);
+    if r.violations.is_empty() && give_ups > 0 && recoveries < 2 {
+        r.violations.push(format!(
+            "seed {seed}: {give_ups} writes gave up but the silent server was never reloaded"
+        ));
+    }
+    Ok(r)
+}
+
+fn seed_result(config: CampaignConfig) -> Result<SeedResult, CampaignError> {
+    let seed = config.seed;
     let (result, injected) = lookup_campaign_faulted(&config);
     let mut judged = std::collections::BTreeMap::new();
     let (violations, notes) = match result {
@@ -110,6 +137,10 @@ fn lookup_seed(seed: u64, random_faults: bool) -> Result<SeedResult, CampaignErr
             {
                 judged.insert("tea: lookups checked".to_string(), stats.lookups);
                 judged.insert("tea: table operations".to_string(), stats.commits);
+                if config.silence.is_some() {
+                    judged.insert("tea: writes given up".to_string(), stats.write_give_ups);
+                    judged.insert("tea: server recoveries".to_string(), stats.recoveries);
+                }
                 Vec::new()
             },
             vec![format!(

@@ -49,3 +49,27 @@ fn long_campaign() {
         eprintln!("seed {seed}: {s:?}");
     }
 }
+
+/// Issue 20 item 5: a server whose link silently loses every frame for
+/// longer than the agent's retry budget, but not long enough to miss three
+/// heartbeats, misses the writes sent meanwhile; server 0 crashes later,
+/// so lookups then depend on server 1's DRAM. A write that exhausts its
+/// retries must mark the server down, so that it is reloaded when it
+/// answers again; otherwise lookups served from its stale DRAM are wrong.
+#[test]
+fn a_write_that_gives_up_marks_the_server_down_and_reloads_it() {
+    for seed in 1..=2 {
+        let c = CampaignConfig {
+            silence: Some(205_000_000),
+            ..CampaignConfig::new(seed, 3_000)
+        };
+        println!("seed {seed}");
+        let s = lookup_campaign_with(&c).unwrap_or_else(|v| panic!("{v}"));
+        eprintln!("seed {seed}: {s:?}");
+        assert!(s.write_give_ups > 0, "no write gave up: {s:?}");
+        assert!(
+            s.recoveries >= 2,
+            "the silent server was never reloaded: {s:?}"
+        );
+    }
+}

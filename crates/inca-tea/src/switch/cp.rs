@@ -109,6 +109,9 @@ pub struct CpStats {
     pub recoveries: u64,
     /// Servers declared down.
     pub server_downs: u64,
+    /// Table writes that exhausted their retries (each marks its server
+    /// down).
+    pub write_give_ups: u64,
     /// Hot-key digests handled.
     pub hot_digests: u64,
     /// Cache installs or replacements.

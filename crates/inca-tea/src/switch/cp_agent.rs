@@ -154,7 +154,16 @@ impl<N: TeaNf> TeaSwitch<N> {
             Timeout::GaveUp(t) => t,
         };
         match t.purpose {
-            Purpose::Write => self.write_done(id),
+            // The server may have missed the write (its link silently
+            // losing frames for longer than the retry budget, shorter than
+            // three heartbeats): mark it down, so that it is reloaded from
+            // the mirror when it answers again, and count the write done
+            // as a down server's writes are (issue 20 item 5).
+            Purpose::Write => {
+                self.cp.stats.write_give_ups += 1;
+                self.write_done(id);
+                self.server_down(t.sid, cp);
+            }
             // A setup or reload that cannot finish: the server is down
             // until it answers a heartbeat or says HELLO again.
             Purpose::Alloc { .. } | Purpose::SetupQp { .. } | Purpose::Reload { .. } => {
