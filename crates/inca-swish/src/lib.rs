@@ -18,7 +18,13 @@
 //!
 //! - [`addr`] — how replicas name and reach each other: rid, IPv4, MAC,
 //!   the local port toward each peer, and the UDP frames between them.
+//! - [`readout`] — experiment 1 (§8.2): a sketch read through the control
+//!   plane against a generator walk in the data plane.
+//! - [`system`] — SwiSh as an inca system: its programs in `inca check` and
+//!   scenarios.
 //!
 //! The wire formats are in `inca_wire::swish`.
 
 pub mod addr;
+pub mod readout;
+pub mod system;

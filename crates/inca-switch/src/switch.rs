@@ -224,6 +224,10 @@ pub struct Switch<P: Program> {
     timer_at: Option<Nanos>,
     /// The recirculation port's transmitter.
     recirculation: LineClock,
+    /// When the generator port is free for its next packet: every stream
+    /// and batch shares the one port, so together they never exceed its
+    /// rate (a batch fired while another is emitting waits its turn).
+    gen_free: Nanos,
     /// When a run-to-completion device's core is free for the next packet.
     core_free: Nanos,
     /// Bytes waiting for a run-to-completion core.
@@ -251,6 +255,7 @@ impl<P: Program> Switch<P> {
         Ok(Switch {
             tm: TrafficManager::new(dp.ports, dp.port_rate_bps, dp.buffer_bytes),
             pktgen: PacketGenerator::new(profile.features.pktgen_streams, dp.ports),
+            gen_free: 0,
             ports_up: vec![true; usize::from(dp.ports)],
             stats: SwitchStats {
                 ports: vec![PortCounters::default(); usize::from(dp.ports)],
@@ -502,13 +507,25 @@ impl<P: Program> Switch<P> {
                 packet,
             } => {
                 let rate = self.profile.data_path.port_rate_bps;
+                if now < self.gen_free {
+                    let at = self.gen_free;
+                    let event = Event::GenPacket {
+                        stream,
+                        epoch,
+                        batch,
+                        packet,
+                    };
+                    self.schedule(at, event);
+                    return;
+                }
                 let Some(s) = self.pktgen.current(stream, epoch) else {
                     return;
                 };
                 let frame = s.frame(stream, packet);
                 let more = packet + 1 < s.config.batch_size;
+                let gap = serialisation(frame.len() + WIRE_OVERHEAD_BYTES, rate);
+                self.gen_free = now + gap;
                 if more {
-                    let gap = serialisation(frame.len() + WIRE_OVERHEAD_BYTES, rate);
                     self.schedule(
                         now + gap,
                         Event::GenPacket {
@@ -1079,6 +1096,7 @@ impl<P: Program> Device for Switch<P> {
         self.pipeline.clear();
         self.timer_at = None;
         self.recirculation.reset(0);
+        self.gen_free = 0;
         self.core_free = 0;
         self.input_backlog = 0;
         self.punts_in_flight = 0;

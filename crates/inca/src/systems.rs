@@ -18,6 +18,7 @@ pub fn all() -> Vec<Arc<dyn System>> {
         Arc::new(inca_redplane::system::RedPlaneSystem),
         Arc::new(inca_tea::system::TeaSystem),
         Arc::new(inca_exoplane::system::ExoPlaneSystem),
+        Arc::new(inca_swish::system::SwishSystem),
     ]
 }
 
