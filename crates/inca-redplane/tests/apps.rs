@@ -284,6 +284,29 @@ fn sync_counter_stamps_distinct_increasing_counts_like_its_spec() {
     assert_eq!(counts, vec![1, 2, 3]);
 }
 
+/// The windowed Checker A treats Sync-Counter's lost packets of one effect
+/// class as interchangeable: every IPv4 packet must take every state to the
+/// same next state (class 1), anything else to itself (class 0).
+#[test]
+fn sync_counter_packets_of_one_effect_class_step_alike() {
+    let app = SyncCounter::new();
+    let a = udp([10, 0, 0, 1], 1000, [192, 0, 2, 1], 80, &[0; 40]);
+    let b = udp([10, 0, 0, 9], 2000, [192, 0, 2, 7], 53, &[7; 12]);
+    let junk = vec![0xFFu8; 30];
+    assert_eq!(app.spec_effect_class(&a), Some(1));
+    assert_eq!(app.spec_effect_class(&b), Some(1));
+    assert_eq!(app.spec_effect_class(&junk), Some(0));
+    for n in [0u32, 1, 41, 0xFFFF_FFFE, 0xFFFF_FFFF] {
+        let s = n.to_be_bytes();
+        assert_eq!(
+            app.spec_step(&s, &a).1,
+            app.spec_step(&s, &b).1,
+            "state {n}"
+        );
+        assert_eq!(app.spec_step(&s, &junk).1, s.to_vec(), "state {n}");
+    }
+}
+
 #[test]
 fn firewall_admits_inbound_only_after_outbound_syn() {
     let mut r = Rig::new(RpFirewall::new([10, 0, 0, 0], 8));

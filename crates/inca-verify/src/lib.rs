@@ -4,6 +4,9 @@
 //! - [`linearizability`] — is a recorded history of operations (inputs,
 //!   invocation and response times, outputs) linearizable against a
 //!   sequential specification? Wing–Gong search with memoisation.
+//! - [`windowed`] — the same question window by window, cut where the
+//!   history is quiescent, carrying every state a window can end in: long
+//!   histories at the cost of their windows.
 //! - [`history`] — per-key histories of calls recorded across devices,
 //!   checked key by key (what a linearizable key-value service reports).
 //! - [`model`] — explicit-state model checking: breadth-first exploration
@@ -16,7 +19,7 @@
 //!   finds.
 //!
 //! Module dependencies point one way: `campaign_results` ← `run_check`,
-//! `campaign`; `linearizability` ← `history`; `model` stands alone.
+//! `campaign`; `linearizability` ← `history`, `windowed`; `model` stands alone.
 
 pub mod campaign;
 pub mod campaign_results;
@@ -24,6 +27,7 @@ pub mod history;
 pub mod linearizability;
 pub mod model;
 pub mod run_check;
+pub mod windowed;
 
 pub use campaign::{run_campaign, SeedFailure};
 pub use campaign_results::{CampaignSummary, KindTally, SeedResult};

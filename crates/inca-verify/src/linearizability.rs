@@ -31,6 +31,14 @@ pub trait Spec {
     fn init(&self) -> Self::State;
     /// One step: the output and the next state.
     fn step(&self, state: &Self::State, input: &Self::Input) -> (Self::Output, Self::State);
+    /// Inputs that take every state to the same next state may share a
+    /// class (Sync-Counter's packets all add one); the windowed checker then
+    /// treats unanswered operations of one class, invoked before a window,
+    /// as interchangeable. `None` (the default): a class of its own.
+    fn effect_class(&self, input: &Self::Input) -> Option<u64> {
+        let _ = input;
+        None
+    }
 }
 
 /// One operation of a recorded history, as the checker sees it.

@@ -36,6 +36,13 @@ pub trait SpecModel {
     fn spec_key(&self, input: &[u8]) -> Option<Vec<u8>>;
     /// One step: the outputs and the next state.
     fn spec_step(&self, state: &[u8], input: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>);
+    /// Inputs that take every state to the same next state may share a
+    /// class ([`inca_verify::linearizability::Spec::effect_class`]); `None`
+    /// (the default): a class of its own.
+    fn spec_effect_class(&self, input: &[u8]) -> Option<u64> {
+        let _ = input;
+        None
+    }
 }
 
 /// Parses an input frame for a spec model (None: not IPv4).

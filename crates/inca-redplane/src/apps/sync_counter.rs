@@ -160,4 +160,10 @@ impl SpecModel for SyncCounter {
         Self::stamp(&mut f, &p, n);
         (vec![from_l3(&f, &p)], n.to_be_bytes().to_vec())
     }
+
+    /// Every IPv4 packet adds one (class 1); anything else changes nothing
+    /// (class 0).
+    fn spec_effect_class(&self, input: &[u8]) -> Option<u64> {
+        Some(u64::from(spec_parse(input).is_some()))
+    }
 }

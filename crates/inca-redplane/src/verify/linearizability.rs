@@ -56,6 +56,10 @@ impl<A: crate::apps::SpecModel + ?Sized> Spec for AppSpec<'_, A> {
         let (out, next) = self.app.spec_step(state, input);
         (out, next)
     }
+
+    fn effect_class(&self, input: &Vec<u8>) -> Option<u64> {
+        self.app.spec_effect_class(input)
+    }
 }
 
 impl<A: crate::apps::SpecModel + ?Sized> DecodeState for AppSpec<'_, A> {
@@ -139,6 +143,18 @@ pub const A_BUDGET: usize = inca_verify::linearizability::BUDGET;
 /// it; ops without one may be linearised (any output) or left out.
 pub fn check_a<M: Spec>(m: &M, ops: &[Op<M::Input, M::Output>], budget: usize) -> Verdict {
     inca_verify::linearizability::check(m, ops, budget)
+}
+
+/// Checker A window by window ([`inca_verify::windowed`]): the same
+/// verdicts as [`check_a`], cut where the flow is quiescent, with `budget`
+/// search nodes per window — so a long flow costs its windows, not its
+/// length. What campaigns run on every flow.
+pub fn check_a_windowed<M: Spec>(
+    m: &M,
+    ops: &[Op<M::Input, M::Output>],
+    budget: usize,
+) -> inca_verify::windowed::Windowed {
+    inca_verify::windowed::check_windowed(m, ops, budget, inca_verify::windowed::MAX_FRONTIER)
 }
 
 /// Checker B: the witness checker of §6.3, steps 1–5.
