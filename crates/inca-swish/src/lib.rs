@@ -18,7 +18,11 @@
 //!
 //! - [`addr`] — how replicas name and reach each other: rid, IPv4, MAC,
 //!   the local port toward each peer, and the UDP frames between them.
+//! - [`sro`] — SRO with the NAT (§5.2, §7): the switch program, its CPU
+//!   side on `inca_chain`, fail-stop reconfiguration, a rig and the S1–S6
+//!   checks.
 //!
 //! The wire formats are in `inca_wire::swish`.
 
 pub mod addr;
+pub mod sro;

@@ -307,21 +307,15 @@ fn ipv4_frame(frame: &[u8]) -> Result<Ipv4Packet<&[u8]>> {
     Ipv4Packet::new_checked(&frame[ETH_LEN..])
 }
 
-/// The read-from-tail tunnel: `frame` (untagged Ethernet/IPv4) with its IP
-/// packet wrapped, unmodified, in an outer IPv4 header from `src` to `dst`
-/// with protocol 4, TOS copied from the inner header and TTL 64 (RFC 2003
-/// §3.1). Ethernet padding after the inner packet is dropped.
-pub fn encapsulate(frame: &[u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<Vec<u8>> {
-    let inner = ipv4_frame(frame)?;
-    let inner_len = usize::from(inner.total_len());
+/// The outer IPv4 header of the read-from-tail tunnel for an inner packet of
+/// `inner_len` bytes with TOS `tos`: IHL 5, TOS copied, TTL 64, protocol 4,
+/// checksum filled (RFC 2003 §3.1). The data plane inserts it after the
+/// Ethernet header.
+pub fn outer_header(inner_len: usize, tos: u8, src: Ipv4Addr, dst: Ipv4Addr) -> Result<[u8; 20]> {
     let total = u16::try_from(inner_len + MIN_HEADER_LEN)
         .map_err(|_| WireError::OutOfRange("tunnelled packet too long"))?;
-    let mut out = Vec::with_capacity(ETH_LEN + usize::from(total));
-    out.extend_from_slice(&frame[..ETH_LEN]);
-    out.resize(ETH_LEN + MIN_HEADER_LEN, 0);
-    out.extend_from_slice(&frame[ETH_LEN..ETH_LEN + inner_len]);
-    let tos = inner.tos();
-    let mut outer = Ipv4Packet::new_unchecked(&mut out[ETH_LEN..]);
+    let mut h = [0u8; MIN_HEADER_LEN];
+    let mut outer = Ipv4Packet::new_unchecked(&mut h[..]);
     outer.set_header_len(MIN_HEADER_LEN)?;
     outer.set_tos(tos);
     outer.set_total_len(total);
@@ -332,6 +326,20 @@ pub fn encapsulate(frame: &[u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<Vec<u8>
     outer.set_src_addr(src);
     outer.set_dst_addr(dst);
     outer.fill_checksum();
+    Ok(h)
+}
+
+/// The read-from-tail tunnel: `frame` (untagged Ethernet/IPv4) with its IP
+/// packet wrapped, unmodified, in an [`outer_header`] from `src` to `dst`.
+/// Ethernet padding after the inner packet is dropped.
+pub fn encapsulate(frame: &[u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<Vec<u8>> {
+    let inner = ipv4_frame(frame)?;
+    let inner_len = usize::from(inner.total_len());
+    let outer = outer_header(inner_len, inner.tos(), src, dst)?;
+    let mut out = Vec::with_capacity(ETH_LEN + MIN_HEADER_LEN + inner_len);
+    out.extend_from_slice(&frame[..ETH_LEN]);
+    out.extend_from_slice(&outer);
+    out.extend_from_slice(&frame[ETH_LEN..ETH_LEN + inner_len]);
     Ok(out)
 }
 
