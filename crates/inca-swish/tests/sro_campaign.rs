@@ -68,3 +68,27 @@ fn a_head_that_acks_before_the_tail_is_caught() {
     }
     assert_eq!(caught, 4, "S2 must catch an early ack in every run");
 }
+
+/// Non-tail replicas that serve reads from uncommitted entries: when the
+/// head fails after installing an entry that never reaches the others, a
+/// later write of the key commits another value, and the sinks have seen
+/// both (S1). The seeds are runs whose plan fails the head mid-traffic.
+#[test]
+fn reads_without_the_pending_check_are_caught() {
+    for seed in [7, 18, 26, 39] {
+        let p = plan(seed, Broken::NoPendingCheck);
+        assert_eq!(
+            p.failures.first().map(|f| f.0),
+            Some(1),
+            "seed {seed} fails the head"
+        );
+        let r = run_plan(seed, &p).unwrap();
+        println!("seed {seed}: {:?}", r.violations.first());
+        assert!(
+            r.violations.iter().any(|v| v.starts_with("S1")),
+            "seed {seed}: S1 must catch a read of an uncommitted entry"
+        );
+        let ok = run_plan(seed, &plan(seed, Broken::None)).unwrap();
+        assert!(ok.violations.is_empty(), "seed {seed}: {:?}", ok.violations);
+    }
+}

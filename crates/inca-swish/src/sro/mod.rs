@@ -26,11 +26,14 @@
 //! - [`rig`] — a simulated chain of NAT switches with hosts and faults.
 //! - [`checks`] — the §6 properties S1–S6 over a run, and the campaign.
 //! - [`controller`] — fail-stop reconfiguration (head, middle, tail).
+//! - [`latency`] — per-packet NAT latency, read vs update packets (spec
+//!   §8.2 exp. 2), single switch vs a chain.
 
 pub mod checks;
 pub mod controller;
 pub mod cpu;
 pub mod facts;
+pub mod latency;
 pub mod program;
 pub mod rig;
 

@@ -18,9 +18,9 @@ use inca_apps::nat::Translate;
 use inca_apps::params::{ParamError, Params};
 use inca_switch::hash::HashAlgorithm;
 use inca_switch::{
-    AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
-    Handle, MatchKind, Nanos, PacketCtx, ParseError, PortId, Program, RegisterHandle, TableDecl,
-    TableHandle,
+    AccessError, ArrayDecl, CheckHints, ControlEvent, ControlPlane, DataPlane, Declare,
+    DeclareError, Gress, Handle, MatchKind, Nanos, PacketCtx, ParseError, PortId, Program,
+    ProgramReport, RegisterHandle, TableDecl, TableHandle,
 };
 use inca_wire::swish::sro::{self, MsgType, NatKey};
 use inca_wire::swish::{Header, Proto, HEADER_LEN, UDP_PORT};
@@ -458,6 +458,73 @@ impl Program for SroNat {
         let Some(o) = self.objs else { return };
         self.cpu.handle(&self.cfg, &o, event, cp);
     }
+
+    fn report(&self) -> ProgramReport {
+        let c = &self.cpu.counters;
+        let n = self.cpu.node();
+        let counters = [
+            ("sro.tunnelled", self.tunnelled),
+            ("sro.dp_malformed", self.malformed),
+            ("sro.requests", c.requests),
+            ("sro.retransmits", c.retransmits),
+            ("sro.released", c.released),
+            ("sro.ports_returned", c.ports_returned),
+            ("sro.held_full", c.held_full),
+            ("sro.held_packets_full", c.held_packets_full),
+            ("sro.pool_empty", c.pool_empty),
+            ("sro.refused", c.refused),
+            ("sro.sequenced", c.sequenced),
+            ("sro.dup_requests", c.dup_requests),
+            ("sro.cpu_malformed", c.malformed),
+            ("sro.chain_gaps", c.chain_gaps),
+            ("sro.chain_dups", c.chain_dups),
+            ("sro.applied", u64::from(n.applied())),
+            ("sro.committed", u64::from(n.committed())),
+        ];
+        ProgramReport {
+            counters: counters
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            series: Vec::new(),
+        }
+    }
+
+    fn check_hints(&self) -> CheckHints {
+        // Frames that reach the SRO branches: a WRITE and a WRITE_ACK to
+        // this replica, and a read tunnelled to it.
+        let peer = self.cfg.peers.first().copied().unwrap_or(self.cfg.me);
+        let e = crate::sro::cpu::Entry {
+            origin: peer.rid,
+            req: 1,
+            key: NatKey {
+                ip: [10, 1, 0, 1],
+                port: 5000,
+                proto: PROTO_UDP,
+            },
+            value: sro::NatValue {
+                ip: self.cfg.public_ip,
+                port: 1024,
+            },
+            noop: false,
+        };
+        let mut samples = Vec::new();
+        for t in [MsgType::Write, MsgType::WriteAck] {
+            let m = crate::sro::cpu::message(&self.cfg, t, 0, 1, &e);
+            if let Ok(f) = crate::addr::udp_frame(&peer, &self.cfg.me, &m) {
+                samples.push((peer.port, f));
+            }
+        }
+        let inner = crate::sro::rig::flow_packet(1, 0, 0);
+        if let Ok(f) = sro::encapsulate(&inner, peer.ip, self.cfg.me.ip) {
+            samples.push((peer.port, f));
+        }
+        samples.push((self.cfg.inside_port, inner));
+        CheckHints {
+            samples,
+            known: Vec::new(),
+        }
+    }
 }
 
 /// The translation an inside flow's packets get for external endpoint
@@ -467,5 +534,52 @@ pub fn translate_out(ext: Endpoint, outside_port: PortId) -> Translate {
         ip: ext.ip,
         port: ext.port,
         egress: outside_port,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inca_switch::hash::{crc32, HashUnit};
+    use inca_switch::{Profile, Switch};
+
+    #[test]
+    fn the_cpu_and_the_data_plane_hash_keys_alike() {
+        let unit = HashUnit::new(HashAlgorithm::Crc32, 32).unwrap();
+        for f in 0..100u32 {
+            let k = NatKey {
+                ip: f.to_be_bytes(),
+                port: f as u16,
+                proto: 17,
+            }
+            .to_bytes();
+            assert_eq!(unit.hash(&k), u64::from(crc32(&k)));
+        }
+    }
+
+    #[test]
+    fn it_loads_on_a_tofino_and_its_parameters_are_checked() {
+        let p = Params::parse(["rid=2", "chain=1,2,3"]).unwrap();
+        let nat = SroNat::from_params(&p).unwrap();
+        assert_eq!(nat.config().port_range(), 1024 + 21_504..1024 + 2 * 21_504);
+        assert_eq!(nat.config().peers.len(), 2);
+        Switch::new(Profile::tofino(), nat).unwrap();
+        let bad = Params::parse(["rid=4", "chain=1,2,3"]).unwrap();
+        let e = SroNat::from_params(&bad).unwrap_err().to_string();
+        assert!(e.contains("chain"), "{e}");
+        let bad = Params::parse(["chain=1,x"]).unwrap();
+        assert!(SroNat::from_params(&bad).is_err());
+        assert!(serial_gt(1, u32::MAX) && !serial_gt(u32::MAX, 1));
+    }
+
+    #[test]
+    fn the_load_time_check_finds_no_object_reached_twice() {
+        use inca_switch::loadcheck::{load_check, LoadCheckOptions};
+        let p = Params::parse(["rid=2", "chain=1,2,3"]).unwrap();
+        let nat = SroNat::from_params(&p).unwrap();
+        let r = load_check(&Profile::tofino(), nat, LoadCheckOptions::default()).unwrap();
+        println!("{r}");
+        assert!(r.passed(), "{r}");
+        assert!(r.packets > 0);
     }
 }

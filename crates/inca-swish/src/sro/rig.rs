@@ -191,7 +191,7 @@ fn observe(now: Nanos, frame: &[u8]) -> Option<Observation> {
 /// How to build a rig.
 #[derive(Debug, Clone)]
 pub struct RigConfig {
-    /// Replicas in the chain (2 or more).
+    /// Replicas in the chain (1: the single-switch NAT baseline).
     pub replicas: usize,
     /// Run seed.
     pub seed: u64,
@@ -276,8 +276,10 @@ impl Rig {
     /// Builds a rig.
     pub fn new(cfg: &RigConfig) -> Result<Rig, String> {
         let n = cfg.replicas;
-        if n < 2 {
-            return Err(format!("replicas = {n}: a chain needs at least 2"));
+        if n == 0 || n > 64 {
+            return Err(format!(
+                "replicas = {n}: a chain has 1 to 64 replicas (1: the single-switch NAT)"
+            ));
         }
         let facts = Facts::default();
         let chain: Vec<Rid> = (0..n).map(rid_of).collect();
