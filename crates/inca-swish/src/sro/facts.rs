@@ -48,6 +48,26 @@ pub enum Fact {
         /// A NOOP (the key existed; nothing installed).
         noop: bool,
     },
+    /// A replica took up its place in a chain (at start, and when its CPU
+    /// handled the controller's new chain).
+    Role {
+        /// When.
+        t: Nanos,
+        /// The replica.
+        rid: Rid,
+        /// The chain, head first.
+        chain: Vec<Rid>,
+    },
+    /// A joiner's state copy starts after write `seq` (it applies live
+    /// writes from `seq + 1`).
+    Snapshot {
+        /// When.
+        t: Nanos,
+        /// The joiner.
+        rid: Rid,
+        /// The snapshot's seq.
+        seq: u32,
+    },
     /// An origin released held packets with the committed value.
     Release {
         /// When.

@@ -135,6 +135,8 @@ impl SroConfig {
 pub struct RoleEntry {
     /// This replica is the tail (serves every read locally).
     pub is_tail: bool,
+    /// Tunnel every read to the tail (a replica joining, §5.2).
+    pub tunnel_all: bool,
     /// The tail's address (outer destination of tunnelled reads).
     pub tail_ip: Ipv4Addr,
     /// The port toward the tail.
@@ -187,6 +189,8 @@ pub struct SroNat {
     pub malformed: u64,
     /// Reads tunnelled to the tail.
     pub tunnelled: u64,
+    /// WRITE_ACKs that raised nothing, dropped in the data plane.
+    pub acks_absorbed: u64,
 }
 
 impl SroNat {
@@ -211,6 +215,7 @@ impl SroNat {
             cpu,
             malformed: 0,
             tunnelled: 0,
+            acks_absorbed: 0,
         }
     }
 
@@ -305,11 +310,21 @@ impl SroNat {
                 })?;
             }
             Ok(MsgType::WriteAck) => {
-                dp.register(o.acked, 0, |v| {
-                    if serial_gt(seq, *v) {
+                let advanced = dp.register(o.acked, 0, |v| {
+                    let up = serial_gt(seq, *v);
+                    if up {
                         *v = seq;
                     }
+                    up
                 })?;
+                if !advanced {
+                    // Nothing new for the CPU (it saw the ack that raised
+                    // `acked_seq`): absorbed here [our choice], so the
+                    // tail's re-acks of duplicates cost no CPU time.
+                    self.acks_absorbed += 1;
+                    pkt.drop_packet();
+                    return Ok(());
+                }
             }
             Ok(_) => {}
             Err(_) => {
@@ -332,8 +347,8 @@ impl Program for SroNat {
     }
 
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
-        // Action data: is_tail (1) + tail address (32) + port (9).
-        let role = d.table(TableDecl::new("sro_role", MatchKind::Exact, 1, 42, 1))?;
+        // Action data: is_tail (1) + tunnel_all (1) + tail address (32) + port (9).
+        let role = d.table(TableDecl::new("sro_role", MatchKind::Exact, 1, 43, 1))?;
         let hash = d.hash(
             "sro_key_hash",
             HashAlgorithm::Crc32,
@@ -419,7 +434,8 @@ impl Program for SroNat {
             let idx = dp.hash(o.hash, &key)? % self.cfg.pending_slots as u64;
             let acked = dp.register(o.acked, 0, |v| *v)?;
             let pending = dp.register(o.pending, idx, |v| *v)?;
-            if serial_gt(pending, acked) && self.cfg.broken != Broken::NoPendingCheck {
+            let pending = serial_gt(pending, acked) && self.cfg.broken != Broken::NoPendingCheck;
+            if pending || role.tunnel_all {
                 let l3 = usize::from(p.l3);
                 let inner = &pkt.header()[l3..];
                 let (len, tos) = match inner {
@@ -465,6 +481,7 @@ impl Program for SroNat {
         let counters = [
             ("sro.tunnelled", self.tunnelled),
             ("sro.dp_malformed", self.malformed),
+            ("sro.acks_absorbed", self.acks_absorbed),
             ("sro.requests", c.requests),
             ("sro.retransmits", c.retransmits),
             ("sro.released", c.released),

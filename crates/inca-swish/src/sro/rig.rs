@@ -193,6 +193,9 @@ fn observe(now: Nanos, frame: &[u8]) -> Option<Observation> {
 pub struct RigConfig {
     /// Replicas in the chain (1: the single-switch NAT baseline).
     pub replicas: usize,
+    /// Spare replicas, outside the chain until they join at the tail
+    /// (their hosts' packets are tunnelled to the tail meanwhile).
+    pub spares: usize,
     /// Run seed.
     pub seed: u64,
     /// Connections opened.
@@ -226,6 +229,7 @@ impl Default for RigConfig {
         };
         RigConfig {
             replicas: 3,
+            spares: 0,
             seed: 1,
             // About 1,300 connections a second: well under the write
             // ceiling the control-plane costs set (~10k/s at the head).
@@ -258,6 +262,10 @@ pub struct Rig {
     pub chain: Vec<Rid>,
     /// Replicas crashed, with the time.
     pub failed: Vec<(Rid, Nanos)>,
+    /// The chain over time, as the controller set it: (from, chain).
+    pub history: Vec<(Nanos, Vec<Rid>)>,
+    /// A join in progress: (joiner, the tail shadowing it).
+    pub joining: Option<(Rid, Rid)>,
     /// Packets scripted.
     pub scripted: u64,
 }
@@ -275,14 +283,15 @@ pub fn peer_port(i: usize, j: usize) -> PortId {
 impl Rig {
     /// Builds a rig.
     pub fn new(cfg: &RigConfig) -> Result<Rig, String> {
-        let n = cfg.replicas;
-        if n == 0 || n > 64 {
+        let in_chain = cfg.replicas;
+        let n = cfg.replicas + cfg.spares;
+        if in_chain == 0 || n > 64 {
             return Err(format!(
                 "replicas = {n}: a chain has 1 to 64 replicas (1: the single-switch NAT)"
             ));
         }
         let facts = Facts::default();
-        let chain: Vec<Rid> = (0..n).map(rid_of).collect();
+        let chain: Vec<Rid> = (0..in_chain).map(rid_of).collect();
         let mut sim = Simulation::new(cfg.seed, 100_000);
         let mut switches = Vec::new();
         let (mut inside, mut outside) = (Vec::new(), Vec::new());
@@ -311,6 +320,9 @@ impl Rig {
                 .map(|j| ReplicaAddr::conventional(rid_of(j), peer_port(i, j)))
                 .collect();
             let mut sc = SroConfig::new(me, peers, chain.clone());
+            // Every switch, spares too, owns a share of the port space.
+            sc.index = i as u16;
+            sc.replicas = n as u16;
             sc.outside_port = OUTSIDE_PORT;
             sc.inside_port = INSIDE_PORT;
             sc.broken = cfg.broken;
@@ -360,8 +372,10 @@ impl Rig {
             inside,
             outside,
             facts,
+            history: vec![(0, chain.clone())],
             chain,
             failed: Vec::new(),
+            joining: None,
             scripted,
         })
     }

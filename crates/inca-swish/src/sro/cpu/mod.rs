@@ -19,11 +19,13 @@
 //!   WRITE_REQ frame.
 //! - Gaps are dropped (`max_early` = 0 in the chain): strict in-order apply
 //!   as the spec asks; retransmission fills them.
+//! - Joining at the tail (§5.2) is in [`join`].
 //! - Besides the origins' retransmissions, the head resends its whole
 //!   unacked log (go-back-N, `inca_chain`'s resend) when no ack has come
 //!   for T_sro: a write whose origin failed after the head sequenced it has
 //!   nobody else to retransmit it, and the replicas after a gap would wait
-//!   for it forever.
+//!   for it forever. The resend timeout doubles (up to 4·T_sro) while
+//!   nothing commits, so a chain slowed by its CPUs is not flooded.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
@@ -42,10 +44,14 @@ use inca_wire::swish::{flags, HeaderRepr, Proto, GROUP_RID, HEADER_LEN};
 
 use crate::addr::{udp_frame, ReplicaAddr, Rid};
 use crate::sro::facts::Fact;
+
+mod join;
+
 use crate::sro::program::{
     key_of, reverse_key, translate_out, Broken, Objects, RoleEntry, SroConfig, REASON_NEW_FLOW,
     REASON_SRO,
 };
+pub use join::SHADOW;
 
 /// Timer token of the head's log resend (request ids are below 2^32).
 const RESEND_TOKEN: u64 = 1 << 40;
@@ -123,6 +129,9 @@ pub struct Node {
     mine: BTreeMap<u32, (u32, NatValue)>,
     /// The apply sequence (seq order) is recorded as facts.
     me: Rid,
+    /// A shadowing tail: writes applied are kept for the joiner.
+    capture: bool,
+    captured: Vec<(u32, Vec<u8>)>,
 }
 
 /// The CPU's side of one `inca_chain` call.
@@ -237,8 +246,13 @@ pub fn decode(payload: &[u8]) -> Option<(HeaderRepr, u32, Entry)> {
         }),
         noop: h.flags & flags::NOOP != 0,
     };
-    // Only acks may omit the key and value.
-    if (key.is_none() || value.is_none()) && h.msg_type != MsgType::WriteAck as u8 {
+    // Writes and requests carry a key and value; acks and the snapshot's
+    // end marker need none.
+    let needs = matches!(
+        MsgType::from_u8(h.msg_type),
+        Ok(MsgType::WriteReq | MsgType::Write)
+    ) || (h.msg_type == MsgType::SnapWrite as u8 && h.flags & flags::LAST == 0);
+    if needs && (key.is_none() || value.is_none()) {
         return None;
     }
     Some((h, b.seq(), e))
@@ -255,6 +269,8 @@ impl Node {
             last: None,
             mine: BTreeMap::new(),
             me: cfg.me.rid,
+            capture: false,
+            captured: Vec::new(),
         }
     }
 
@@ -287,7 +303,7 @@ impl Node {
     /// Applies write `seq` here: `pending_seq` is already raised (by the
     /// data plane, or the head's register write); installs both table
     /// entries unless a NOOP, remembers it, records the fact.
-    fn install(&mut self, x: &mut Io<'_, '_>, seq: u32, e: &Entry) {
+    fn apply_entry(&mut self, x: &mut Io<'_, '_>, seq: u32, e: &Entry) {
         if !e.noop && !self.table.contains_key(&e.key) {
             let out = translate_out(Endpoint::new(e.value.ip, e.value.port), x.cfg.outside_port);
             let back = Translate {
@@ -312,6 +328,10 @@ impl Node {
         self.last = Some((seq, e.clone()));
         if e.origin == self.me {
             self.mine.insert(e.req, (seq, e.value));
+        }
+        if self.capture {
+            self.captured
+                .push((seq, message(x.cfg, MsgType::Write, 0, seq, e)));
         }
         x.cfg.facts.record(Fact::Applied {
             t: x.cp.now(),
@@ -383,7 +403,7 @@ impl<'a, 'b> ChainNode<Io<'a, 'b>> for Node {
         out
     }
     fn apply(&mut self, x: &mut Io<'a, 'b>, id: u32, entry: &Entry, _payload: &[u8]) {
-        self.install(x, id, entry);
+        self.apply_entry(x, id, entry);
     }
     fn commit(&mut self, _x: &mut Io<'a, 'b>, _entry: &Entry, _at: Commit) {}
     fn release(&mut self, _x: &mut Io<'a, 'b>, _held: ()) {}
@@ -420,6 +440,12 @@ pub struct Cpu {
     next_req: u32,
     pool: PortPool,
     acked: u32,
+    /// The head's log resend: the committed seq it last saw, and its RTO.
+    resend: (u32, Nanos),
+    /// As the tail: the joiner being shadowed.
+    shadow: Option<join::Shadow>,
+    /// As a joiner (not yet in the chain): its progress.
+    joiner: Option<join::Joiner>,
     /// Counters.
     pub counters: CpuCounters,
 }
@@ -441,6 +467,9 @@ impl Cpu {
                 free: Vec::new(),
             },
             acked: 0,
+            resend: (0, cfg.t_sro),
+            shadow: None,
+            joiner: None,
             counters: CpuCounters::default(),
         }
     }
@@ -458,6 +487,20 @@ impl Cpu {
     /// The current chain as this replica knows it.
     pub fn chain(&self) -> &[Rid] {
         &self.chain
+    }
+
+    /// As the tail shadowing a joiner: whether the joiner has acknowledged
+    /// every snapshot entry and every write this replica applied (the
+    /// controller then hands the tail over).
+    pub fn shadow_done(&self) -> bool {
+        self.shadow
+            .as_ref()
+            .is_some_and(|s| s.done(self.node.applied()))
+    }
+
+    /// Whether this replica is a spare waiting to join.
+    pub fn joining(&self) -> bool {
+        self.joiner.is_some()
     }
 
     /// Whether the controller stopped (fenced) this replica.
@@ -510,6 +553,7 @@ impl Cpu {
         let peer = cfg.peers.iter().find(|p| p.rid == tail);
         RoleEntry {
             is_tail: tail == cfg.me.rid,
+            tunnel_all: self.position(cfg.me.rid).is_none(),
             tail_ip: peer.map(|p| p.ip).unwrap_or(cfg.me.ip),
             tail_port: peer.map(|p| p.port).unwrap_or(cfg.outside_port),
         }
@@ -529,6 +573,16 @@ impl Cpu {
         match event {
             ControlEvent::Start => {
                 cp.set_timer(cp.now() + cfg.t_sro, RESEND_TOKEN);
+                cfg.facts.record(Fact::Role {
+                    t: cp.now(),
+                    rid: cfg.me.rid,
+                    chain: self.chain.clone(),
+                });
+                if self.position(cfg.me.rid).is_none() {
+                    // A spare: it joins at the tail when the controller
+                    // attaches it, and tunnels every read meanwhile.
+                    self.joiner = Some(join::Joiner::default());
+                }
                 cp.table_add(
                     objs.role,
                     MatchSpec::Exact(vec![0u8].into()),
@@ -549,17 +603,29 @@ impl Cpu {
             } => {
                 cp.set_timer(cp.now() + cfg.t_sro, RESEND_TOKEN);
                 let now = cp.now();
+                self.shadow_retransmit(cfg, objs, cp);
+                if self.node.committed() != self.resend.0 {
+                    self.resend = (self.node.committed(), cfg.t_sro);
+                }
+                let rto = self.resend.1;
                 if self.is_head(cfg.me.rid) {
                     let (mut io, node) = self.io(cfg, objs, cp);
-                    if node.replica.resend_at(cfg.t_sro).is_some_and(|t| t <= now) {
+                    if node.replica.resend_at(rto).is_some_and(|t| t <= now) {
                         node.resend(&mut io);
+                        // Back off while nothing commits: a chain that is
+                        // slow, not lossy, must not be flooded with resends.
+                        self.resend.1 = (rto * 2).min(cfg.t_sro * 4);
                     }
                 }
             }
             ControlEvent::Timer { token } => self.retransmit(cfg, objs, token as u32, cp),
             ControlEvent::Message(m) if m.kind == SET_CHAIN => self.set_chain(cfg, objs, &m, cp),
+            ControlEvent::Message(m) if m.kind == join::SHADOW => {
+                self.start_shadow(cfg, objs, &m, cp)
+            }
             _ => {}
         }
+        self.shadow_forward(cfg, objs, cp);
         self.release_ready(cfg, cp);
     }
 
@@ -721,7 +787,7 @@ impl Cpu {
         cp.register_write(objs.pending, idx, seq);
         let bytes = message(cfg, MsgType::Write, 0, seq, &e);
         let (mut io, node) = self.io(cfg, objs, cp);
-        node.install(&mut io, seq, &e);
+        node.apply_entry(&mut io, seq, &e);
         if io.successor.is_some() {
             node.append(&mut io, seq, e.clone(), bytes);
             if cfg.broken == Broken::HeadAcksEarly {
@@ -763,6 +829,15 @@ impl Cpu {
                 let (mut io, node) = self.io(cfg, objs, cp);
                 node.receive_update(&mut io, payload, is_tail);
             }
+            Ok(MsgType::Write) if self.joiner.is_some() => {
+                self.joiner_write(cfg, objs, h.src_rid, payload, cp)
+            }
+            Ok(MsgType::SnapWrite) if self.joiner.is_some() => {
+                self.joiner_snapshot(cfg, objs, &h, seq, &e, cp)
+            }
+            Ok(MsgType::SnapAck | MsgType::ShadowAck) if self.shadow.is_some() => {
+                self.shadow_ack(&h, seq, &e)
+            }
             Ok(MsgType::WriteAck) => {
                 if serial_after(seq, self.acked) {
                     self.acked = seq;
@@ -793,18 +868,29 @@ impl Cpu {
             .collect();
         let me = cfg.me.rid;
         if !chain.contains(&me) {
-            self.stopped = true;
+            if self.joiner.is_none() {
+                self.stopped = true;
+            }
             return;
         }
+        let joined = self.joiner.take().is_some();
+        cfg.facts.record(Fact::Role {
+            t: cp.now(),
+            rid: me,
+            chain: chain.clone(),
+        });
         let old_succ = self.io(cfg, objs, cp).0.successor;
         let was_tail = self.is_tail(me);
         let old_tail = self.chain.last().copied();
         self.chain = chain;
         let is_head = self.is_head(me);
         let is_tail = self.is_tail(me);
-        if self.chain.last().copied() != old_tail {
+        if self.chain.last().copied() != old_tail || joined {
             let role = self.role_entry(cfg);
             cp.table_modify(objs.role, MatchSpec::Exact(vec![0u8].into()), role);
+        }
+        if was_tail && !is_tail {
+            self.hand_over(cfg, objs, cp);
         }
         let (mut io, node) = self.io(cfg, objs, cp);
         if io.successor.is_some() && io.successor != old_succ {
