@@ -102,3 +102,30 @@ fn reads_without_the_pending_check_are_caught() {
         "S1 caught reads of uncommitted entries only in {caught:?}"
     );
 }
+
+/// A spare joins at the tail mid-traffic on clean links: it takes over as
+/// tail, and ends with the old tail's table (spec §6 S6).
+#[test]
+fn a_spare_joins_at_the_tail_and_ends_with_its_table() {
+    use inca_swish::sro::checks::{check_run, RunRecord};
+    use inca_swish::sro::rig::{Rig, RigConfig};
+    let cfg = RigConfig {
+        replicas: 2,
+        spares: 1,
+        ..RigConfig::default()
+    };
+    println!("seed {}", cfg.seed);
+    let mut rig = Rig::new(&cfg).unwrap();
+    rig.start_join(3, 12_000_000).unwrap();
+    rig.run_with_controller(100_000_000);
+    assert_eq!(rig.chain, vec![1, 2, 3], "history {:?}", rig.history);
+    let r = RunRecord::of(&rig);
+    let j = check_run(&r, true);
+    assert!(j.violations.is_empty(), "{:#?}", j.violations);
+    let (old, new) = (&r.tables[&2], &r.tables[&3]);
+    assert!(!old.is_empty());
+    assert_eq!(old, new);
+    // Before the handover the joiner served nothing itself.
+    let joiner = rig.switch(3).unwrap().program();
+    assert!(joiner.tunnelled > 0);
+}

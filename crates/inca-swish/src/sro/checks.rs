@@ -406,8 +406,9 @@ pub struct SeedPlan {
 
 /// The random faulty run of `seed` [our choice of ranges, spec §6]: 2 or 3
 /// replicas; every link drops 0–20 %, duplicates 0–10 %, reorders (up to
-/// 50 µs of jitter); in 40 % of the runs one replica (head, middle or
-/// tail) fails during the traffic, in 30 % a spare joins at the tail.
+/// 50 µs of jitter); in 40 % of the runs up to N − 1 replicas (head,
+/// middle or tail) fail during the traffic, in 30 % a spare joins at the
+/// tail.
 pub fn plan(seed: u64, broken: Broken) -> SeedPlan {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5352_4f63);
     let mut rig = RigConfig {
@@ -435,7 +436,15 @@ pub fn plan(seed: u64, broken: Broken) -> SeedPlan {
     let what = rng.gen_range(0.0..1.0);
     let at = rig.start + rng.gen_range(0..rig.traffic);
     if what < 0.4 {
-        failures.push((rng.gen_range(1..=rig.replicas as Rid), at));
+        // Up to N − 1 fail-stops (spec §6), at distinct times.
+        let mut alive: Vec<Rid> = (1..=rig.replicas as Rid).collect();
+        let n = rng.gen_range(1..rig.replicas.max(2));
+        let mut t = at;
+        for _ in 0..n {
+            let victim = alive.remove(rng.gen_range(0..alive.len()));
+            failures.push((victim, t));
+            t += rng.gen_range(0..5_000_000);
+        }
     } else if what < 0.7 {
         rig.spares = 1;
         join = Some((rig.replicas as Rid + 1, at));

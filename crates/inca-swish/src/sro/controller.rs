@@ -39,19 +39,15 @@ impl Rig {
     /// controller tells the tail to shadow it; [`Rig::run_with_controller`]
     /// hands the tail over once the joiner has caught up.
     pub fn start_join(&mut self, rid: Rid, at: Nanos) -> Result<(), String> {
-        let Some(i) = usize::from(rid)
-            .checked_sub(1)
-            .filter(|&i| i < self.switches.len())
-        else {
+        if self.switch(rid).is_none() {
             return Err(format!("no replica {rid}"));
-        };
+        }
         if self.chain.contains(&rid) || self.joining.is_some() {
             return Err(format!("replica {rid} is in the chain or a join is on"));
         }
         let Some(&tail) = self.chain.last() else {
             return Err("no chain to join".into());
         };
-        let _ = i;
         let m = ControlMessage {
             kind: SHADOW,
             body: rid.to_be_bytes().to_vec(),
