@@ -404,7 +404,11 @@ impl Program for SroNat {
             // A read tunnelled to this replica as the tail: unwrap it and
             // serve it like any packet.
             let l3 = usize::from(m.l3);
-            if !pkt.remove_header(l3, 20) {
+            let ihl = pkt
+                .header()
+                .get(l3)
+                .map_or(0, |b| usize::from(b & 0x0F) * 4);
+            if ihl < 20 || !pkt.remove_header(l3, ihl) {
                 self.malformed += 1;
                 pkt.drop_packet();
                 return Ok(());
