@@ -22,9 +22,13 @@
 //!   plane against a generator walk in the data plane.
 //! - [`system`] — SwiSh as an inca system: its programs in `inca check` and
 //!   scenarios.
+//! - [`sro`] — SRO with the NAT (§5.2, §7): the switch program, its CPU
+//!   side on `inca_chain`, fail-stop reconfiguration, a rig and the S1–S6
+//!   checks.
 //!
 //! The wire formats are in `inca_wire::swish`.
 
 pub mod addr;
 pub mod readout;
+pub mod sro;
 pub mod system;

@@ -548,3 +548,44 @@ pub fn exoplane_shim(data: &[u8]) {
         }
     }
 }
+
+/// SwiSh SRO (common header, SRO body, NAT key and value, the IP-in-IP
+/// tunnel): nothing panics, a parsed body re-emits the bytes it came from
+/// (padding zero), and a tunnelled frame unwraps to its inner packet.
+pub fn swish_sro(data: &[u8]) {
+    use inca_wire::swish::sro;
+    use inca_wire::swish::HeaderRepr;
+    if let Ok(h) = HeaderRepr::parse(data) {
+        assert_eq!(&h.to_bytes()[..], &data[..8]);
+        let _ = sro::MsgType::from_u8(h.msg_type);
+    }
+    let body = data.get(8..).unwrap_or(&[]);
+    if let Ok(b) = sro::Body::new_checked(body) {
+        let repr = sro::BodyRepr::parse(&b);
+        assert_eq!(repr.buffer_len(), b.total_len());
+        let bytes = repr.to_vec().expect("a parsed body emits");
+        let again = sro::Body::new_checked(&bytes[..]).expect("an emitted body parses");
+        assert_eq!(sro::BodyRepr::parse(&again), repr);
+        let padding_zero = body[..b.total_len()]
+            .iter()
+            .zip(&bytes)
+            .all(|(a, e)| a == e || *e == 0);
+        assert!(padding_zero, "only padding may differ");
+        if let Ok(k) = sro::NatKey::parse(b.key()) {
+            assert_eq!(&k.to_bytes()[..], b.key());
+        }
+        if let Ok(v) = sro::NatValue::parse(b.value()) {
+            assert_eq!(&v.to_bytes()[..], b.value());
+        }
+    }
+    if let Some(dst) = sro::tunnel_dst(data) {
+        let _ = dst;
+        if let Ok(inner) = sro::decapsulate(data) {
+            assert!(inner.len() + 20 <= data.len());
+            if let Ok(t) = sro::encapsulate(&inner, Ipv4Addr::LOCALHOST, dst) {
+                assert_eq!(sro::decapsulate(&t).ok(), Some(inner));
+            }
+        }
+    }
+    let _ = sro::encapsulate(data, Ipv4Addr::LOCALHOST, Ipv4Addr::BROADCAST);
+}
