@@ -19,6 +19,10 @@
 //! - [`addr`] — how replicas name and reach each other: rid, IPv4, MAC,
 //!   the local port toward each peer, and the UDP frames between them.
 //!
+//! - [`sdw`] — strong delayed writes: the reference model of Algorithm 1,
+//!   the data-plane program (§5.5), its rig and campaign.
+//!
 //! The wire formats are in `inca_wire::swish`.
 
 pub mod addr;
+pub mod sdw;
