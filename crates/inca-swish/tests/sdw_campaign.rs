@@ -13,6 +13,7 @@ fn show(r: &SeedResult) {
 }
 
 fn campaign(seeds: std::ops::Range<u64>) {
+    let many = seeds.end - seeds.start >= 10;
     let mut judged = std::collections::BTreeMap::<String, u64>::new();
     let mut failed = Vec::new();
     for seed in seeds {
@@ -36,7 +37,7 @@ fn campaign(seeds: std::ops::Range<u64>) {
         "sdw: D8 updates",
     ] {
         assert!(
-            judged.get(k).copied().unwrap_or(0) > 0,
+            !many || judged.get(k).copied().unwrap_or(0) > 0,
             "nothing judged for {k}"
         );
     }

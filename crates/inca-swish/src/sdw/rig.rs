@@ -317,11 +317,13 @@ impl Rig {
 }
 
 /// Window-advance latency (spec §8.2 exp. 5): runs `topology` without
-/// loss with `cols` columns (3 rows) and the ready phase `ready`, until
-/// `advances` windows have advanced at replica 1 (or 100 ms of simulated
-/// time), and returns the sorted inter-advance times at replica 1 (ns).
+/// loss or app traffic with `rows` × `cols` cells and the ready phase
+/// `ready`, until `advances` windows have advanced at replica 1 (or 1 s of
+/// simulated time), and returns the sorted inter-advance times at replica
+/// 1 (ns). Rows do not change the packet count (one packet per column).
 pub fn advance_intervals(
     topology: Topology,
+    rows: u8,
     cols: u32,
     ready: bool,
     advances: usize,
@@ -332,11 +334,12 @@ pub fn advance_intervals(
         seed,
         ..RigConfig::default()
     };
+    cfg.base.rows = rows;
     cfg.base.cols = cols;
     cfg.base.ready_phase = ready;
     let mut rig = Rig::build(&cfg, &[])?;
     let mut t = cfg.start_at;
-    let deadline = 100_000_000;
+    let deadline = 1_000_000_000;
     while t < deadline {
         t += 100_000;
         rig.sim.run_until(t, |_| {});
