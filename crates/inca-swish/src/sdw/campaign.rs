@@ -9,7 +9,7 @@
 //! filter, B (finite or not), and per-link faults: i.i.d. drop 0–20 %,
 //! duplication 0–10 %, reordering by jitter up to 50 µs (bitmap filter
 //! only: the counter filter discards reordered windows by design, §9) —
-//! or none at all, for D7.
+//! or none at all, for D7; and the ready phase on (80 %) or off.
 
 use std::collections::BTreeMap;
 
@@ -72,6 +72,9 @@ pub fn plan(seed: u64, broken: bool) -> RunPlan {
         Dedup::CounterPerSwitch
     };
     b.break_dedup = broken;
+    // The ablation's mode must be correct too (early DATA dropped and
+    // retransmitted); D7 applies only with the ready phase on.
+    b.ready_phase = rng.gen_bool(0.8);
     let lossless = !broken && rng.gen_bool(0.25);
     if !lossless {
         let p = rng.gen_range(0.0..0.2);
@@ -419,12 +422,13 @@ pub fn run_seed_with(seed: u64, broken: bool) -> Result<SeedResult, String> {
     let j = judge(&p, &f);
     let imp = &p.rig.impair;
     let notes = vec![format!(
-        "{:?} rows={} cols={} B={} {:?} loss={:?} dup={:.3} jitter={} ns; windows {:?}",
+        "{:?} rows={} cols={} B={} {:?} ready={} loss={:?} dup={:.3} jitter={} ns; windows {:?}",
         p.rig.topology,
         p.rig.base.rows,
         p.rig.base.cols,
         p.rig.base.b,
         p.rig.base.dedup,
+        p.rig.base.ready_phase,
         imp.loss,
         imp.duplicate,
         imp.jitter,
