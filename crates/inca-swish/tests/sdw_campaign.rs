@@ -80,3 +80,71 @@ fn broken_duplicate_filter_is_caught() {
         "the broken variant was caught in {caught} of 6 seeds"
     );
 }
+
+/// 200 recovery seeds: `cargo test --release -p inca-swish --test
+/// sdw_campaign recovery_200 -- --ignored`.
+#[test]
+#[ignore]
+fn recovery_200_seeds() {
+    let mut failed = Vec::new();
+    for seed in 0..200 {
+        let r = inca_swish::sdw::campaign::run_recovery_seed(seed)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        show(&r);
+        if !r.violations.is_empty() {
+            failed.push(seed);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "recovery seeds with violations: {failed:?}"
+    );
+}
+
+/// D9: 1–3 of symmetric-4's replicas fail-stop, the controller recovers
+/// the rest (§5.6), windows advance again and every query and the final
+/// state hold (SDW_RSEED=n runs one).
+#[test]
+fn recovery_seeds_hold_d9() {
+    let seeds: Vec<u64> = match std::env::var("SDW_RSEED").ok().and_then(|s| s.parse().ok()) {
+        Some(s) => vec![s],
+        None => (0..6).collect(),
+    };
+    let mut failed = Vec::new();
+    let mut recoveries = 0;
+    for seed in seeds {
+        let r = inca_swish::sdw::campaign::run_recovery_seed(seed)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        show(&r);
+        recoveries += r.judged.get("sdw: D9 recoveries").copied().unwrap_or(0);
+        if !r.violations.is_empty() {
+            failed.push(seed);
+        }
+    }
+    assert!(recoveries > 0);
+    assert!(
+        failed.is_empty(),
+        "recovery seeds with violations: {failed:?}"
+    );
+}
+
+/// A recovery that leaves the survivors' last window out of M loses
+/// accepted updates: D9 (the final state) or D2 (queries) catch it.
+#[test]
+fn broken_recovery_is_caught() {
+    let mut caught = 0;
+    for seed in 0..4 {
+        let r = inca_swish::sdw::campaign::run_recovery_seed_with(seed, true).unwrap();
+        show(&r);
+        if r.violations
+            .iter()
+            .any(|v| v.starts_with("D9") || v.starts_with("D2"))
+        {
+            caught += 1;
+        }
+    }
+    assert!(
+        caught >= 3,
+        "the broken recovery was caught in {caught} of 4 seeds"
+    );
+}

@@ -21,7 +21,9 @@ use rand_chacha::ChaCha8Rng;
 
 use super::app::{hash_col, AppReply, AppRequest, OP_QUERY, OP_UPDATE, ST_OK, ST_REJECTED};
 use super::config::{Dedup, UNBOUNDED};
+use super::recovery::{recover_with, RecoveryReport, T_DETECT};
 use super::rig::{Rig, RigConfig, Topology};
+use inca_sim::engine::Fault;
 
 /// What a seed chose.
 #[derive(Debug, Clone)]
@@ -38,6 +40,11 @@ pub struct RunPlan {
     pub sample_every: Nanos,
     /// Whether the links are perfect (D7 applies).
     pub lossless: bool,
+    /// Fail-stop of these replicas (0-based) at this time, then recovery
+    /// by the controller T_detect later (D9).
+    pub failure: Option<(Nanos, Vec<usize>)>,
+    /// The broken recovery ([`super::recovery::recover_with`]).
+    pub broken_recovery: bool,
 }
 
 /// Distinct keys the workload touches (few, so cells collide and sums
@@ -127,7 +134,65 @@ pub fn plan(seed: u64, broken: bool) -> RunPlan {
         end: quiet_at + 100_000,
         sample_every: 1_000,
         lossless,
+        failure: None,
+        broken_recovery: false,
     }
+}
+
+/// Draws a recovery run from `seed` (D9): symmetric-4, 1 to 3 replicas
+/// fail-stop mid-run, the controller recovers the rest; light link faults.
+pub fn plan_recovery(seed: u64) -> RunPlan {
+    let mut p = plan(seed, false);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5245_4356);
+    p.rig.topology = Topology::Symmetric4;
+    p.rig.base.b = UNBOUNDED;
+    p.rig.base.cols = [1, 4, 16][rng.gen_range(0..3)];
+    p.rig.base.ready_phase = true;
+    p.lossless = false;
+    p.rig.impair = ChannelConfig {
+        loss: LossModel::Bernoulli {
+            p: rng.gen_range(0.0..0.05),
+        },
+        duplicate: rng.gen_range(0.0..0.05),
+        ..ChannelConfig::default()
+    };
+    let f = rng.gen_range(1..=3);
+    let mut failed: Vec<usize> = (0..4).collect();
+    while failed.len() > f {
+        failed.swap_remove(rng.gen_range(0..failed.len()));
+    }
+    failed.sort_unstable();
+    let t_fail = p.rig.start_at + rng.gen_range(50_000..200_000);
+    // Requests go on through the recovery and stop well after it.
+    p.quiet_at = t_fail + T_DETECT + 20_000_000;
+    p.end = p.quiet_at + 100_000;
+    let mut scripts = vec![Vec::new(); 4];
+    let mut req_id = 0;
+    for (i, s) in scripts.iter_mut().enumerate() {
+        let mut t = p.rig.start_at + rng.gen_range(0..2_000);
+        while t < p.quiet_at {
+            req_id += 1;
+            let op = [OP_UPDATE, OP_QUERY, OP_UPDATE | OP_QUERY][rng.gen_range(0..3)];
+            s.push((
+                t,
+                AppRequest {
+                    op,
+                    req_id: (i as u32) << 24 | req_id,
+                    key: rng.gen_range(0..KEYS),
+                    value: rng.gen_range(1..1_000),
+                },
+            ));
+            // Dense around the failure and the recovery, sparse later.
+            t += if t < t_fail + T_DETECT + 2_000_000 {
+                rng.gen_range(500..4_000)
+            } else {
+                rng.gen_range(50_000..200_000)
+            };
+        }
+    }
+    p.scripts = scripts;
+    p.failure = Some((t_fail, failed));
+    p
 }
 
 /// What a run recorded.
@@ -152,6 +217,13 @@ pub struct Facts {
     pub requests: u64,
     /// Windows each replica advanced after the load stopped (D6).
     pub moved_after_end: Vec<u32>,
+    /// Replicas that failed (0-based).
+    pub failed: Vec<usize>,
+    /// What the controller's recovery did.
+    pub recovery: Option<RecoveryReport>,
+    /// Every live replica's whole R_r at the end (rows × cols), with its
+    /// window.
+    pub final_cells: Vec<Option<(u32, Vec<Vec<u32>>)>>,
 }
 
 /// How long a run waits after its end for every replica to advance two
@@ -164,12 +236,32 @@ pub fn run(plan: &RunPlan) -> Result<Facts, String> {
     let mut rig = Rig::build(&plan.rig, &plan.scripts)?;
     let n = rig.replicas.len();
     let mut f = Facts::default();
+    if let Some((at, failed)) = &plan.failure {
+        for &i in failed {
+            rig.sim.schedule(*at, Fault::Crash(rig.replicas[i]));
+        }
+        f.failed = failed.clone();
+    }
     let mut t = plan.rig.start_at;
     let mut at_end: Option<Vec<u32>> = None;
     while t < plan.end + LIVENESS_WAIT {
         t += plan.sample_every;
         rig.sim.run_until(t, |_| {});
-        let w: Vec<u32> = (0..n).filter_map(|i| rig.window(i)).collect();
+        if let Some((at, failed)) = &plan.failure {
+            if t >= at + T_DETECT && f.recovery.is_none() {
+                f.recovery = Some(recover_with(&mut rig, failed, plan.broken_recovery)?);
+                t = rig.sim.now();
+                continue;
+            }
+            if t >= *at && f.recovery.is_none() {
+                // Between the failure and the recovery: D1 does not apply.
+                continue;
+            }
+        }
+        let w: Vec<u32> = (0..n)
+            .filter(|i| !f.failed.contains(i))
+            .filter_map(|i| rig.window(i))
+            .collect();
         if t >= plan.end {
             // D6's liveness: after the load, every replica must still
             // advance; wait (bounded) until each has moved two windows.
@@ -195,6 +287,17 @@ pub fn run(plan: &RunPlan) -> Result<Facts, String> {
             .collect(),
         None => vec![0; n],
     };
+    // Back to one entry per replica (failed ones moved nothing).
+    let mut moved = f.moved_after_end.clone().into_iter();
+    f.moved_after_end = (0..n)
+        .map(|i| {
+            if f.failed.contains(&i) {
+                0
+            } else {
+                moved.next().unwrap_or(0)
+            }
+        })
+        .collect();
     for i in 0..n {
         let h = rig.host(i).ok_or("no host")?;
         f.replies.push(h.replies.clone());
@@ -212,7 +315,26 @@ pub fn run(plan: &RunPlan) -> Result<Facts, String> {
     }
     let base = &plan.rig.base;
     for i in 0..n {
+        if f.failed.contains(&i) {
+            f.final_cells.push(None);
+            continue;
+        }
+        let s = rig.switch(i).ok_or("no replica")?;
+        let w = f.final_win[i];
+        let cells = (0..usize::from(base.rows))
+            .map(|r| {
+                (0..base.cols)
+                    .map(|c| s.program().peek_query(s.objects(), r, c, w).unwrap_or(0))
+                    .collect()
+            })
+            .collect();
+        f.final_cells.push(Some((w, cells)));
+    }
+    for i in 0..n {
         for j in i + 1..n {
+            if f.failed.contains(&i) || f.failed.contains(&j) {
+                continue;
+            }
             if f.final_win[i] != f.final_win[j] {
                 continue;
             }
@@ -276,7 +398,15 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
                         );
                     }
                     *k += 1;
-                    updates.push((r.win, r.key, r.value, *t));
+                    // D9: a failed replica's windows ≥ wmax − 1 were dropped
+                    // by the recovery, on purpose (§5.6 step 5).
+                    let dropped = f.failed.contains(&i)
+                        && f.recovery
+                            .as_ref()
+                            .is_some_and(|rc| r.win.wrapping_add(1) >= rc.wmax);
+                    if !dropped {
+                        updates.push((r.win, r.key, r.value, *t));
+                    }
                 }
                 ST_REJECTED => {
                     if *k != b {
@@ -288,6 +418,35 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
             j.count("sdw: D8 updates", 1);
         }
     }
+    if !f.failed.is_empty() && f.recovery.is_none() {
+        v(&mut j, "D9: replicas failed and no recovery ran".into());
+    }
+    // Per cell: accepted updates as (window, running sum), by window.
+    let mut cells: BTreeMap<(usize, u32), Vec<(u32, u32)>> = BTreeMap::new();
+    let mut by_win: Vec<(u32, u32, u32)> = updates.iter().map(|u| (u.0, u.1, u.2)).collect();
+    by_win.sort_unstable();
+    for &(w, k, val) in &by_win {
+        for r in 0..rows {
+            let e = cells.entry((r, hash_col(r, k, cols))).or_default();
+            let sum = e.last().map(|x| x.1).unwrap_or(0).wrapping_add(val);
+            e.push((w, sum));
+        }
+    }
+    // ⊕ of the updates to cell (r, c) in windows ≤ w − 2.
+    let visible = |r: usize, c: u32, w: u32| -> u32 {
+        if w < 2 {
+            return 0;
+        }
+        let Some(e) = cells.get(&(r, c)) else {
+            return 0;
+        };
+        let k = e.partition_point(|x| x.0 <= w - 2);
+        if k == 0 {
+            0
+        } else {
+            e[k - 1].1
+        }
+    };
     // D2, D3, D4 over every query.
     let mut seen: BTreeMap<(u32, u32), (usize, [u32; 3])> = BTreeMap::new();
     let bound = 2 * n as u64 * u64::from(b);
@@ -295,12 +454,7 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
         for (_, q) in rs.iter().filter(|(_, r)| r.op & OP_QUERY != 0) {
             let mut want = [0u32; 3];
             for (r, w) in want.iter_mut().enumerate().take(rows) {
-                let c = hash_col(r, q.key, cols);
-                for &(uw, uk, uv, _) in &updates {
-                    if uw.wrapping_add(2) <= q.win && q.win >= 2 && hash_col(r, uk, cols) == c {
-                        *w = w.wrapping_add(uv);
-                    }
-                }
+                *w = visible(r, hash_col(r, q.key, cols), q.win);
             }
             if want != q.res {
                 v(&mut j, format!("D2: replica {} query {} (key {}) in window {} read {:?}, exact visibility wants {want:?}", i + 1, q.req_id, q.key, q.win, q.res));
@@ -325,7 +479,7 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
                     seen.insert((q.win, q.key), (i, q.res));
                 }
             }
-            if b != UNBOUNDED {
+            if b != UNBOUNDED && f.failed.is_empty() {
                 let sent = f.sent.get(&q.req_id).copied().unwrap_or(0);
                 let mut by_win: BTreeMap<i64, u64> = BTreeMap::new();
                 for u in updates
@@ -363,9 +517,22 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
         j.count("sdw: D3 final snapshots", 1);
     }
     // D6: every window advanced exactly once, in order, and windows moved.
+    let wmax = f.recovery.as_ref().map(|r| r.wmax);
     for (i, log) in f.advances.iter().enumerate() {
+        if f.failed.contains(&i) {
+            continue;
+        }
+        let mut expect = 1u32;
         for (k, &(w, _)) in log.iter().enumerate() {
-            if w != k as u32 + 1 {
+            // The controller moves survivors to wmax + 1 without ADVANCE.
+            if let Some(m) = wmax {
+                if w == m.wrapping_add(2) && expect <= m.wrapping_add(1) {
+                    expect = w;
+                }
+            }
+            let ok = w == expect;
+            expect = w.wrapping_add(1);
+            if !ok {
                 v(
                     &mut j,
                     format!(
@@ -405,12 +572,60 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
         }
         j.count("sdw: D7 lossless replicas", n as u64);
     }
-    let answered: u64 = f.replies.iter().map(|r| r.len() as u64).sum();
-    if answered != f.requests {
-        v(
-            &mut j,
-            format!("{} requests, {answered} replies", f.requests),
-        );
+    // The whole collection at the end (D2 on every cell; with failures,
+    // D9's final state: survivors' updates and the failed replicas'
+    // windows ≤ wmax − 2).
+    for (i, fc) in f.final_cells.iter().enumerate() {
+        let Some((w, rows_v)) = fc else {
+            continue;
+        };
+        let bad = rows_v.iter().enumerate().find_map(|(r, row)| {
+            row.iter()
+                .enumerate()
+                .find(|&(c, &got)| got != visible(r, c as u32, *w))
+                .map(|(c, &got)| (r, c, got))
+        });
+        if let Some((r, c, got)) = bad {
+            let what = if f.failed.is_empty() { "D2" } else { "D9" };
+            v(
+                &mut j,
+                format!(
+                    "{what}: replica {} ends in window {w} with cell ({r}, {c}) = {got}, the accepted updates of windows ≤ w−2 sum to {}",
+                    i + 1,
+                    visible(r, c as u32, *w)
+                ),
+            );
+        }
+        j.count("sdw: D2 final collections", 1);
+    }
+    if let Some(rc) = &f.recovery {
+        j.count("sdw: D9 recoveries", 1);
+        if f.moved_after_end
+            .iter()
+            .enumerate()
+            .any(|(i, &m)| !f.failed.contains(&i) && m < 2)
+        {
+            v(
+                &mut j,
+                format!(
+                    "D9: windows did not advance after the recovery at wmax {}",
+                    rc.wmax
+                ),
+            );
+        }
+    }
+    let sent: BTreeMap<u32, Nanos> = f.sent.clone();
+    for (i, rs) in f.replies.iter().enumerate() {
+        if f.failed.contains(&i) {
+            continue;
+        }
+        let asked = sent.keys().filter(|&&id| (id >> 24) as usize == i).count();
+        if asked != rs.len() {
+            v(
+                &mut j,
+                format!("replica {}: {asked} requests, {} replies", i + 1, rs.len()),
+            );
+        }
     }
     j
 }
@@ -432,6 +647,39 @@ pub fn run_seed_with(seed: u64, broken: bool) -> Result<SeedResult, String> {
         imp.loss,
         imp.duplicate,
         imp.jitter,
+        f.final_win
+    )];
+    Ok(SeedResult {
+        seed,
+        faults: Vec::new(),
+        kinds: BTreeMap::new(),
+        violations: j.violations,
+        judged: j.judged,
+        notes,
+        events: 0,
+    })
+}
+
+/// One recovery seed (D9, and D1–D3, D6, D8 around it).
+pub fn run_recovery_seed(seed: u64) -> Result<SeedResult, String> {
+    run_recovery_seed_with(seed, false)
+}
+
+/// [`run_recovery_seed`], or with the broken recovery.
+pub fn run_recovery_seed_with(seed: u64, broken: bool) -> Result<SeedResult, String> {
+    let mut p = plan_recovery(seed);
+    p.broken_recovery = broken;
+    let f = run(&p)?;
+    let j = judge(&p, &f);
+    let notes = vec![format!(
+        "recovery: rows={} cols={} {:?} loss={:?} dup={:.3}; failed {:?}; {:?}; windows {:?}",
+        p.rig.base.rows,
+        p.rig.base.cols,
+        p.rig.base.dedup,
+        p.rig.impair.loss,
+        p.rig.impair.duplicate,
+        f.failed,
+        f.recovery,
         f.final_win
     )];
     Ok(SeedResult {

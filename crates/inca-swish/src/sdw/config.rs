@@ -90,6 +90,10 @@ pub struct SdwConfig {
     /// First generator stream the collection uses: the ACK-check timer,
     /// then one DATA stream per [`BATCH_MAX`] columns.
     pub first_stream: u8,
+    /// Members the controller declared failed (recovery, §5.6): excluded
+    /// from the groups, the status masks and the counts; their bit
+    /// positions stay, so no state is renumbered [our choice].
+    pub failed: Vec<Rid>,
     /// Broken variant, for showing the checks catch it: no duplicate
     /// filter (every DATA of the window merges; completion on the last
     /// column). Never in real runs.
@@ -137,6 +141,7 @@ impl SdwConfig {
             group_id: 1,
             coll_id: 1,
             first_stream: 0,
+            failed: Vec::new(),
             break_dedup: false,
         }
     }
@@ -166,14 +171,23 @@ impl SdwConfig {
         self.members.iter().position(|m| m.rid == self.rid)
     }
 
-    /// The status mask of all members (bitmap mode).
+    /// Whether member `k` is live (not declared failed).
+    pub fn is_live(&self, k: usize) -> bool {
+        self.members
+            .get(k)
+            .is_some_and(|m| !self.failed.contains(&m.rid))
+    }
+
+    /// Live members.
+    pub fn live_n(&self) -> usize {
+        (0..self.members.len()).filter(|&k| self.is_live(k)).count()
+    }
+
+    /// The status mask of the live members (bitmap mode).
     pub fn member_mask(&self) -> u32 {
-        let n = self.members.len();
-        if n >= 32 {
-            u32::MAX
-        } else {
-            (1u32 << n) - 1
-        }
+        (0..self.members.len().min(32))
+            .filter(|&k| self.is_live(k))
+            .fold(0, |m, k| m | (1u32 << k))
     }
 
     /// Checks the limits of §2 and §3.3.

@@ -45,6 +45,16 @@ fn full(s: Pair, n: u32, count: bool, mask: u32) -> bool {
 }
 
 impl SdwProgram {
+    /// PAUSED (§5.6 step 1): sync handlers drop everything while the
+    /// controller recovers; app updates and queries go on.
+    fn paused(
+        &self,
+        dp: &mut DataPlane<'_>,
+        h: &super::program::Handles,
+    ) -> Result<bool, AccessError> {
+        dp.register(h.paused, 0, |p| *p != 0)
+    }
+
     pub(crate) fn dispatch(
         &mut self,
         pkt: &mut Pkt<'_>,
@@ -199,6 +209,10 @@ impl SdwProgram {
             pkt.drop_packet();
             return Ok(());
         }
+        if self.paused(dp, &h)? {
+            pkt.drop_packet();
+            return Ok(());
+        }
         let big_w = dp.register(h.winreg, 0, |e| e.lo)?;
         if w != big_w {
             if w == big_w.wrapping_sub(1) && c == ncols - 1 && j != self.me {
@@ -305,7 +319,7 @@ impl SdwProgram {
                 })?;
             }
         }
-        let n = self.n() as u32;
+        let n = self.cfg.live_n() as u32;
         let mask = self.cfg.member_mask();
         if complete {
             let bit = 1u32 << (j % 32);
@@ -361,6 +375,10 @@ impl SdwProgram {
         w: u32,
     ) -> Result<(), AccessError> {
         let h = self.handles()?.clone();
+        if self.paused(dp, &h)? {
+            pkt.drop_packet();
+            return Ok(());
+        }
         let big_w = dp.register(h.winreg, 0, |e| e.lo)?;
         if w != big_w {
             pkt.drop_packet();
@@ -389,7 +407,11 @@ impl SdwProgram {
                 n
             })?;
         }
-        let (n, mask, bit) = (self.n() as u32, self.cfg.member_mask(), 1u32 << (j % 32));
+        let (n, mask, bit) = (
+            self.cfg.live_n() as u32,
+            self.cfg.member_mask(),
+            1u32 << (j % 32),
+        );
         let fire = dp.register(h.status, 0, |s| {
             let was = full(*s, n, count, mask);
             if count {
@@ -418,6 +440,10 @@ impl SdwProgram {
         w: u32,
     ) -> Result<(), AccessError> {
         let h = self.handles()?.clone();
+        if self.paused(dp, &h)? {
+            pkt.drop_packet();
+            return Ok(());
+        }
         let big_w = dp.register(h.winreg, 0, |e| e.lo)?;
         let e = ep(w);
         let fresh = dp.register(h.flags_r, j as u64, |x| {
@@ -438,7 +464,7 @@ impl SdwProgram {
             x.hi = x.hi.wrapping_add(1);
             x.hi
         })?;
-        let need = self.n() as u32 - 1;
+        let need = (self.cfg.live_n() as u32).saturating_sub(1);
         if w == big_w && cnt == need {
             let now_us = (dp.now() / 1_000) as u32;
             let go = dp.register(h.send_state, 0, |s| {
@@ -476,6 +502,16 @@ impl SdwProgram {
         start: bool,
     ) -> Result<(), AccessError> {
         let h = self.handles()?.clone();
+        if start {
+            // START clears PAUSED in the same pass (§5.6 step 6), so no
+            // sync packet runs between the two and START cannot reset a
+            // window that has already begun [our choice: a separate
+            // unpause raced with the peers' first DATA].
+            dp.register(h.paused, 0, |p| *p = 0)?;
+        } else if self.paused(dp, &h)? {
+            pkt.drop_packet();
+            return Ok(());
+        }
         let ok = dp.register(h.winreg, 0, |e| {
             if start {
                 // START enters the window the controller loaded, keeping
@@ -499,7 +535,7 @@ impl SdwProgram {
         if !start {
             self.log_advance(w, dp.now());
         }
-        let need = self.n() as u32 - 1;
+        let need = (self.cfg.live_n() as u32).saturating_sub(1);
         let e = ep(w);
         let ready_now = !self.cfg.ready_phase
             || need == 0
@@ -532,6 +568,10 @@ impl SdwProgram {
     ) -> Result<(), AccessError> {
         let h = self.handles()?.clone();
         if col >= self.cfg.cols {
+            pkt.drop_packet();
+            return Ok(());
+        }
+        if self.paused(dp, &h)? {
             pkt.drop_packet();
             return Ok(());
         }
@@ -582,8 +622,16 @@ impl SdwProgram {
     /// Handler 7: the ACK-check timer.
     fn on_timer(&mut self, pkt: &mut Pkt<'_>, dp: &mut DataPlane<'_>) -> Result<(), AccessError> {
         let h = self.handles()?.clone();
+        if self.paused(dp, &h)? {
+            pkt.drop_packet();
+            return Ok(());
+        }
         let w = dp.register(h.winreg, 0, |e| e.lo)?;
-        let (n, mask, count) = (self.n() as u32, self.cfg.member_mask(), self.count_status());
+        let (n, mask, count) = (
+            self.cfg.live_n() as u32,
+            self.cfg.member_mask(),
+            self.count_status(),
+        );
         let s = dp.register(h.status, 0, |s| *s)?;
         let (recv_full, ack_full) = if count {
             (s.lo >= n, s.hi >= n)

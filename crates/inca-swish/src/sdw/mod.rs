@@ -11,6 +11,7 @@
 //!   egress, control plane; [`handlers`] — its ingress handlers;
 //! - [`frames`] — byte positions and in-place rewrites of SDW frames;
 //! - [`app`] — the test application's update/query packets;
+//! - [`recovery`] — the controller's §5.6 recovery after fail-stop;
 //! - [`rig`] — topologies local-2 and symmetric-4 in the simulator;
 //! - [`campaign`] — a random faulty run per seed, judged on D1–D8.
 
@@ -21,4 +22,5 @@ pub mod frames;
 pub mod handlers;
 pub mod model;
 pub mod program;
+pub mod recovery;
 pub mod rig;

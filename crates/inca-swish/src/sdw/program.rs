@@ -15,7 +15,7 @@ use inca_apps::params::{ParamError, Params};
 use inca_switch::control::ControlPlane;
 use inca_switch::objects::{AccessError, Objects};
 use inca_switch::pktgen::{StreamConfig, Trigger};
-use inca_switch::register::Pair;
+use inca_switch::register::{Pair, RegisterValue};
 use inca_switch::{
     ArrayDecl, CheckHints, ControlEvent, DataPlane, Declare, DeclareError, Gress, Nanos, PacketCtx,
     PacketOutDest, ParseError, Program, ProgramReport, RegisterHandle,
@@ -30,6 +30,38 @@ use super::frames::{self, internal_frame, trigger_match, SWISH_AT, T_START, T_TI
 /// Control-message kind that makes the control plane inject START (body:
 /// the window as a big-endian u32, or empty for 0).
 pub const MSG_START: u32 = 0x5344_0001;
+/// Control-message kind (controller → switch CPU): PAUSED := body[0]
+/// (§5.6 step 1). The §4.5 RPC ops are modelled as control messages;
+/// each costs the profile's register-operation time [our choice].
+pub const MSG_PAUSE: u32 = 0x5344_0002;
+/// Control-message kind: READ_REG — body `tag:u32, array:u8, first:u32,
+/// count:u32`; answered by [`MSG_VALUES`].
+pub const MSG_READ: u32 = 0x5344_0003;
+/// Control-message kind: WRITE_REG — body `tag:u32, array:u8,
+/// first:u32`, then one u64 per entry (pairs `hi << 32 | lo`); answered by
+/// [`MSG_VALUES`] (no values) once the writes are done.
+pub const MSG_WRITE: u32 = 0x5344_0004;
+/// Control-message kind: the failed members — body: their rids (u16
+/// each); the multicast groups and masks are rebuilt without them.
+pub const MSG_MEMBERS: u32 = 0x5344_0005;
+/// Control-message kind (switch CPU → controller): `tag:u32`, then the
+/// values read (u64 each).
+pub const MSG_VALUES: u32 = 0x5344_0006;
+/// Register codes of READ/WRITE: `winreg`.
+pub const ARR_WINREG: u8 = 0;
+/// Register code: `status`.
+pub const ARR_STATUS: u8 = 1;
+/// Register code: `ready_cnt` (2 entries).
+pub const ARR_READY: u8 = 2;
+/// Register code: `P_r` is `ARR_P + r`.
+pub const ARR_P: u8 = 10;
+/// Register code: `Q_r` is `ARR_Q + r`.
+pub const ARR_Q: u8 = 20;
+/// Register code: `TQ_r` is `ARR_TQ + r`.
+pub const ARR_TQ: u8 = 30;
+/// Control reads awaiting their values, at most.
+pub const PENDING_MAX: usize = 1_024;
+
 /// Multicast group: every member, self through the loopback port.
 pub const G_DATA: u16 = 1;
 /// Multicast group: every member but self.
@@ -132,6 +164,7 @@ pub struct SdwCounters {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Handles {
+    pub paused: RegisterHandle<u32>,
     pub winreg: RegisterHandle<Pair>,
     pub flags_r: RegisterHandle<u32>,
     pub ready_cnt: RegisterHandle<Pair>,
@@ -158,6 +191,8 @@ pub struct SdwProgram {
     pub counters: SdwCounters,
     /// Every advance: (new window, time). The run's record of D6.
     pub advances: Vec<(u32, Nanos)>,
+    /// Control reads in flight: (request, controller's tag).
+    pending: Vec<(u64, u32)>,
 }
 
 impl SdwProgram {
@@ -171,6 +206,7 @@ impl SdwProgram {
             h: None,
             counters: SdwCounters::default(),
             advances: Vec::new(),
+            pending: Vec::new(),
         })
     }
 
@@ -205,6 +241,29 @@ impl SdwProgram {
         Some(half(e, win.wrapping_add(1)))
     }
 
+    /// The sync registers as the data plane holds them (`winreg`,
+    /// `status`, `send_state`, `ready_cnt[0..2]`, `flagsR`), for
+    /// diagnosing a stuck run.
+    pub fn describe_sync(&self, objects: &Objects) -> String {
+        let Some(h) = self.h.as_ref() else {
+            return "not loaded".into();
+        };
+        let p = |r: RegisterHandle<Pair>, i: u64| objects.register_peek(r, i).ok();
+        let fr: Vec<_> = (0..self.n() as u64)
+            .map(|i| objects.register_peek(h.flags_r, i).ok())
+            .collect();
+        format!(
+            "paused {:?} winreg {:?} status {:?} send_state {:?} ready_cnt {:?} {:?} flagsR {fr:?} failed {:?}",
+            objects.register_peek(h.paused, 0).ok(),
+            p(h.winreg, 0),
+            p(h.status, 0),
+            p(h.send_state, 0),
+            p(h.ready_cnt, 0),
+            p(h.ready_cnt, 1),
+            self.cfg.failed
+        )
+    }
+
     pub(crate) fn handles(&self) -> Result<&Handles, AccessError> {
         self.h.as_ref().ok_or(AccessError::WrongHandle)
     }
@@ -223,6 +282,114 @@ impl SdwProgram {
             self.advances.push((win, now));
         } else {
             self.counters.log_overflow += 1;
+        }
+    }
+
+    /// The multicast groups of the live members.
+    fn install_groups(&self, cp: &mut ControlPlane<'_>) {
+        let live: Vec<usize> = (0..self.n()).filter(|&k| self.cfg.is_live(k)).collect();
+        let peers: Vec<(u16, u16)> = live
+            .iter()
+            .filter(|&&k| k != self.me)
+            .map(|&k| (self.cfg.members[k].port, k as u16 + 1))
+            .collect();
+        let mut all = peers.clone();
+        all.push((self.cfg.loop_port, self.me as u16 + 1));
+        cp.multicast_group(G_DATA, all);
+        cp.multicast_group(G_READY, peers);
+        for k in (0..self.n()).filter(|&k| k != self.me) {
+            let members = if self.cfg.is_live(k) {
+                vec![
+                    (self.cfg.members[k].port, 1),
+                    (self.cfg.loop_port, RID_ADVANCE),
+                ]
+            } else {
+                Vec::new()
+            };
+            cp.multicast_group(G_ACK_ADV + k as u16, members);
+        }
+    }
+
+    /// A controller RPC (§4.5, §5.6) as a control message; malformed
+    /// ones are ignored (the controller times out).
+    fn controller_message(&mut self, kind: u32, body: &[u8], cp: &mut ControlPlane<'_>) {
+        let me = self.cfg.members[self.me];
+        let Some(h) = self.h.clone() else {
+            return;
+        };
+        let u32_at = |at: usize| {
+            body.get(at..at + 4)
+                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        match kind {
+            MSG_START => {
+                let win = u32_at(0).unwrap_or(0);
+                let f = internal_frame(&me, self.cfg.group_id, T_START, win, self.cfg.coll_id);
+                cp.packet_out(f, PacketOutDest::Ingress(self.cfg.loop_port));
+            }
+            MSG_PAUSE => {
+                cp.register_write(h.paused, 0, u32::from(body.first().copied().unwrap_or(1)));
+            }
+            MSG_MEMBERS => {
+                self.cfg.failed = body
+                    .chunks_exact(2)
+                    .map(|c| u16::from_be_bytes([c[0], c[1]]))
+                    .collect();
+                self.install_groups(cp);
+            }
+            MSG_READ | MSG_WRITE => {
+                let (Some(tag), Some(&arr), Some(first)) = (u32_at(0), body.get(4), u32_at(5))
+                else {
+                    return;
+                };
+                if self.pending.len() >= PENDING_MAX {
+                    return;
+                }
+                let first = u64::from(first);
+                let rows = usize::from(self.cfg.rows);
+                let row = |base: u8| {
+                    let r = usize::from(arr.wrapping_sub(base));
+                    (arr >= base && r < rows).then_some(r)
+                };
+                let req = if kind == MSG_READ {
+                    let count = u64::from(u32_at(9).unwrap_or(0));
+                    match arr {
+                        ARR_WINREG => cp.register_read(h.winreg, first, count),
+                        ARR_STATUS => cp.register_read(h.status, first, count),
+                        ARR_READY => cp.register_read(h.ready_cnt, first, count),
+                        _ => match (row(ARR_P), row(ARR_Q), row(ARR_TQ)) {
+                            (Some(r), _, _) => cp.register_read(h.p[r], first, count),
+                            (_, Some(r), _) => cp.register_read(h.q[r], first, count),
+                            (_, _, Some(r)) => cp.register_read(h.tq[r], first, count),
+                            _ => return,
+                        },
+                    }
+                } else {
+                    let vals: Vec<u64> = body[9..]
+                        .chunks_exact(8)
+                        .map(|c| {
+                            u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+                        })
+                        .collect();
+                    for (i, &v) in vals.iter().enumerate() {
+                        let at = first + i as u64;
+                        match arr {
+                            ARR_WINREG => cp.register_write(h.winreg, at, Pair::from_u64(v)),
+                            ARR_STATUS => cp.register_write(h.status, at, Pair::from_u64(v)),
+                            ARR_READY => cp.register_write(h.ready_cnt, at, Pair::from_u64(v)),
+                            _ => match row(ARR_P) {
+                                Some(r) => cp.register_write(h.p[r], at, Pair::from_u64(v)),
+                                None => return,
+                            },
+                        };
+                    }
+                    // The channel is serial: this read completes after the
+                    // writes, so its answer says they are done.
+                    cp.register_read(h.paused, 0, 1)
+                };
+                self.pending.push((req, tag));
+            }
+            _ => {}
         }
     }
 
@@ -272,7 +439,10 @@ impl Program for SdwProgram {
         let n = self.n();
         let c = self.cfg.cols as usize;
         let reg = |name: &str, size: usize| ArrayDecl::new(&format!("sdw_{name}"), size);
-        let winreg = d.register::<Pair>(reg("winreg", 1))?;
+        // PAUSED (a config register the controller writes, §3.3) decides
+        // whether a sync packet touches anything, so it comes first.
+        let paused = d.register::<u32>(reg("paused", 1))?;
+        let winreg = d.register::<Pair>(reg("winreg", 1).after(&[paused.id()]))?;
         let flags_r = d.register::<u32>(reg("flagsR", n).after(&[winreg.id()]))?;
         let ready_cnt = d.register::<Pair>(reg("ready_cnt", 2).after(&[flags_r.id()]))?;
         // No packet touches both the ready counters and the duplicate
@@ -315,6 +485,7 @@ impl Program for SdwProgram {
         let send_state = d.register::<Pair>(reg("send_state", 1).after(&[status.id()]))?;
         let retx_mask = d.register::<u32>(reg("retx_mask", 1).after(&[send_state.id()]))?;
         self.h = Some(Handles {
+            paused,
             winreg,
             flags_r,
             ready_cnt,
@@ -425,23 +596,8 @@ impl Program for SdwProgram {
         let me = self.cfg.members[self.me];
         match event {
             ControlEvent::Start => {
-                let peers: Vec<(u16, u16)> = (0..self.n())
-                    .filter(|&k| k != self.me)
-                    .map(|k| (self.cfg.members[k].port, k as u16 + 1))
-                    .collect();
-                let mut all = peers.clone();
-                all.push((self.cfg.loop_port, self.me as u16 + 1));
-                cp.multicast_group(G_DATA, all);
-                cp.multicast_group(G_READY, peers);
-                for k in (0..self.n()).filter(|&k| k != self.me) {
-                    cp.multicast_group(
-                        G_ACK_ADV + k as u16,
-                        vec![
-                            (self.cfg.members[k].port, 1),
-                            (self.cfg.loop_port, RID_ADVANCE),
-                        ],
-                    );
-                }
+                self.pending.clear();
+                self.install_groups(cp);
                 let g = self.cfg.group_id;
                 let timer = internal_frame(&me, g, T_TIMER, 0, self.cfg.coll_id);
                 cp.packet_generator(
@@ -471,13 +627,19 @@ impl Program for SdwProgram {
                     );
                 }
             }
-            ControlEvent::Message(m) if m.kind == MSG_START => {
-                let win = match m.body.get(..4) {
-                    Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-                    None => 0,
-                };
-                let f = internal_frame(&me, self.cfg.group_id, T_START, win, self.cfg.coll_id);
-                cp.packet_out(f, PacketOutDest::Ingress(self.cfg.loop_port));
+            ControlEvent::Message(m) => self.controller_message(m.kind, &m.body, cp),
+            ControlEvent::RegisterValues { request, values } => {
+                if let Some(k) = self.pending.iter().position(|p| p.0 == request) {
+                    let (_, tag) = self.pending.swap_remove(k);
+                    let mut body = tag.to_be_bytes().to_vec();
+                    for v in values {
+                        body.extend_from_slice(&v.to_be_bytes());
+                    }
+                    cp.send(inca_switch::device::ControlMessage {
+                        kind: MSG_VALUES,
+                        body,
+                    });
+                }
             }
             _ => {}
         }

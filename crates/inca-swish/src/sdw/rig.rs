@@ -193,6 +193,9 @@ pub struct Rig {
     /// Every replica's address as its peers see it (port = the peer's port
     /// toward it is `rid`).
     pub addrs: Vec<ReplicaAddr>,
+    /// The configuration every replica was built from (rid and members
+    /// aside).
+    pub base: SdwConfig,
 }
 
 /// The app host's own address for replica `i` [our choice: rid 0x1000 + i].
@@ -296,6 +299,7 @@ impl Rig {
             hosts,
             links,
             addrs,
+            base: cfg.base.clone(),
         })
     }
 
