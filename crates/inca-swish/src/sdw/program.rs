@@ -472,10 +472,12 @@ impl Program for SdwProgram {
             q.push(d.register::<Pair>(reg(&format!("Q{r}"), c).after(&[t.id()]))?);
             tq.push(t);
         }
-        let q_ids: Vec<_> = q.iter().map(|h| h.id()).collect();
+        // Per row TQ → Q → TP → P: no packet reaches one row's Q and
+        // another row's TP/P in a dependent way, so rows need not wait for
+        // each other and three rows of 64K spread over the stages.
         let (mut tp, mut p) = (Vec::new(), Vec::new());
         for r in 0..rows {
-            let t = d.register::<u8>(reg(&format!("TP{r}"), c).after(&q_ids))?;
+            let t = d.register::<u8>(reg(&format!("TP{r}"), c).after(&[q[r].id()]))?;
             p.push(d.register::<Pair>(reg(&format!("P{r}"), c).after(&[t.id()]))?);
             tp.push(t);
         }
