@@ -24,6 +24,7 @@ use super::config::{Dedup, UNBOUNDED};
 use super::recovery::{recover_with, RecoveryReport, T_DETECT};
 use super::rig::{Rig, RigConfig, Topology};
 use inca_sim::engine::Fault;
+use inca_wire::swish::sdw::win_lt;
 
 /// What a seed chose.
 #[derive(Debug, Clone)]
@@ -452,6 +453,20 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
     let bound = 2 * n as u64 * u64::from(b);
     for (i, rs) in f.replies.iter().enumerate() {
         for (_, q) in rs.iter().filter(|(_, r)| r.op & OP_QUERY != 0) {
+            // A replica that failed one window ahead of every survivor
+            // (in wmax + 1) had already shown its own window wmax − 1,
+            // which §5.6 drops, and window number wmax + 1 is reused by
+            // the survivors with other contents: §5.6 cannot keep D2/D3
+            // for such queries (a spec finding, docs/architecture.md).
+            // They are counted, not judged.
+            if f.failed.contains(&i) && f.recovery.as_ref().is_some_and(|rc| win_lt(rc.wmax, q.win))
+            {
+                j.count(
+                    "sdw: D9 spec finding: queries of a failed replica ahead of wmax",
+                    1,
+                );
+                continue;
+            }
             let mut want = [0u32; 3];
             for (r, w) in want.iter_mut().enumerate().take(rows) {
                 *w = visible(r, hash_col(r, q.key, cols), q.win);

@@ -476,8 +476,8 @@ impl Program for SdwProgram {
         // another row's TP/P in a dependent way, so rows need not wait for
         // each other and three rows of 64K spread over the stages.
         let (mut tp, mut p) = (Vec::new(), Vec::new());
-        for r in 0..rows {
-            let t = d.register::<u8>(reg(&format!("TP{r}"), c).after(&[q[r].id()]))?;
+        for (r, qr) in q.iter().enumerate() {
+            let t = d.register::<u8>(reg(&format!("TP{r}"), c).after(&[qr.id()]))?;
             p.push(d.register::<Pair>(reg(&format!("P{r}"), c).after(&[t.id()]))?);
             tp.push(t);
         }
