@@ -25,10 +25,13 @@
 //! - [`sro`] — SRO with the NAT (§5.2, §7): the switch program, its CPU
 //!   side on `inca_chain`, fail-stop reconfiguration, a rig and the S1–S6
 //!   checks.
+//! - [`sdw`] — strong delayed writes: the reference model of Algorithm 1,
+//!   the data-plane program (§5.5), its rig and campaign.
 //!
 //! The wire formats are in `inca_wire::swish`.
 
 pub mod addr;
 pub mod readout;
+pub mod sdw;
 pub mod sro;
 pub mod system;

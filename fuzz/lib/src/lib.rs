@@ -44,6 +44,7 @@ pub const TARGETS: &[&str] = &[
     "exoplane_shim",
     "exoplane_netcache",
     "swish_sro",
+    "swish_sdw",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
@@ -53,7 +54,7 @@ pub const TARGETS: &[&str] = &[
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 15;
+pub const PARSER_TARGETS: usize = 16;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -74,6 +75,7 @@ pub fn run(name: &str, data: &[u8]) {
         "exoplane_shim" => parsers::exoplane_shim(data),
         "exoplane_netcache" => parsers::exoplane_netcache(data),
         "swish_sro" => parsers::swish_sro(data),
+        "swish_sdw" => parsers::swish_sdw(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),

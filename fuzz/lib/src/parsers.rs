@@ -589,3 +589,27 @@ pub fn swish_sro(data: &[u8]) {
     }
     let _ = sro::encapsulate(data, Ipv4Addr::LOCALHOST, Ipv4Addr::BROADCAST);
 }
+
+/// SwiSh SDW (specs/swish.md §4.4): the common header then the body of the
+/// type it names; a parsed body emits back to the bytes it came from (the
+/// reserved byte aside) and parses again to itself.
+pub fn swish_sdw(data: &[u8]) {
+    use inca_wire::swish::sdw::{Body, BodyRepr, MsgType};
+    use inca_wire::swish::{HeaderRepr, HEADER_LEN};
+    let Ok(h) = HeaderRepr::parse(data) else {
+        return;
+    };
+    assert_eq!(HeaderRepr::parse(&h.to_bytes()).ok(), Some(h));
+    let body = &data[HEADER_LEN..];
+    for ty in [MsgType::Data, MsgType::Ack, MsgType::Ready] {
+        let Ok(r) = BodyRepr::parse(body, ty) else {
+            continue;
+        };
+        let v = Body::new_checked(body, ty).expect("a parsed body is a checked body");
+        let _ = (v.win(), v.col(), v.val(3), v.reserved());
+        let bytes = r.to_vec().expect("a parsed body emits");
+        assert_eq!(bytes[..15], body[..15], "emit keeps the fields");
+        assert_eq!(BodyRepr::parse(&bytes, ty).ok(), Some(r));
+    }
+    let _ = MsgType::from_u8(h.msg_type);
+}

@@ -19,6 +19,7 @@
 
 use crate::error::{Result, WireError};
 
+pub mod sdw;
 pub mod sro;
 
 /// UDP destination port of every SwiSh replication packet [our choice].

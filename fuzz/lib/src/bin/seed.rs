@@ -596,6 +596,30 @@ fn main() {
             &r.to_bytes().expect("at most 128 bytes"),
         );
     }
+    for (ty, win) in [(1u8, 0u32), (2, 7), (3, u32::MAX)] {
+        use inca_wire::swish::sdw::{BodyRepr, MsgType};
+        let t = MsgType::from_u8(ty).expect("a known SDW type");
+        let h = inca_wire::swish::HeaderRepr {
+            proto: inca_wire::swish::Proto::Sdw,
+            msg_type: ty,
+            flags: 0,
+            group_id: 1,
+            src_rid: 1,
+            dst_rid: 2,
+        };
+        let b = BodyRepr {
+            msg_type: t,
+            win,
+            col: 3,
+            ncols: 64,
+            coll_id: 1,
+            nrows: 3,
+            vals: [1, 2, 3],
+        };
+        let mut m = h.to_bytes().to_vec();
+        m.extend(b.to_vec().expect("nrows 3 emits"));
+        out.put("swish_sdw", &m);
+    }
     for s in exoplane_control_seeds() {
         out.put("exoplane_control", &s);
     }
