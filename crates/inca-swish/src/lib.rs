@@ -18,7 +18,10 @@
 //!
 //! - [`addr`] — how replicas name and reach each other: rid, IPv4, MAC,
 //!   the local port toward each peer, and the UDP frames between them.
+//! - [`ewo`] — EWO: merges, the replica program and its control plane, a
+//!   simulated rig and the E2–E4 campaign.
 //!
 //! The wire formats are in `inca_wire::swish`.
 
 pub mod addr;
+pub mod ewo;

@@ -43,6 +43,7 @@ pub const TARGETS: &[&str] = &[
     "exoplane_control",
     "exoplane_shim",
     "exoplane_netcache",
+    "swish_ewo",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
@@ -52,7 +53,7 @@ pub const TARGETS: &[&str] = &[
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 14;
+pub const PARSER_TARGETS: usize = 15;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -72,6 +73,7 @@ pub fn run(name: &str, data: &[u8]) {
         "exoplane_control" => parsers::exoplane_control(data),
         "exoplane_shim" => parsers::exoplane_shim(data),
         "exoplane_netcache" => parsers::exoplane_netcache(data),
+        "swish_ewo" => parsers::swish_ewo(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),

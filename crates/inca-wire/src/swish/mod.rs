@@ -19,6 +19,8 @@
 
 use crate::error::{Result, WireError};
 
+pub mod ewo;
+
 /// UDP destination port of every SwiSh replication packet [our choice].
 pub const UDP_PORT: u16 = 47000;
 /// Length of the common header.
