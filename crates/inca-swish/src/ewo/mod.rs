@@ -8,6 +8,7 @@
 //! - [`config`] — a replica's configuration and its validation;
 //! - [`program`] — the replica as a switch program (data plane);
 //! - [`control`] — its control plane and the controller's messages;
+//! - [`params`] — the program from `name=value` parameters ([`PARAMS`]);
 //! - [`rig`] — a simulated group of replicas with app hosts and a
 //!   controller (fail-stop, join);
 //! - [`campaign`] — a random faulty run per seed, judged on E2–E4.
@@ -17,8 +18,10 @@ pub mod campaign;
 pub mod config;
 pub mod control;
 pub mod merge;
+pub mod params;
 pub mod program;
 pub mod rig;
 
 pub use config::{Broken, EwoConfig, Propagation, VarSpec};
+pub use params::{from_params, PARAMS};
 pub use program::{EwoProgram, EwoStats};

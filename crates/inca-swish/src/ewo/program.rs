@@ -24,9 +24,9 @@
 
 use inca_switch::register::Pair;
 use inca_switch::{
-    AccessError, ArrayDecl, ControlEvent, ControlPlane, DataPlane, Declare, DeclareError, Gress,
-    MatchKind, PacketCtx, PacketKind, ParseError, Program, ProgramReport, RegisterHandle,
-    TableDecl, TableHandle,
+    AccessError, ArrayDecl, CheckHints, ControlEvent, ControlPlane, DataPlane, Declare,
+    DeclareError, Gress, MatchKind, PacketCtx, PacketKind, ParseError, Program, ProgramReport,
+    RegisterHandle, TableDecl, TableHandle,
 };
 use inca_wire::parse_udp_frame;
 use inca_wire::swish::ewo::{BodyRepr, MergeKind, MsgType};
@@ -535,15 +535,22 @@ impl Program for EwoProgram {
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
         self.vars.clear();
         let n = self.n();
+        // Whether an operation touches a variable depends on the serving
+        // flag: the flag's stage comes first.
+        let serving = d.register(ArrayDecl::new("ewo_serving", 1))?;
+        self.serving = Some(serving);
+        let after = [serving.id()];
         for v in &self.cfg.vars {
             let m = v.entries as usize;
             let name = |s: &str| format!("ewo{}_{s}", v.var_id);
             let mut regs = VarRegs::default();
             match v.kind {
-                MergeKind::Lww => regs.lww = Some(d.register(ArrayDecl::new(&name("lww"), m))?),
+                MergeKind::Lww => {
+                    regs.lww = Some(d.register(ArrayDecl::new(&name("lww"), m).after(&after))?)
+                }
                 MergeKind::Gset | MergeKind::Max => regs
                     .words
-                    .push(d.register(ArrayDecl::new(&name("word"), m))?),
+                    .push(d.register(ArrayDecl::new(&name("word"), m).after(&after))?),
                 MergeKind::Gcnt | MergeKind::Pncnt => {
                     let halves: &[&str] = if v.kind == MergeKind::Pncnt {
                         &["p", "n"]
@@ -552,8 +559,9 @@ impl Program for EwoProgram {
                     };
                     for h in halves {
                         for s in 0..n {
-                            regs.words
-                                .push(d.register(ArrayDecl::new(&name(&format!("{h}{s}")), m))?);
+                            regs.words.push(d.register(
+                                ArrayDecl::new(&name(&format!("{h}{s}")), m).after(&after),
+                            )?);
                         }
                     }
                 }
@@ -561,7 +569,6 @@ impl Program for EwoProgram {
             self.vars.push(regs);
         }
         let bits = 16 + 32 + 48 + 16;
-        self.serving = Some(d.register(ArrayDecl::new("ewo_serving", 1))?);
         self.npeers = Some(d.register(ArrayDecl::new("ewo_npeers", 1))?);
         let npeers = self.npeers.map(|h| h.id());
         self.peer_idx = Some(
@@ -654,6 +661,61 @@ impl Program for EwoProgram {
 
     fn control(&mut self, event: ControlEvent<()>, cp: &mut ControlPlane<'_>) {
         crate::ewo::control::handle(self, event, cp);
+    }
+
+    /// Frames for the load-time check: an operation of each kind on the
+    /// first variable, and an UPDATE and a SYNC for it from a peer.
+    fn check_hints(&self) -> CheckHints {
+        let mut samples = Vec::new();
+        let Some(v) = self.cfg.vars.first() else {
+            return CheckHints::default();
+        };
+        let peer = ReplicaAddr::conventional(self.cfg.rid().wrapping_add(1), 1);
+        let ep =
+            inca_wire::builder::Endpoints::new(peer.mac, peer.ip, self.cfg.me.mac, self.cfg.me.ip);
+        for (k, op) in [Op::Write, Op::Inc, Op::Dec, Op::Read]
+            .into_iter()
+            .enumerate()
+        {
+            let a = AppOp::request(op, v.var_id, 0, 1, k as u32);
+            if let Ok(f) =
+                inca_wire::builder::build_udp_frame(&ep, 40000, APP_PORT, &a.to_bytes(), false)
+            {
+                samples.push((0, f));
+            }
+        }
+        let n = match v.kind {
+            MergeKind::Lww => 2,
+            MergeKind::Gset | MergeKind::Max => 1,
+            MergeKind::Gcnt => self.n(),
+            MergeKind::Pncnt => 2 * self.n(),
+        };
+        for msg in [MsgType::Update, MsgType::Sync] {
+            let h = HeaderRepr {
+                proto: Proto::Ewo,
+                msg_type: msg as u8,
+                flags: 0,
+                group_id: self.cfg.group_id,
+                src_rid: peer.rid,
+                dst_rid: self.cfg.rid(),
+            };
+            let body = BodyRepr {
+                var_id: v.var_id,
+                kind: v.kind,
+                index: 0,
+                slot_base: 0,
+                values: vec![7; n],
+            };
+            let mut payload = h.to_bytes().to_vec();
+            payload.extend_from_slice(&body.to_vec().unwrap_or_default());
+            if let Ok(f) = udp_frame(&peer, &self.cfg.me, &payload) {
+                samples.push((1, f));
+            }
+        }
+        CheckHints {
+            samples,
+            known: Vec::new(),
+        }
     }
 
     fn report(&self) -> ProgramReport {
