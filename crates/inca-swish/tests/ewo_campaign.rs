@@ -14,6 +14,9 @@ fn seeds(range: std::ops::Range<u64>) {
         for n in &r.notes {
             println!("  {n}");
         }
+        for (at, f) in &r.faults {
+            println!("  at {at} ns: {f}");
+        }
         for (k, v) in &r.judged {
             *judged.entry(k.clone()).or_insert(0u64) += v;
         }
