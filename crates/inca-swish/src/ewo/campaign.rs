@@ -142,6 +142,7 @@ pub fn plan(seed: u64, broken: Broken) -> Plan {
             t_ae: T_AE,
             spare: join.is_some(),
             broken,
+            limiter: None,
             seed,
         },
         fail,

@@ -8,6 +8,7 @@ use inca_switch::Nanos;
 use inca_wire::swish::ewo::MergeKind;
 
 use crate::addr::{ReplicaAddr, Rid};
+use crate::ewo::limiter::LimiterConfig;
 use crate::ewo::merge::N_MAX;
 
 /// Generator streams a pipe has (specs/swish.md §2).
@@ -79,6 +80,8 @@ pub struct EwoConfig {
     pub serving: bool,
     /// A broken variant, or none.
     pub broken: Broken,
+    /// The rate limiter on one of the G-counters, or none.
+    pub limiter: Option<LimiterConfig>,
 }
 
 impl EwoConfig {
@@ -98,6 +101,7 @@ impl EwoConfig {
             peers: Vec::new(),
             serving: true,
             broken: Broken::None,
+            limiter: None,
         }
     }
 
@@ -111,6 +115,9 @@ impl EwoConfig {
             }
             if let Propagation::Periodic(_) = v.propagation {
                 s.push((i, StreamRole::Batch));
+            }
+            if self.limiter.is_some_and(|l| l.var_id == v.var_id) {
+                s.push((i, StreamRole::Estimator));
             }
         }
         s
@@ -151,6 +158,20 @@ impl EwoConfig {
                 return Err(format!("variable {}: period must be positive", v.var_id));
             }
         }
+        if let Some(l) = self.limiter {
+            let Some(v) = self.vars.iter().find(|v| v.var_id == l.var_id) else {
+                return Err(format!("limiter: no variable {}", l.var_id));
+            };
+            if v.kind != MergeKind::Gcnt || v.entries != l.users {
+                return Err(format!(
+                    "limiter: variable {} must be a G-counter of {} entries",
+                    l.var_id, l.users
+                ));
+            }
+            if l.period == 0 || l.per_period() == 0 || l.per_period() > u64::from(u32::MAX) {
+                return Err("limiter: L × period must be 1..2^32 packets".into());
+            }
+        }
         Ok(())
     }
 
@@ -167,6 +188,8 @@ pub enum StreamRole {
     AntiEntropy,
     /// Entry k → UPDATE to the group (batched propagation).
     Batch,
+    /// The rate limiter's estimate and refill for user k.
+    Estimator,
 }
 
 #[cfg(test)]

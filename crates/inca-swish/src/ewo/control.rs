@@ -150,6 +150,10 @@ pub(crate) fn handle(p: &mut EwoProgram, event: ControlEvent<()>, cp: &mut Contr
                 let spec = p.cfg.vars[v];
                 let period = match (role, spec.propagation) {
                     (StreamRole::AntiEntropy, _) => p.cfg.t_ae,
+                    (StreamRole::Estimator, _) => match p.cfg.limiter {
+                        Some(l) => l.period,
+                        None => continue,
+                    },
                     (StreamRole::Batch, Propagation::Periodic(t)) => t,
                     (StreamRole::Batch, Propagation::PerWrite) => continue,
                 };

@@ -8,6 +8,7 @@
 //! - [`config`] — a replica's configuration and its validation;
 //! - [`program`] — the replica as a switch program (data plane);
 //! - [`control`] — its control plane and the controller's messages;
+//! - [`limiter`] — the rate limiter on an EWO G-counter (§7);
 //! - [`params`] — the program from `name=value` parameters ([`PARAMS`]);
 //! - [`rig`] — a simulated group of replicas with app hosts and a
 //!   controller (fail-stop, join);
@@ -17,6 +18,7 @@ pub mod app;
 pub mod campaign;
 pub mod config;
 pub mod control;
+pub mod limiter;
 pub mod merge;
 pub mod params;
 pub mod program;

@@ -6,6 +6,7 @@ use inca_wire::swish::ewo::MergeKind;
 
 use crate::addr::ReplicaAddr;
 use crate::ewo::config::{Broken, EwoConfig, Propagation, VarSpec, T_AE};
+use crate::ewo::limiter::LimiterConfig;
 use crate::ewo::merge::N_MAX;
 use crate::ewo::program::EwoProgram;
 
@@ -21,6 +22,7 @@ pub const PARAMS: &[&str] = &[
     "period_us",
     "t_ae_us",
     "broken",
+    "limiter",
 ];
 
 fn bad(name: &str, reason: impl Into<String>) -> ParamError {
@@ -34,7 +36,9 @@ fn bad(name: &str, reason: impl Into<String>) -> ParamError {
 /// (lww|gcnt|pncnt|gset|max, default gcnt), `vars` (variables of that
 /// kind, ids 1.., default 1), `entries` (M, default 1024), `propagation`
 /// (per_write|periodic), `period_us` (1000), `t_ae_us` (10000), `broken`
-/// (none|add_merge|no_anti_entropy).
+/// (none|add_merge|no_anti_entropy), `limiter` (0|1: SwiSh §9.1's rate
+/// limiter on variable 1, which must then be a G-counter of 40 entries —
+/// `kind=gcnt entries=40 propagation=periodic`).
 pub fn from_params(p: &Params) -> Result<EwoProgram, ParamError> {
     p.check_known("swish_ewo", PARAMS)?;
     let rid = p.number("rid", 1, 0, 0xFFFE)? as u16;
@@ -88,6 +92,13 @@ pub fn from_params(p: &Params) -> Result<EwoProgram, ParamError> {
             propagation,
         })
         .collect();
+    if p.number("limiter", 0, 0, 1)? == 1 {
+        c.limiter = Some(LimiterConfig::new(
+            1,
+            std::net::Ipv4Addr::new(10, 49, 0, 0),
+            0,
+        ));
+    }
     EwoProgram::new(c).map_err(|e| bad("vars", e))
 }
 
@@ -111,6 +122,16 @@ mod tests {
             println!("{r}");
             assert!(r.passed() && r.packets > 0, "{kind}: {r}");
         }
+        let rl = [
+            "kind=gcnt",
+            "entries=40",
+            "propagation=periodic",
+            "limiter=1",
+        ];
+        let mut prog = from_params(&params(&rl)).unwrap();
+        check(&Profile::tofino(), &mut prog).unwrap();
+        let e = from_params(&params(&["limiter=1"])).unwrap_err();
+        assert!(e.to_string().contains("40 entries"), "{e}");
         let e = from_params(&params(&["kind=sum"])).unwrap_err();
         assert!(e.to_string().contains("kind"), "{e}");
         // Five batched variables need ten streams: refused.

@@ -35,6 +35,7 @@ use inca_wire::swish::{HeaderRepr, Proto, GROUP_RID, HEADER_LEN, UDP_PORT};
 use crate::addr::{udp_frame, ReplicaAddr};
 use crate::ewo::app::{self, AppOp, Op, APP_PORT};
 use crate::ewo::config::{Broken, EwoConfig, Propagation, StreamRole};
+use crate::ewo::limiter::{self, LimiterRegs, LimiterStats};
 use crate::ewo::merge;
 
 /// The register arrays of one variable.
@@ -110,6 +111,8 @@ pub struct EwoProgram {
     /// Control-plane software state: the peers installed.
     pub(crate) installed: Vec<ReplicaAddr>,
     pub(crate) stats: EwoStats,
+    pub(crate) limiter_regs: Option<LimiterRegs>,
+    pub(crate) limiter_stats: LimiterStats,
 }
 
 /// Peers a replica's tables hold [our choice: N_max − 1].
@@ -129,6 +132,8 @@ impl EwoProgram {
             serving: None,
             installed: Vec::new(),
             stats: EwoStats::default(),
+            limiter_regs: None,
+            limiter_stats: LimiterStats::default(),
         })
     }
 
@@ -140,6 +145,11 @@ impl EwoProgram {
     /// What it counted.
     pub fn stats(&self) -> EwoStats {
         self.stats
+    }
+
+    /// What its rate limiter counted.
+    pub fn limiter_stats(&self) -> LimiterStats {
+        self.limiter_stats
     }
 
     /// The register arrays of variable `var_id`, in wire order (LWW: one
@@ -394,6 +404,9 @@ impl EwoProgram {
         if u32::from(k) >= spec.entries {
             return Ok(());
         }
+        if role == StreamRole::Estimator {
+            return self.estimate(pkt, dp, u32::from(k));
+        }
         let regs = self.vars[v].clone();
         let (i, n, me) = (u64::from(k), self.n(), usize::from(self.cfg.slot));
         let all = role == StreamRole::AntiEntropy;
@@ -568,6 +581,13 @@ impl Program for EwoProgram {
             }
             self.vars.push(regs);
         }
+        if let Some(l) = self.cfg.limiter {
+            let slots = self
+                .var_index(l.var_id)
+                .map(|v| self.vars[v].words.clone())
+                .unwrap_or_default();
+            self.limiter_regs = Some(limiter::declare(d, &l, &slots)?);
+        }
         let bits = 16 + 32 + 48 + 16;
         self.npeers = Some(d.register(ArrayDecl::new("ewo_npeers", 1))?);
         let npeers = self.npeers.map(|h| h.id());
@@ -616,6 +636,9 @@ impl Program for EwoProgram {
             Parsed::App => self.app(pkt, dp),
             Parsed::Repl => self.receive(pkt, dp),
             Parsed::Other => {
+                if let Some(user) = self.user_of(pkt.header()) {
+                    return self.limit(pkt, dp, user);
+                }
                 self.stats.other += 1;
                 pkt.drop_packet();
                 Ok(())
@@ -730,6 +753,9 @@ impl Program for EwoProgram {
                 ("ewo_malformed", s.malformed),
                 ("ewo_other", s.other),
                 ("ewo_bad_control", s.bad_control),
+                ("rl_passed", self.limiter_stats.passed),
+                ("rl_dropped", self.limiter_stats.dropped),
+                ("rl_estimates", self.limiter_stats.estimates),
             ]
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))

@@ -29,6 +29,7 @@ use crate::addr::ReplicaAddr;
 use crate::ewo::app::{AppOp, APP_PORT};
 use crate::ewo::config::{Broken, EwoConfig, VarSpec, T_AE};
 use crate::ewo::control::{encode_peers, encode_write, SET_PEERS, SET_SERVING, WRITE_REG};
+use crate::ewo::limiter::LimiterConfig;
 use crate::ewo::program::EwoProgram;
 
 /// A replica's switch device.
@@ -86,6 +87,8 @@ pub struct RigConfig {
     pub spare: bool,
     /// A broken variant at every replica.
     pub broken: Broken,
+    /// The rate limiter at every replica, or none.
+    pub limiter: Option<LimiterConfig>,
     /// Simulation seed.
     pub seed: u64,
 }
@@ -99,6 +102,7 @@ impl Default for RigConfig {
             t_ae: T_AE,
             spare: false,
             broken: Broken::None,
+            limiter: None,
             seed: 1,
         }
     }
@@ -113,8 +117,9 @@ pub struct AppHost {
     pub answers: Vec<(Nanos, AppOp)>,
     /// Operations sent.
     pub sent: u64,
-    /// Frames received that were not answers.
-    pub junk: u64,
+    /// Arrival times of frames that were not answers (data the replica
+    /// passed back, at most [`HOST_KEEP`]).
+    pub data: Vec<Nanos>,
 }
 
 impl AppHost {
@@ -141,7 +146,8 @@ impl Device for AppHost {
                     .and_then(|u| AppOp::parse(u.payload));
                 match op {
                     Some(op) if self.answers.len() < HOST_KEEP => self.answers.push((now, op)),
-                    _ => self.junk += 1,
+                    None if self.data.len() < HOST_KEEP => self.data.push(now),
+                    _ => {}
                 }
             }
             Input::Timer { .. } => {
@@ -216,9 +222,30 @@ impl Rig {
     /// Builds the rig; host i sends `scripts[i]` (operations with their
     /// send times, non-decreasing).
     pub fn new(cfg: &RigConfig, scripts: &[Vec<(Nanos, AppOp)>]) -> Result<Rig, String> {
+        let frames = scripts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (ip, mac) = host_addr(i);
+                let ep = Endpoints::new(mac, ip, replica_addr(i).mac, replica_addr(i).ip);
+                s.iter()
+                    .map(|(at, op)| {
+                        build_udp_frame(&ep, 40000, APP_PORT, &op.to_bytes(), false)
+                            .map(|f| (*at, f))
+                            .map_err(|e| e.to_string())
+                    })
+                    .collect::<Result<Vec<_>, String>>()
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Rig::with_frames(cfg, frames)
+    }
+
+    /// Builds the rig; host i sends the frames `frames[i]` at their times
+    /// (non-decreasing).
+    pub fn with_frames(cfg: &RigConfig, frames: Vec<Vec<(Nanos, Vec<u8>)>>) -> Result<Rig, String> {
         let n = cfg.topology.replicas();
-        if scripts.len() != n {
-            return Err(format!("{} scripts for {n} replicas", scripts.len()));
+        if frames.len() != n {
+            return Err(format!("{} scripts for {n} replicas", frames.len()));
         }
         let mut sim = Simulation::new(cfg.seed, 1_000_000);
         let members: Vec<bool> = (0..n).map(|i| !(cfg.spare && i == n - 1)).collect();
@@ -230,6 +257,7 @@ impl Rig {
             c.t_ae = cfg.t_ae;
             c.broken = cfg.broken;
             c.serving = members[i];
+            c.limiter = cfg.limiter;
             if members[i] {
                 c.peers = (0..n)
                     .filter(|&j| j != i && members[j])
@@ -239,14 +267,10 @@ impl Rig {
             let prog = EwoProgram::new(c)?;
             let sw = Switch::new(Profile::tofino(), prog).map_err(|e| e.to_string())?;
             replicas.push(sim.add_node(&format!("ewo{i}"), Box::new(sw)));
-            let (ip, mac) = host_addr(i);
-            let ep = Endpoints::new(mac, ip, replica_addr(i).mac, replica_addr(i).ip);
-            let mut h = AppHost::default();
-            for (at, op) in &scripts[i] {
-                let f = build_udp_frame(&ep, 40000, APP_PORT, &op.to_bytes(), false)
-                    .map_err(|e| e.to_string())?;
-                h.script.push_back((*at, f));
-            }
+            let h = AppHost {
+                script: frames[i].clone().into(),
+                ..AppHost::default()
+            };
             hosts.push(sim.add_node(&format!("host{i}"), Box::new(h)));
         }
         let t = |e: inca_sim::engine::TopologyError| e.to_string();
@@ -286,6 +310,14 @@ impl Rig {
             members,
             cfg: cfg.clone(),
         })
+    }
+
+    /// Arrival times of the data frames host `i` got back.
+    pub fn data(&self, i: usize) -> &[Nanos] {
+        self.sim
+            .node::<AppHost>(self.hosts[i])
+            .map(|h| &h.data[..])
+            .unwrap_or(&[])
     }
 
     /// The answers host `i` received.
