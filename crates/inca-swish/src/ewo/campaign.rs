@@ -198,6 +198,15 @@ pub fn run_plan(p: &Plan) -> Result<SeedResult, String> {
         ),
         None => "live replicas not identical before the E2 deadline".to_string(),
     });
+    let ok: Vec<usize> = (0..p.scripts.len())
+        .map(|i| {
+            rig.answers(i)
+                .iter()
+                .filter(|(_, a)| a.status == status::OK)
+                .count()
+        })
+        .collect();
+    notes.push(format!("answered OK per replica: {ok:?}"));
     let mut j = Judgement::default();
     j.count("ewo: E2 runs", 1);
     if converged.is_some_and(|c| c <= 3 * p.rig.t_ae) {
