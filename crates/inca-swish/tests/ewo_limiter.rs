@@ -1,6 +1,7 @@
 //! The rate limiter on EWO (specs/swish.md §7, SwiSh §9.1): two replicas
 //! (local-2), one user offering 2·L (4 Mpps) split 90/10 across them, then
-//! 50/50; what the replicas admit in total stays near L = 2 Mpps.
+//! 50/50; what the replicas admit in total stays near L = 2 Mpps. A second
+//! user offering 1.5·L split 20/80 throughout is limited on its own.
 //!
 //! Tolerance [our choice]: each 1 ms bin within ±15 % of L·1 ms and each
 //! phase's mean within ±5 %, skipping the first 3 ms and 3 ms after the
@@ -27,12 +28,13 @@ const MS: Nanos = 1_000_000;
 const SHIFT: Nanos = 15 * MS;
 const END: Nanos = 30 * MS;
 const USER: Ipv4Addr = Ipv4Addr::new(10, 49, 0, 0);
+const USER2: Ipv4Addr = Ipv4Addr::new(10, 49, 0, 1);
 
-/// Frames of the user to replica `i` every `gap` ns over `from..to`.
-fn stream(i: usize, from: Nanos, to: Nanos, gap: Nanos) -> Vec<(Nanos, Vec<u8>)> {
+/// Frames of `user` to replica `i` every `gap` ns over `from..to`.
+fn stream(user: Ipv4Addr, i: usize, from: Nanos, to: Nanos, gap: Nanos) -> Vec<(Nanos, Vec<u8>)> {
     let (_, mac) = host_addr(i);
     let r = replica_addr(i);
-    let ep = Endpoints::new(mac, USER, r.mac, r.ip);
+    let ep = Endpoints::new(mac, user, r.mac, r.ip);
     let f = build_udp_frame(&ep, 5000, 9, &[0; 18], false).unwrap();
     (0..)
         .map(|k| from + k * gap)
@@ -41,8 +43,8 @@ fn stream(i: usize, from: Nanos, to: Nanos, gap: Nanos) -> Vec<(Nanos, Vec<u8>)>
         .collect()
 }
 
-/// Admitted packets per 1 ms bin, both replicas together.
-fn run(link: ChannelConfig) -> Vec<u64> {
+/// Admitted packets per 1 ms bin, both replicas together, per user.
+fn run(link: ChannelConfig) -> [Vec<u64>; 2] {
     let cfg = RigConfig {
         topology: Topology::Local2,
         vars: vec![VarSpec {
@@ -58,21 +60,34 @@ fn run(link: ChannelConfig) -> Vec<u64> {
     };
     println!("seed {}", cfg.seed);
     // 4 Mpps offered: 90/10 = 3.6 + 0.4 Mpps, then 50/50 = 2 + 2 Mpps.
-    let mut a = stream(0, 0, SHIFT, 278);
-    a.extend(stream(0, SHIFT, END, 500));
-    let mut b = stream(1, 0, SHIFT, 2_500);
-    b.extend(stream(1, SHIFT, END, 500));
+    // The second user: 3 Mpps, 0.6 + 2.4 Mpps.
+    let merge = |mut x: Vec<(Nanos, Vec<u8>)>, y: Vec<(Nanos, Vec<u8>)>| {
+        x.extend(y);
+        x.sort_by_key(|(t, _)| *t);
+        x
+    };
+    let mut a = stream(USER, 0, 0, SHIFT, 278);
+    a.extend(stream(USER, 0, SHIFT, END, 500));
+    let mut b = stream(USER, 1, 0, SHIFT, 2_500);
+    b.extend(stream(USER, 1, SHIFT, END, 500));
+    let a = merge(a, stream(USER2, 0, 0, END, 1_667));
+    let b = merge(b, stream(USER2, 1, 0, END, 417));
     let mut rig = Rig::with_frames(&cfg, vec![a, b]).unwrap();
     rig.run_until(END + MS);
-    let mut bins = vec![0u64; (END / MS) as usize];
+    let mut bins = [
+        vec![0u64; (END / MS) as usize],
+        vec![0u64; (END / MS) as usize],
+    ];
     for i in 0..2 {
-        for t in rig.data(i) {
-            if let Some(b) = bins.get_mut((*t / MS) as usize) {
+        for (t, src) in rig.data(i) {
+            let u = usize::from(*src == USER2);
+            if let Some(b) = bins[u].get_mut((*t / MS) as usize) {
                 *b += 1;
             }
         }
     }
-    println!("admitted per ms: {bins:?}");
+    println!("admitted per ms, user 0: {:?}", bins[0]);
+    println!("admitted per ms, user 1: {:?}", bins[1]);
     bins
 }
 
@@ -99,8 +114,9 @@ fn near_limit(bins: &[u64]) -> Result<(), String> {
 
 #[test]
 fn the_total_stays_near_l_through_the_shift() {
-    let bins = run(ChannelConfig::default());
-    near_limit(&bins).unwrap();
+    let [one, two] = run(ChannelConfig::default());
+    near_limit(&one).unwrap();
+    near_limit(&two).unwrap();
 }
 
 #[test]
@@ -109,7 +125,7 @@ fn without_replication_the_total_overshoots() {
         loss: LossModel::Bernoulli { p: 1.0 },
         ..ChannelConfig::default()
     };
-    let bins = run(cut);
+    let [bins, _] = run(cut);
     let e = near_limit(&bins).unwrap_err();
     println!("{e}");
 }

@@ -117,9 +117,9 @@ pub struct AppHost {
     pub answers: Vec<(Nanos, AppOp)>,
     /// Operations sent.
     pub sent: u64,
-    /// Arrival times of frames that were not answers (data the replica
-    /// passed back, at most [`HOST_KEEP`]).
-    pub data: Vec<Nanos>,
+    /// Frames that were not answers (data the replica passed back): arrival
+    /// time and IPv4 source (0.0.0.0 if none), at most [`HOST_KEEP`].
+    pub data: Vec<(Nanos, Ipv4Addr)>,
 }
 
 impl AppHost {
@@ -141,12 +141,14 @@ impl Device for AppHost {
     fn handle(&mut self, now: Nanos, input: Input, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         match input {
             Input::Frame { frame, .. } => {
-                let op = parse_udp_frame(&frame)
-                    .ok()
-                    .and_then(|u| AppOp::parse(u.payload));
+                let u = parse_udp_frame(&frame).ok();
+                let src = u.as_ref().map_or(Ipv4Addr::UNSPECIFIED, |u| u.src_ip);
+                let op = u
+                    .as_ref()
+                    .and_then(|u| (u.src_port == APP_PORT).then(|| AppOp::parse(u.payload))?);
                 match op {
                     Some(op) if self.answers.len() < HOST_KEEP => self.answers.push((now, op)),
-                    None if self.data.len() < HOST_KEEP => self.data.push(now),
+                    None if self.data.len() < HOST_KEEP => self.data.push((now, src)),
                     _ => {}
                 }
             }
@@ -312,8 +314,8 @@ impl Rig {
         })
     }
 
-    /// Arrival times of the data frames host `i` got back.
-    pub fn data(&self, i: usize) -> &[Nanos] {
+    /// The data frames host `i` got back: arrival time, IPv4 source.
+    pub fn data(&self, i: usize) -> &[(Nanos, Ipv4Addr)] {
         self.sim
             .node::<AppHost>(self.hosts[i])
             .map(|h| &h.data[..])
