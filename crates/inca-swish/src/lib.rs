@@ -27,10 +27,13 @@
 //!   checks.
 //! - [`sdw`] — strong delayed writes: the reference model of Algorithm 1,
 //!   the data-plane program (§5.5), its rig and campaign.
+//! - [`ewo`] — EWO: merges, the replica program and its control plane, a
+//!   simulated rig and the E2–E4 campaign.
 //!
 //! The wire formats are in `inca_wire::swish`.
 
 pub mod addr;
+pub mod ewo;
 pub mod readout;
 pub mod sdw;
 pub mod sro;

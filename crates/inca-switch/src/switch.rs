@@ -764,6 +764,39 @@ impl<P: Program> Switch<P> {
         };
         let keep = s.truncate.unwrap_or(usize::MAX).min(pkt.frame.len());
         self.stats.mirrored += 1;
+        if s.port == RECIRCULATION_PORT {
+            // A session on the recirculation port (Tofino: a mirror session
+            // whose egress port is a loopback port) brings the copy back to
+            // ingress with its bridged metadata, serialised by the
+            // recirculation port (SwiSh EWO: E2E mirror, then recirculate).
+            // [our choice] the copy skips the loopback port's egress pass.
+            let passes = match pkt.kind {
+                PacketKind::Recirculated { passes } => passes + 1,
+                _ => 1,
+            };
+            if !self.profile.features.recirculation {
+                self.stats.feature_drops += 1;
+                return;
+            } else if passes >= MAX_PASSES {
+                self.stats.pass_limit_drops += 1;
+                return;
+            }
+            let frame = pkt.frame[..keep].to_vec();
+            let (start, _) = self
+                .recirculation
+                .send(at, (frame.len() + WIRE_OVERHEAD_BYTES) as u64);
+            self.stats.recirculations += 1;
+            let arrival = Arrival {
+                frame,
+                meta: pkt.meta.clone(),
+                port: RECIRCULATION_PORT,
+                kind: PacketKind::Recirculated { passes },
+                from_input: false,
+            };
+            let at = start + self.profile.data_path.recirculation_latency;
+            self.schedule(at, Event::Ingress(Box::new(arrival)));
+            return;
+        }
         let copy = QueuedPacket {
             frame: pkt.frame[..keep].to_vec(),
             meta: pkt.meta.clone(),

@@ -29,7 +29,9 @@ pub const WIRE_OVERHEAD_BYTES: usize = 24;
 /// A mirror session: where mirror copies go and how much of them is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MirrorSession {
-    /// The egress port copies are queued for.
+    /// The egress port copies are queued for; the switch's
+    /// `RECIRCULATION_PORT` sends them back to ingress instead, with their
+    /// metadata (a loopback mirror session).
     pub port: PortId,
     /// Copies are cut to at most this many bytes (`None`: whole packet).
     pub truncate: Option<usize>,

@@ -850,6 +850,51 @@ fn egress_mirror_with_truncation() {
     assert_eq!(s.no_group_drops, 1);
 }
 
+/// A session on the recirculation port brings the truncated copy back to
+/// ingress (SwiSh EWO's mirror-then-recirculate); a program that mirrors
+/// every copy again is stopped by the pass limit.
+#[test]
+fn mirror_to_the_recirculation_port_loops_back_to_ingress() {
+    let setup = vec![Setup::Mirror {
+        session: 3,
+        config: MirrorSession {
+            port: RECIRCULATION_PORT,
+            truncate: Some(64),
+        },
+    }];
+    let (mut h, log) = start(tofino(), Probe::new(setup), 1);
+    h.send(MILLIS, 0, frame(OP_MIRROR, 1, 3, 300));
+    h.advance_to(2 * MILLIS);
+    let out = h.take();
+    assert_eq!(out.len(), usize::from(MAX_PASSES), "original and 15 copies");
+    let l = log.borrow();
+    let back: Vec<(PortId, PacketKind, usize)> = l
+        .ingress
+        .iter()
+        .skip(1)
+        .take(2)
+        .map(|s| (s.ingress_port, s.kind, s.len))
+        .collect();
+    assert_eq!(
+        back,
+        vec![
+            (
+                RECIRCULATION_PORT,
+                PacketKind::Recirculated { passes: 1 },
+                64
+            ),
+            (
+                RECIRCULATION_PORT,
+                PacketKind::Recirculated { passes: 2 },
+                64
+            ),
+        ]
+    );
+    let s = h.device.stats();
+    assert_eq!(s.pass_limit_drops, 1);
+    assert_eq!(s.mirrored, u64::from(MAX_PASSES));
+}
+
 // ---------------------------------------------------------------------------
 // 6. Recirculation and resubmit
 // ---------------------------------------------------------------------------

@@ -523,3 +523,42 @@ mod exoplane_shim {
         }
     }
 }
+
+mod swish_ewo {
+    use inca_wire::swish::ewo::{Body, BodyRepr, MergeKind, MAX_VALS};
+    use proptest::prelude::*;
+
+    fn kind() -> impl Strategy<Value = MergeKind> {
+        proptest::sample::select(vec![
+            MergeKind::Lww,
+            MergeKind::Gcnt,
+            MergeKind::Pncnt,
+            MergeKind::Gset,
+            MergeKind::Max,
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn ewo_body_roundtrip(var_id: u16, kind in kind(), index: u32, slot_base: u16,
+                              values in proptest::collection::vec(any::<u32>(), 0..=MAX_VALS)) {
+            let r = BodyRepr { var_id, kind, index, slot_base, values };
+            let bytes = r.to_vec().unwrap();
+            prop_assert_eq!(bytes.len(), r.buffer_len());
+            prop_assert_eq!(BodyRepr::parse(&bytes).unwrap(), r);
+        }
+
+        #[test]
+        fn ewo_body_never_panics(b in proptest::collection::vec(any::<u8>(), 0..100)) {
+            if let Ok(v) = Body::new_checked(&b[..]) {
+                prop_assert!(v.len() <= b.len());
+                let r = BodyRepr::parse(&b).unwrap();
+                prop_assert_eq!(BodyRepr::parse(&r.to_vec().unwrap()).unwrap(), r);
+            } else {
+                prop_assert!(BodyRepr::parse(&b).is_err());
+            }
+        }
+    }
+}

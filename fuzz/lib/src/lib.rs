@@ -45,6 +45,7 @@ pub const TARGETS: &[&str] = &[
     "exoplane_netcache",
     "swish_sro",
     "swish_sdw",
+    "swish_ewo",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
@@ -54,7 +55,7 @@ pub const TARGETS: &[&str] = &[
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 16;
+pub const PARSER_TARGETS: usize = 17;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -76,6 +77,7 @@ pub fn run(name: &str, data: &[u8]) {
         "exoplane_netcache" => parsers::exoplane_netcache(data),
         "swish_sro" => parsers::swish_sro(data),
         "swish_sdw" => parsers::swish_sdw(data),
+        "swish_ewo" => parsers::swish_ewo(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),

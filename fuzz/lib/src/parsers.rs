@@ -613,3 +613,36 @@ pub fn swish_sdw(data: &[u8]) {
     }
     let _ = MsgType::from_u8(h.msg_type);
 }
+
+/// The SwiSh EWO body (and the common header in front of it): the view's
+/// accessors stay inside the buffer, the repr agrees with the view and
+/// emits back to the bytes it came from (up to the reserved field, which
+/// emits as zero), and a setter changes only its value.
+pub fn swish_ewo(data: &[u8]) {
+    use inca_wire::swish::ewo::{Body, BodyRepr, BODY_FIXED_LEN};
+    use inca_wire::swish::{HeaderRepr, HEADER_LEN};
+    if let Ok(h) = HeaderRepr::parse(data) {
+        assert_eq!(HeaderRepr::parse(&h.to_bytes()), Ok(h));
+    }
+    let body = data.get(HEADER_LEN.min(data.len())..).unwrap_or(&[]);
+    for b in [data, body] {
+        let Ok(v) = Body::new_checked(b) else {
+            assert!(BodyRepr::parse(b).is_err(), "the repr refuses too");
+            continue;
+        };
+        assert!(v.len() <= b.len());
+        let r = BodyRepr::parse(b).expect("a checked body parses");
+        assert_eq!((r.var_id, r.kind, r.index), (v.var_id(), v.merge_kind(), v.index()));
+        let mut bytes = r.to_vec().expect("a parsed body emits");
+        assert_eq!(bytes.len(), v.len());
+        assert_eq!(&bytes[..10], &b[..10]);
+        assert_eq!(&bytes[BODY_FIXED_LEN..], &b[BODY_FIXED_LEN..v.len()]);
+        assert_eq!(BodyRepr::parse(&bytes).as_ref(), Ok(&r));
+        let mut w = Body::new_checked(&mut bytes[..]).expect("same bytes");
+        w.set_value(0, !r.values.first().copied().unwrap_or(0));
+        w.set_index(!r.index);
+        let back = BodyRepr::parse(&bytes).expect("still a body");
+        assert_eq!(back.index, !r.index);
+        assert_eq!(back.values.get(1..), r.values.get(1..));
+    }
+}

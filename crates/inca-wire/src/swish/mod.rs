@@ -19,6 +19,7 @@
 
 use crate::error::{Result, WireError};
 
+pub mod ewo;
 pub mod sdw;
 pub mod sro;
 
