@@ -1,7 +1,10 @@
 //! SwiSh as an inca system ([`inca_system::System`]): its programs in
-//! `inca check --list`, `inca check` and scenarios. Each program is built
-//! from named parameters by [`build`]; a run builds them as simulator
-//! switches.
+//! `inca check --list`, `inca check` and scenarios, and its built-in
+//! campaigns. Each program is built from named parameters by [`build`]; a
+//! run builds them as simulator switches. The campaigns are the protocols'
+//! own seeded runs ([`crate::sro::checks::run_seed`],
+//! [`crate::sdw::campaign::run_seed`] and `run_recovery_seed`,
+//! [`crate::ewo::campaign::run_seed`]), each judging its §6 properties.
 
 use std::any::Any;
 
@@ -10,9 +13,23 @@ use inca_sim::engine::Node;
 use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::{Profile, Switch};
-use inca_system::{CheckError, ProgramInfo, RunMode, System, SystemError, SystemRun};
+use inca_system::{
+    BuiltinCampaign, CampaignError, CheckError, ProgramInfo, RunMode, System, SystemError,
+    SystemRun,
+};
+use inca_verify::SeedResult;
 
+use crate::ewo::program::EwoProgram;
 use crate::readout::SketchReadout;
+use crate::sdw::program::SdwProgram;
+use crate::sro::program::SroNat;
+
+/// The SRO NAT program's name.
+pub const SRO_PROGRAM: &str = "swish_sro_nat";
+/// The SDW replica program's name.
+pub const SDW_PROGRAM: &str = "swish_sdw";
+/// The EWO replica program's name.
+pub const EWO_PROGRAM: &str = "swish_ewo";
 
 /// SwiSh, registered in the binary's list of systems.
 #[derive(Debug, Default, Clone, Copy)]
@@ -21,6 +38,9 @@ pub struct SwishSystem;
 /// One of the programs, built from parameters.
 enum Built {
     Readout(Box<SketchReadout>),
+    Sro(Box<SroNat>),
+    Sdw(Box<SdwProgram>),
+    Ewo(Box<EwoProgram>),
 }
 
 fn known() -> String {
@@ -35,6 +55,11 @@ fn known() -> String {
 fn build(program: &str, params: &Params) -> Result<Built, SystemError> {
     match program {
         crate::readout::PROGRAM => Ok(Built::Readout(Box::new(SketchReadout::from_params(
+            params,
+        )?))),
+        SRO_PROGRAM => Ok(Built::Sro(Box::new(SroNat::from_params(params)?))),
+        SDW_PROGRAM => Ok(Built::Sdw(Box::new(SdwProgram::from_params(params)?))),
+        EWO_PROGRAM => Ok(Built::Ewo(Box::new(crate::ewo::params::from_params(
             params,
         )?))),
         other => Err(SystemError::UnknownProgram {
@@ -61,11 +86,53 @@ impl System for SwishSystem {
     }
 
     fn programs(&self) -> Vec<ProgramInfo> {
-        vec![ProgramInfo {
-            name: crate::readout::PROGRAM,
-            about: "a rows x columns sketch read once at start, by control-plane register reads (mode=cp) or a packet-generator walk (mode=dp); reports readout_ns (SwiSh experiment 1)",
-            params: crate::readout::PARAMS.to_vec(),
-        }]
+        vec![
+            ProgramInfo {
+                name: SRO_PROGRAM,
+                about: "SwiSh SRO replica with the NAT: pending check and read-from-tail tunnel in the data plane, chain replication of new mappings through the switch CPUs (SwiSh §5.2)",
+                params: SroNat::PARAMS.to_vec(),
+            },
+            ProgramInfo {
+                name: SDW_PROGRAM,
+                about: "SwiSh SDW replica: a rows x columns collection updated in windows, DATA/ACK/READY exchange by generator streams, ready phase, ACK-check retransmission (SwiSh §5.5)",
+                params: SdwProgram::PARAMS.to_vec(),
+            },
+            ProgramInfo {
+                name: EWO_PROGRAM,
+                about: "SwiSh EWO replica: local writes, mirror/multicast UPDATEs, CRDT merges and anti-entropy (SwiSh §5.3)",
+                params: crate::ewo::params::PARAMS.to_vec(),
+            },
+            ProgramInfo {
+                name: crate::readout::PROGRAM,
+                about: "a rows x columns sketch read once at start, by control-plane register reads (mode=cp) or a packet-generator walk (mode=dp); reports readout_ns (SwiSh experiment 1)",
+                params: crate::readout::PARAMS.to_vec(),
+            },
+        ]
+    }
+
+    fn campaigns(&self) -> Vec<BuiltinCampaign> {
+        vec![
+            BuiltinCampaign {
+                name: "swish-sro",
+                about: "SwiSh SRO NAT on a 2-4 replica chain: loss, duplication, reordering, head/middle/tail fail-stop and a join at the tail; S1 (linearizable per key) to S6 judged from what the sinks saw and the switches' tables",
+                run_seed: |seed| seed_result(seed, crate::sro::checks::run_seed(seed)),
+            },
+            BuiltinCampaign {
+                name: "swish-sdw",
+                about: "SwiSh SDW on local-2 or symmetric-4: loss, duplication, reordering, both duplicate filters, ready phase on; D1-D8 judged from queries, window samples and advance logs",
+                run_seed: |seed| seed_result(seed, crate::sdw::campaign::run_seed(seed)),
+            },
+            BuiltinCampaign {
+                name: "swish-sdw-recovery",
+                about: "SwiSh SDW on symmetric-4 with 1-3 replicas failing and the controller's recovery (SwiSh §5.6); D9 and D1-D3 afterwards",
+                run_seed: |seed| seed_result(seed, crate::sdw::campaign::run_recovery_seed(seed)),
+            },
+            BuiltinCampaign {
+                name: "swish-ewo",
+                about: "SwiSh EWO on local-2 or symmetric-4: loss, duplication, jitter, per-write or batched propagation, a fail-stop or a join; E2-E4 judged from host answers and registers read back",
+                run_seed: |seed| seed_result(seed, crate::ewo::campaign::run_seed(seed)),
+            },
+        ]
     }
 
     fn check(
@@ -76,6 +143,9 @@ impl System for SwishSystem {
     ) -> Result<Placement, CheckError> {
         let placed = match build(program, params).map_err(check_error)? {
             Built::Readout(mut p) => inca_switch::check(profile, &mut *p),
+            Built::Sro(mut p) => inca_switch::check(profile, &mut *p),
+            Built::Sdw(mut p) => inca_switch::check(profile, &mut *p),
+            Built::Ewo(mut p) => inca_switch::check(profile, &mut *p),
         };
         placed.map_err(CheckError::DoesNotFit)
     }
@@ -89,6 +159,9 @@ impl System for SwishSystem {
     ) -> Result<LoadCheckReport, CheckError> {
         let report = match build(program, params).map_err(check_error)? {
             Built::Readout(p) => load_check(profile, *p, opts),
+            Built::Sro(p) => load_check(profile, *p, opts),
+            Built::Sdw(p) => load_check(profile, *p, opts),
+            Built::Ewo(p) => load_check(profile, *p, opts),
         };
         report.map_err(CheckError::DoesNotFit)
     }
@@ -110,10 +183,19 @@ impl SystemRun for SwishRun {
     ) -> Result<Box<dyn Node>, SystemError> {
         Ok(match build(program, params)? {
             Built::Readout(p) => Box::new(Switch::new(profile, *p)?),
+            Built::Sro(p) => Box::new(Switch::new(profile, *p)?),
+            Built::Sdw(p) => Box::new(Switch::new(profile, *p)?),
+            Built::Ewo(p) => Box::new(Switch::new(profile, *p)?),
         })
     }
 
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// A protocol's seed result as a campaign's: a run that could not be built
+/// is the seed's error.
+fn seed_result(seed: u64, r: Result<SeedResult, String>) -> Result<SeedResult, CampaignError> {
+    r.map_err(|message| CampaignError::Seed { seed, message })
 }

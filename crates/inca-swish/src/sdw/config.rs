@@ -263,7 +263,7 @@ impl SdwConfig {
     /// (unbounded), `dedup` (`bitmap` or `counter`), `ready` (1),
     /// `merge` (`sum`, `or`, `max`), `t_chk` and `rto_ready` in ns.
     pub fn from_params(p: &Params) -> Result<Self, ParamError> {
-        p.check_known("sdw", Self::PARAMS)?;
+        p.check_known("swish_sdw", Self::PARAMS)?;
         let n = p.count("replicas", 2, COUNTER_MAX_N as u64)? as u16;
         let rid = p.number("rid", 1, 1, u64::from(n))? as u16;
         let members = (1..=n)
@@ -291,7 +291,8 @@ impl SdwConfig {
             "max" => Merge::Max,
             _ => return Err(value("merge", "sum, or or max")),
         };
-        c.validate().map_err(|e| value("sdw", &e.to_string()))?;
+        c.validate()
+            .map_err(|e| value("swish_sdw", &e.to_string()))?;
         Ok(c)
     }
 }

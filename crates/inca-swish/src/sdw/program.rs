@@ -217,7 +217,7 @@ impl SdwProgram {
     pub fn from_params(p: &Params) -> Result<Self, ParamError> {
         let cfg = SdwConfig::from_params(p)?;
         SdwProgram::new(cfg).map_err(|e| ParamError::Value {
-            name: "sdw".into(),
+            name: "swish_sdw".into(),
             reason: e.to_string(),
         })
     }
@@ -432,7 +432,7 @@ impl Program for SdwProgram {
     type Digest = ();
 
     fn name(&self) -> &str {
-        "sdw"
+        "swish_sdw"
     }
 
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {

@@ -223,7 +223,7 @@ impl SroNat {
     /// rids head first, e.g. "1,2,3"; default "1,2"), peers at conventional
     /// addresses on ports 2, 3, … in chain order skipping itself.
     pub fn from_params(p: &Params) -> Result<Self, ParamError> {
-        p.check_known("sro_nat", Self::PARAMS)?;
+        p.check_known("swish_sro_nat", Self::PARAMS)?;
         let rid = p.number("rid", 1, 0, 0xFFFE)? as Rid;
         let chain_s = p.text("chain").unwrap_or("1,2");
         let mut chain = Vec::new();
@@ -343,7 +343,7 @@ impl Program for SroNat {
     type Digest = ();
 
     fn name(&self) -> &str {
-        "sro_nat"
+        "swish_sro_nat"
     }
 
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
