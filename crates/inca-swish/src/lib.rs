@@ -18,6 +18,8 @@
 //!
 //! - [`addr`] — how replicas name and reach each other: rid, IPv4, MAC,
 //!   the local port toward each peer, and the UDP frames between them.
+//! - [`bench`] — its `inca bench` row: the SRO write path against the
+//!   same NAT without replication.
 //! - [`readout`] — experiment 1 (§8.2): a sketch read through the control
 //!   plane against a generator walk in the data plane.
 //! - [`system`] — SwiSh as an inca system: its programs in `inca check` and
@@ -33,6 +35,7 @@
 //! The wire formats are in `inca_wire::swish`.
 
 pub mod addr;
+pub mod bench;
 pub mod ewo;
 pub mod readout;
 pub mod sdw;

@@ -110,6 +110,10 @@ impl System for SwishSystem {
         ]
     }
 
+    fn benches(&self) -> Vec<inca_system::bench::Bench> {
+        crate::bench::benches()
+    }
+
     fn campaigns(&self) -> Vec<BuiltinCampaign> {
         vec![
             BuiltinCampaign {

@@ -117,6 +117,7 @@ fn list_names_every_benchmark_and_the_planner_row_runs() {
         "live-mmsg",
         "exoplane-plan",
         "exoplane-fm",
+        "swish-sro-write",
     ] {
         assert!(
             out.lines()
@@ -189,4 +190,29 @@ fn the_exoplane_flow_manager_row_runs_against_its_baseline() {
         .find(|l| l.starts_with("exoplane-fm"))
         .unwrap_or_else(|| panic!("no exoplane-fm row:\n{out}"));
     assert!(row.contains("packets/s") && row.contains('x'), "{row}");
+}
+
+#[test]
+fn the_swish_sro_write_row_runs_against_its_baseline() {
+    let json = scratch("sro.json");
+    let (ok, out, err) = run(&[
+        "bench",
+        "--quick",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "swish-sro-write",
+    ]);
+    assert!(ok, "{err}");
+    let _ = std::fs::remove_dir_all(json.parent().unwrap());
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("swish-sro-write"))
+        .unwrap_or_else(|| panic!("no swish-sro-write row:\n{out}"));
+    assert!(row.contains("writes/s") && row.contains('x'), "{row}");
+    assert!(
+        out.contains("40 writes committed with SRO, 40 without"),
+        "{out}"
+    );
 }
