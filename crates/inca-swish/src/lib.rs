@@ -22,6 +22,8 @@
 //!   same NAT without replication.
 //! - [`readout`] — experiment 1 (§8.2): a sketch read through the control
 //!   plane against a generator walk in the data plane.
+//! - [`topology`] — the named topologies and the link model between
+//!   replicas, shared by the rigs.
 //! - [`system`] — SwiSh as an inca system: its programs in `inca check` and
 //!   scenarios.
 //! - [`sro`] — SRO with the NAT (§5.2, §7): the switch program, its CPU
@@ -41,3 +43,4 @@ pub mod readout;
 pub mod sdw;
 pub mod sro;
 pub mod system;
+pub mod topology;

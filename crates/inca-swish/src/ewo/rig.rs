@@ -35,41 +35,12 @@ use crate::ewo::program::EwoProgram;
 /// A replica's switch device.
 pub type EwoSwitch = Switch<EwoProgram>;
 
-/// Delay of a link between two pipes of one switch [our choice: tens of
-/// ns, the internal path between pipes].
-pub const PIPE_LINK_DELAY: Nanos = 40;
-/// Delay of a link between switches (spec §8.1: 0.5 µs).
-pub const SWITCH_LINK_DELAY: Nanos = 500;
 /// Time the controller needs to learn of a failure (spec §5.1, T_detect).
 pub const T_DETECT: Nanos = 1_000_000;
 /// Bound on the answers a host keeps.
 pub const HOST_KEEP: usize = 1 << 20;
 
-/// Which replicas share a switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Topology {
-    /// Two pipes of one switch.
-    Local2,
-    /// Two switches, two pipes each.
-    Symmetric4,
-}
-
-impl Topology {
-    /// Replicas it has.
-    pub fn replicas(self) -> usize {
-        match self {
-            Topology::Local2 => 2,
-            Topology::Symmetric4 => 4,
-        }
-    }
-
-    fn same_switch(self, a: usize, b: usize) -> bool {
-        match self {
-            Topology::Local2 => true,
-            Topology::Symmetric4 => a / 2 == b / 2,
-        }
-    }
-}
+pub use crate::topology::{Topology, PIPE_LINK_DELAY, SWITCH_LINK_DELAY};
 
 /// How to build a rig.
 #[derive(Debug, Clone)]
@@ -288,12 +259,8 @@ impl Rig {
             .map_err(t)?;
             for j in i + 1..n {
                 let mut l = cfg.link;
-                l.rate_bps = 100_000_000_000;
-                l.delay = if cfg.topology.same_switch(i, j) {
-                    PIPE_LINK_DELAY
-                } else {
-                    SWITCH_LINK_DELAY
-                };
+                l.rate_bps = crate::topology::LINK_RATE_BPS;
+                l.delay = cfg.topology.delay(i, j);
                 sim.connect(
                     &format!("r{i}-{j}"),
                     (replicas[i], 1 + j as PortId),

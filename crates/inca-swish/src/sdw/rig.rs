@@ -30,42 +30,10 @@ use crate::addr::{ReplicaAddr, Rid};
 pub const APP_HOST_PORT: PortId = 0;
 /// The replica's loopback port (cabled to `LOOP_PORT + 1`).
 pub const LOOP_PORT: PortId = 30;
-/// Internal link between two pipes of one switch [our choice: tens of ns,
-/// the correction of the spec's 0.5 µs].
-pub const INTERNAL_DELAY: Nanos = 40;
-/// Link between switches: 0.5 µs (spec §8.1, [our choice] there).
-pub const SWITCH_LINK_DELAY: Nanos = 500;
 /// Replies a host keeps at most (more are counted).
 pub const HOST_KEEP: usize = 1 << 20;
 
-/// The named topologies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Topology {
-    /// Two pipes of one switch.
-    Local2,
-    /// Four pipes on two switches, a link between every pair.
-    Symmetric4,
-}
-
-impl Topology {
-    /// Replicas.
-    pub fn replicas(self) -> usize {
-        match self {
-            Topology::Local2 => 2,
-            Topology::Symmetric4 => 4,
-        }
-    }
-
-    /// Delay between replicas `a` and `b` (0-based): internal when on one
-    /// switch (pipes 0,1 on switch A, 2,3 on B).
-    pub fn delay(self, a: usize, b: usize) -> Nanos {
-        if a / 2 == b / 2 {
-            INTERNAL_DELAY
-        } else {
-            SWITCH_LINK_DELAY
-        }
-    }
-}
+pub use crate::topology::{Topology, SWITCH_LINK_DELAY};
 
 /// An app host: sends its script, records the replies.
 #[derive(Debug, Clone, Default)]

@@ -222,8 +222,8 @@ impl Default for RigConfig {
     fn default() -> Self {
         let link = ChannelConfig {
             // specs/swish.md §8.1: 100 Gbps links, 0.5 µs propagation.
-            rate_bps: 100_000_000_000,
-            delay: 500,
+            rate_bps: crate::topology::LINK_RATE_BPS,
+            delay: crate::topology::SWITCH_LINK_DELAY,
             queue_bytes: 4 << 20,
             ..ChannelConfig::default()
         };
