@@ -20,6 +20,8 @@
 //!   the local port toward each peer, and the UDP frames between them.
 //! - [`bench`] — its `inca bench` row: the SRO write path against the
 //!   same NAT without replication.
+//! - [`experiments`] — the §8.2 experiments as built-in experiments for
+//!   `inca sweep` (`experiment = "..."` in experiments/swish/).
 //! - [`readout`] — experiment 1 (§8.2): a sketch read through the control
 //!   plane against a generator walk in the data plane.
 //! - [`topology`] — the named topologies and the link model between
@@ -39,6 +41,7 @@
 pub mod addr;
 pub mod bench;
 pub mod ewo;
+pub mod experiments;
 pub mod readout;
 pub mod sdw;
 pub mod sro;

@@ -110,6 +110,10 @@ impl System for SwishSystem {
         ]
     }
 
+    fn experiments(&self) -> Vec<inca_system::BuiltinExperiment> {
+        crate::experiments::all()
+    }
+
     fn benches(&self) -> Vec<inca_system::bench::Bench> {
         crate::bench::benches()
     }

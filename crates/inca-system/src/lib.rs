@@ -13,6 +13,8 @@
 //!   `inca_verify::campaign`; [`campaign_results`] (re-exported from
 //!   `inca_verify`) is what it finds.
 //! - [`bench`] — what a benchmark row is, so systems can offer theirs.
+//! - [`experiment`] — built-in experiments: a system's rig that `inca
+//!   sweep` runs like a scenario (`experiment = "NAME"` in a descriptor).
 //! - [`apps`] — the plain apps of `inca-apps` served as a system.
 //! - [`server`] — helpers for systems that build `[[server]]` devices, and
 //!   the multi-core server as a simulator node.
@@ -26,12 +28,13 @@
 //! over them. docs/architecture.md, "How to add a system", walks through a
 //! toy example (crates/inca/tests/toy_system.rs).
 //!
-//! Module dependencies point one way: `error`, `bench` ← `system` ← `registry` ← `campaign`, `largest`, `apps`; `server` ← `software_nat` ← `apps`.
+//! Module dependencies point one way: `error`, `bench`, `experiment` ← `system` ← `registry` ← `campaign`, `largest`, `apps`; `server` ← `software_nat` ← `apps`.
 
 pub mod apps;
 pub mod bench;
 pub mod campaign;
 pub mod error;
+pub mod experiment;
 pub mod largest;
 pub mod registry;
 pub mod server;
@@ -42,6 +45,7 @@ pub mod system;
 pub use inca_verify::campaign_results;
 
 pub use error::{CampaignError, CheckError, SystemError};
+pub use experiment::{BuiltinExperiment, ExperimentRun};
 pub use registry::{Registry, SystemFactory};
 pub use system::{
     BuiltinCampaign, Judgement, ProgramInfo, RunCheck, RunMode, ServerKindInfo, System, SystemRun,

@@ -66,6 +66,7 @@ impl Registry {
                         .map(|k| ("server kind", k.kind)),
                 )
                 .chain(s.campaigns().into_iter().map(|c| ("campaign", c.name)))
+                .chain(s.experiments().into_iter().map(|e| ("experiment", e.name)))
                 .chain(s.benches().into_iter().map(|b| ("benchmark", b.name)))
                 .chain(s.workloads().into_iter().map(|w| ("workload", w.kind)));
             for (what, name) in names {
@@ -162,6 +163,16 @@ impl Registry {
     /// The built-in campaign `name`.
     pub fn campaign(&self, name: &str) -> Option<BuiltinCampaign> {
         self.campaigns().into_iter().find(|c| c.name == name)
+    }
+
+    /// Every built-in experiment, in registration order.
+    pub fn experiments(&self) -> Vec<crate::experiment::BuiltinExperiment> {
+        self.systems().flat_map(|s| s.experiments()).collect()
+    }
+
+    /// The built-in experiment `name`.
+    pub fn experiment(&self, name: &str) -> Option<crate::experiment::BuiltinExperiment> {
+        self.experiments().into_iter().find(|e| e.name == name)
     }
 
     /// Every system's benchmarks, in registration order.

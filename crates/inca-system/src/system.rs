@@ -203,6 +203,12 @@ pub trait System: Send + Sync {
         Vec::new()
     }
 
+    /// Its built-in experiments, for `inca sweep` descriptors that name
+    /// one (`experiment = "..."`).
+    fn experiments(&self) -> Vec<crate::experiment::BuiltinExperiment> {
+        Vec::new()
+    }
+
     /// Its rows of `inca bench`.
     fn benches(&self) -> Vec<Bench> {
         Vec::new()

