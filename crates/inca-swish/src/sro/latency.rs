@@ -5,14 +5,19 @@
 //! entry committed, so held at an origin or tunnelled to the tail — and
 //! *read* packets, sent after it. Expected: reads unchanged, updates
 //! markedly slower (held until the tail acknowledges). A sweep wraps
-//! [`nat_latency`].
+//! [`nat_latency`] and, over the CAIDA-like trace, [`trace_latency`].
+//!
+//! Also exp. 4's update-rate sweep point, [`update_rate`]: every packet a
+//! new connection at an offered rate; the latency of each connection's
+//! packet and the rate writes commit at.
 
 use std::collections::BTreeMap;
 
 use inca_switch::Nanos;
 
 use crate::sro::facts::Fact;
-use crate::sro::rig::{Rig, RigConfig};
+use crate::sro::rig::{rid_of, Rig, RigConfig};
+use crate::sro::trace::{new_connections, CaidaLike, Trace};
 
 /// Latencies of one run, each sorted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,6 +55,12 @@ pub fn nat_latency(
     };
     let mut rig = Rig::new(&cfg)?;
     rig.run_until(cfg.start + traffic + 20_000_000);
+    Ok(split(&rig))
+}
+
+/// Splits a finished run's per-packet latencies: a packet is a read if
+/// it was sent after its connection's write released at the origin.
+pub fn split(rig: &Rig) -> LatencySplit {
     let mut committed: BTreeMap<_, Nanos> = BTreeMap::new();
     for f in rig.facts.snapshot().facts {
         if let Fact::Release { t, key, .. } = f {
@@ -67,5 +78,99 @@ pub fn nat_latency(
     }
     out.read.sort_unstable();
     out.update.sort_unstable();
-    Ok(out)
+    out
+}
+
+/// Replays `trace` through `replicas` NAT switches (1: single switch),
+/// lossless, and splits the per-packet latencies; also returns the rig.
+pub fn trace_latency(
+    replicas: usize,
+    seed: u64,
+    trace: &CaidaLike,
+) -> Result<(Rig, Trace, LatencySplit), String> {
+    let cfg = RigConfig {
+        replicas,
+        seed,
+        ..RigConfig::default()
+    };
+    let tr = trace.build(replicas, seed)?;
+    let mut rig = Rig::with_scripts(&cfg, tr.scripts.clone())?;
+    rig.run_until(tr.end + 20_000_000);
+    let s = split(&rig);
+    Ok((rig, tr, s))
+}
+
+/// One point of exp. 4's sweep.
+#[derive(Debug, Clone, Default)]
+pub struct UpdateRun {
+    /// Connections offered.
+    pub offered: u64,
+    /// Latency of each connection's packet that reached its sink, sorted.
+    pub latency: Vec<Nanos>,
+    /// Of those, delivered inside the offered window (the goodput).
+    pub in_window: u64,
+    /// Connections dropped at an origin: `held` full (bounded, spec §5.2).
+    pub held_full: u64,
+    /// Write requests refused at the head: its log full.
+    pub refused: u64,
+    /// WRITE_REQ retransmissions (the origin's T_sro timer).
+    pub retransmits: u64,
+    /// Events the switch CPUs handled (punts), over all switches.
+    pub cpu_events: u64,
+    /// Control-channel operations applied, over all switches.
+    pub cp_ops: u64,
+    /// Of those, at the head (replica 1; the only switch when single).
+    pub head_cp_ops: u64,
+    /// Events the head's CPU handled.
+    pub head_cpu_events: u64,
+    /// Writes the head sequenced.
+    pub sequenced: u64,
+}
+
+/// Offers `rate` new connections a second for `duration` ns to `replicas`
+/// NAT switches (1: single switch), then lets them drain for `drain` ns.
+pub fn update_rate(
+    replicas: usize,
+    seed: u64,
+    rate: f64,
+    duration: Nanos,
+    drain: Nanos,
+) -> Result<(Rig, UpdateRun), String> {
+    let cfg = RigConfig {
+        replicas,
+        seed,
+        ..RigConfig::default()
+    };
+    let start = cfg.start;
+    let tr = new_connections(replicas, rate, start, duration, seed)?;
+    let mut rig = Rig::with_scripts(&cfg, tr.scripts)?;
+    rig.run_until(start + duration + drain);
+    let mut run = UpdateRun {
+        offered: tr.packets,
+        ..UpdateRun::default()
+    };
+    for o in rig.observations() {
+        run.latency.push(o.received.saturating_sub(o.sent));
+        if o.received < start + duration {
+            run.in_window += 1;
+        }
+    }
+    run.latency.sort_unstable();
+    for i in 0..replicas {
+        if let Some(sw) = rig.switch(rid_of(i)) {
+            let c = &sw.program().cpu().counters;
+            run.held_full += c.held_full;
+            run.refused += c.refused;
+            run.sequenced += c.sequenced;
+            run.retransmits += c.retransmits;
+            let st = sw.stats();
+            run.cpu_events += st.cpu_events;
+            run.cp_ops += st.cp_ops;
+            if i == 0 {
+                run.head_cp_ops = st.cp_ops;
+                run.head_cpu_events = st.cpu_events;
+            }
+        }
+    }
+    Ok((rig, run))
 }

@@ -26,6 +26,8 @@
 //! - [`rig`] — a simulated chain of NAT switches with hosts and faults.
 //! - [`checks`] — the §6 properties S1–S6 over a run, and the campaign.
 //! - [`controller`] — fail-stop reconfiguration (head, middle, tail).
+//! - [`trace`] — the experiments' traffic: the CAIDA-like trace, new
+//!   connections at a rate, a line-rate blast (spec §8.1, §8.2 exp. 2–4).
 //! - [`latency`] — per-packet NAT latency, read vs update packets (spec
 //!   §8.2 exp. 2), single switch vs a chain.
 
@@ -36,6 +38,7 @@ pub mod facts;
 pub mod latency;
 pub mod program;
 pub mod rig;
+pub mod trace;
 
 pub use facts::{Fact, Facts};
 pub use program::{Broken, SroConfig, SroNat};

@@ -72,6 +72,10 @@ pub struct Host {
     pub sent: u64,
     /// Frames received that were not rig packets.
     pub other: u64,
+    /// When the first and the last of those arrived (a throughput window:
+    /// after the handshakes, a line-rate blast of short frames is all a
+    /// sink sees).
+    pub other_span: Option<(Nanos, Nanos)>,
 }
 
 impl Host {
@@ -95,7 +99,11 @@ impl Device for Host {
             Input::Frame { frame, .. } => match observe(now, &frame) {
                 Some(o) if self.observed.len() < OBSERVATIONS_LIMIT => self.observed.push(o),
                 Some(_) => {}
-                None => self.other += 1,
+                None => {
+                    self.other += 1;
+                    let first = self.other_span.map_or(now, |(f, _)| f);
+                    self.other_span = Some((first, now));
+                }
             },
             Input::Timer { .. } => {
                 while self.script.front().is_some_and(|(at, _)| *at <= now) {
@@ -148,6 +156,16 @@ pub fn flow_key(f: u32) -> NatKey {
 
 /// Rig packet `packet` of flow `f`, sent at `t`.
 pub fn flow_packet(f: u32, packet: u32, t: Nanos) -> Vec<u8> {
+    flow_packet_sized(f, packet, t, 0)
+}
+
+/// The shortest rig packet: its tag needs 32 bytes of UDP payload (frame
+/// without FCS; 78 bytes on the wire with it).
+pub const MIN_RIG_FRAME: usize = 74;
+
+/// Rig packet `packet` of flow `f`, sent at `t`, padded to a frame of
+/// `frame_len` bytes without FCS (at least [`MIN_RIG_FRAME`]).
+pub fn flow_packet_sized(f: u32, packet: u32, t: Nanos, frame_len: usize) -> Vec<u8> {
     let k = flow_key(f);
     let ep = Endpoints::new(
         [0x02, 0, 0, 0, 1, 1],
@@ -161,7 +179,22 @@ pub fn flow_packet(f: u32, packet: u32, t: Nanos) -> Vec<u8> {
     payload.extend_from_slice(&packet.to_be_bytes());
     payload.extend_from_slice(&t.to_be_bytes());
     payload.extend_from_slice(&k.to_bytes());
-    payload.resize(32, 0);
+    payload.resize(frame_len.saturating_sub(42).max(32), 0);
+    build_udp_frame(&ep, k.port, 80, &payload, true).unwrap_or_default()
+}
+
+/// A short frame of flow `f` with no rig tag (`frame_len` bytes without
+/// FCS, at least 60: a 64-byte packet on the wire): sinks count it in
+/// [`Host::other`] and its arrival in [`Host::other_span`].
+pub fn flow_filler(f: u32, frame_len: usize) -> Vec<u8> {
+    let k = flow_key(f);
+    let ep = Endpoints::new(
+        [0x02, 0, 0, 0, 1, 1],
+        Ipv4Addr::from(k.ip),
+        [0x02, 0, 0, 0, 1, 2],
+        Ipv4Addr::from(REMOTE),
+    );
+    let payload = vec![0u8; frame_len.max(60) - 42];
     build_udp_frame(&ep, k.port, 80, &payload, true).unwrap_or_default()
 }
 
@@ -283,21 +316,13 @@ pub fn peer_port(i: usize, j: usize) -> PortId {
 impl Rig {
     /// Builds a rig.
     pub fn new(cfg: &RigConfig) -> Result<Rig, String> {
-        let in_chain = cfg.replicas;
         let n = cfg.replicas + cfg.spares;
-        if in_chain == 0 || n > 64 {
+        if cfg.replicas == 0 || n > 64 {
             return Err(format!(
                 "replicas = {n}: a chain has 1 to 64 replicas (1: the single-switch NAT)"
             ));
         }
-        let facts = Facts::default();
-        let chain: Vec<Rid> = (0..in_chain).map(rid_of).collect();
-        let mut sim = Simulation::new(cfg.seed, 100_000);
-        let mut switches = Vec::new();
-        let (mut inside, mut outside) = (Vec::new(), Vec::new());
-        let mut hosts: Vec<Host> = vec![Host::default(); n];
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7372_6f72);
-        let mut scripted = 0;
         let mut sends: Vec<Vec<(Nanos, Vec<u8>)>> = vec![Vec::new(); n];
         for f in 0..cfg.flows {
             let mut t = cfg.start + rng.gen_range(0..cfg.traffic.max(1));
@@ -305,12 +330,40 @@ impl Rig {
             for p in 0..k {
                 let at = rng.gen_range(0..n);
                 sends[at].push((t, flow_packet(f, p, t)));
-                scripted += 1;
                 t += rng.gen_range(cfg.gap.0..=cfg.gap.1.max(cfg.gap.0));
             }
         }
-        for (h, mut s) in hosts.iter_mut().zip(sends) {
+        Rig::with_scripts(cfg, sends)
+    }
+
+    /// Builds a rig whose inside hosts send `scripts` (one per switch,
+    /// spares included: `replicas + spares` of them) instead of the
+    /// connections `cfg` describes (`flows`, `max_packets`, `gap`, `start`
+    /// and `traffic` are then unused): a trace ([`crate::sro::trace`]).
+    pub fn with_scripts(
+        cfg: &RigConfig,
+        scripts: Vec<Vec<(Nanos, Vec<u8>)>>,
+    ) -> Result<Rig, String> {
+        let in_chain = cfg.replicas;
+        let n = cfg.replicas + cfg.spares;
+        if in_chain == 0 || n > 64 {
+            return Err(format!(
+                "replicas = {n}: a chain has 1 to 64 replicas (1: the single-switch NAT)"
+            ));
+        }
+        if scripts.len() != n {
+            return Err(format!("{} scripts for {n} switches", scripts.len()));
+        }
+        let facts = Facts::default();
+        let chain: Vec<Rid> = (0..in_chain).map(rid_of).collect();
+        let mut sim = Simulation::new(cfg.seed, 100_000);
+        let mut switches = Vec::new();
+        let (mut inside, mut outside) = (Vec::new(), Vec::new());
+        let mut hosts: Vec<Host> = vec![Host::default(); n];
+        let mut scripted = 0;
+        for (h, mut s) in hosts.iter_mut().zip(scripts) {
             s.sort_by_key(|(t, _)| *t);
+            scripted += s.len() as u64;
             h.script = s.into();
         }
         for i in 0..n {
