@@ -96,8 +96,36 @@ pub fn trace_latency(
     let tr = trace.build(replicas, seed)?;
     let mut rig = Rig::with_scripts(&cfg, tr.scripts.clone())?;
     rig.run_until(tr.end + 20_000_000);
-    let s = split(&rig);
+    let s = split_delivered(&rig);
     Ok((rig, tr, s))
+}
+
+/// Splits a finished run's per-packet latencies by when the connection's
+/// first packet reached a sink: a packet sent after that is a read. The
+/// origin's release (its packet-out) follows every table write of the
+/// write in the control channel's FIFO, and the tail's WRITE_ACK follows
+/// the tail's, so by then the entry is installed wherever the write has
+/// been applied; [`split`]'s release time is the CPU's decision, up to a
+/// control-channel backlog earlier, and counts packets that still miss
+/// (and are punted) as reads.
+pub fn split_delivered(rig: &Rig) -> LatencySplit {
+    let obs = rig.observations();
+    let mut first: BTreeMap<_, Nanos> = BTreeMap::new();
+    for o in &obs {
+        let e = first.entry(o.key).or_insert(o.received);
+        *e = (*e).min(o.received);
+    }
+    let mut out = LatencySplit::default();
+    for o in obs {
+        let l = o.received.saturating_sub(o.sent);
+        match first.get(&o.key) {
+            Some(&c) if o.sent >= c => out.read.push(l),
+            _ => out.update.push(l),
+        }
+    }
+    out.read.sort_unstable();
+    out.update.sort_unstable();
+    out
 }
 
 /// One point of exp. 4's sweep.

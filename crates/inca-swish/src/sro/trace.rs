@@ -237,3 +237,44 @@ pub fn handshakes_then_blast(
     tr.packets = u64::from(flows) + n;
     Ok(tr)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pareto_scale_gives_the_asked_mean_flow() {
+        let x_m = pareto_scale(1.0 / 0.21, 1.2, 1_000).unwrap();
+        assert!((mean_flow(x_m, 1.2, 1_000) - 1.0 / 0.21).abs() < 1e-6);
+        assert!(pareto_scale(0.5, 1.2, 1_000).is_err());
+        assert!(pareto_scale(2_000.0, 1.2, 1_000).is_err());
+    }
+
+    #[test]
+    fn a_caida_like_trace_opens_about_the_asked_share_of_connections() {
+        let t = CaidaLike::default().build(2, 3).unwrap();
+        assert_eq!(t.packets, 10_000);
+        assert_eq!(t.scripts.iter().map(Vec::len).sum::<usize>(), 10_000);
+        // Heavy-tailed sizes: the share moves between seeds, not far.
+        let share = f64::from(t.flows) / t.packets as f64;
+        assert!((0.17..0.25).contains(&share), "{share}");
+        // The same flows whatever the number of switches.
+        assert_eq!(CaidaLike::default().build(1, 3).unwrap().flows, t.flows);
+    }
+
+    #[test]
+    fn the_blast_is_at_line_rate_for_64_byte_packets() {
+        let t = handshakes_then_blast(1, 4, 0, 1_000, 10_000, 100_000, 60).unwrap();
+        // 100 µs at 6.72 ns a packet.
+        assert_eq!(t.packets - 4, 14_880);
+        assert!(t.scripts[0].iter().skip(4).all(|(_, f)| f.len() == 60));
+    }
+
+    #[test]
+    fn new_connections_arrive_at_about_the_offered_rate() {
+        let t = new_connections(2, 10_000.0, 0, 100_000_000, 1).unwrap();
+        assert!((900..1_100).contains(&t.packets), "{}", t.packets);
+        assert_eq!(u64::from(t.flows), t.packets);
+        assert!(new_connections(2, 0.0, 0, 1, 1).is_err());
+    }
+}
