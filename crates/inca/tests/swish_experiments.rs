@@ -79,3 +79,88 @@ fn e1_the_data_plane_walk_reads_a_sketch_orders_of_magnitude_faster() {
     // The walk: flat while the operation overhead dominates.
     assert!(at(&p, "dp", 64.0) < 1.1 * at(&p, "dp", 1.0), "{p:?}");
 }
+
+/// A percentile-table CSV's `column` for configuration `config`
+/// (`config,...,count,p50_us,...`).
+fn sro_percentile(csv: &Path, config: &str, column: &str) -> f64 {
+    let body = std::fs::read_to_string(csv).unwrap();
+    let mut lines = body.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == column).unwrap();
+    lines
+        .map(|r| r.split(',').collect::<Vec<_>>())
+        .find(|f| f[0] == config)
+        .map(|f| f[col].parse().unwrap())
+        .unwrap_or_else(|| panic!("no {config} in {}", csv.display()))
+}
+
+#[test]
+fn e2_nat_reads_keep_their_latency_and_updates_pay_for_the_tail() {
+    // Seed 1, 10,000 packets (quick = full: ~2 s in a debug build).
+    let out = sweep("e2-nat-latency.toml");
+    let read = out.join("plots/read_percentiles.csv");
+    let update = out.join("plots/update_percentiles.csv");
+    let (r1, r2) = (
+        sro_percentile(&read, "single", "p50_us"),
+        sro_percentile(&read, "sro-2", "p50_us"),
+    );
+    assert!((r1 - r2).abs() < 1.0, "read p50 {r1} vs {r2} us");
+    // A read never waits for a CPU (20 us a punt): a lookup and a rewrite.
+    for c in ["single", "sro-2"] {
+        assert!(sro_percentile(&read, c, "p99_us") < 10.0, "{c}");
+    }
+    // One more control-plane round on the tail: its CPU (20 us a punt) and
+    // two table writes (20 us each) at least, on the tofino profile.
+    let (u1, u2) = (
+        sro_percentile(&update, "single", "p50_us"),
+        sro_percentile(&update, "sro-2", "p50_us"),
+    );
+    assert!(u2 > u1 + 50.0, "update p50 {u1} vs {u2} us");
+}
+
+#[test]
+fn e3_nat_both_forward_at_line_rate_once_the_handshakes_are_done() {
+    // Seed 1, a 100 us window of 64 B packets (under a second).
+    let out = sweep("e3-nat-throughput.toml");
+    let p = points(&out.join("plots/share_of_line.csv"), "line");
+    println!("{p:?}");
+    let (one, two) = (at(&p, "", 1.0), at(&p, "", 2.0));
+    assert!(one >= 97.0 && two >= 97.0, "% of line rate: {one}, {two}");
+    let p = points(&out.join("plots/throughput.csv"), "line");
+    let (one, two) = (at(&p, "", 1.0), at(&p, "", 2.0));
+    assert!((one - two).abs() < 0.01 * one, "Mpps {one} vs {two}");
+}
+
+#[test]
+fn e4_sro_updates_saturate_the_control_plane_and_the_chain_first() {
+    // Seed 1, 11 rates x 2 versions of 20 ms offered + 20 ms (~4 s).
+    let out = sweep("e4-sro-update-rate.toml");
+    let mean = points(&out.join("plots/mean_latency.csv"), "replicas");
+    let good = points(&out.join("plots/goodput.csv"), "replicas");
+    println!("{mean:?}\n{good:?}");
+    for v in ["1", "2"] {
+        // Latency rises with the rate and blows up past the ceiling.
+        let m = |x: f64| at(&mean, v, x);
+        assert!(m(1e3) < m(8e3) && m(8e3) < m(5e4), "{v}: {mean:?}");
+        assert!(m(2e5) > 10.0 * m(1e3), "{v}: {mean:?}");
+    }
+    // The single switch's plateau is its control channel's rate: one
+    // register write, two table writes and the release's packet-out per
+    // connection, serially (the tofino profile's costs).
+    let cp = inca_switch::Profile::tofino().control_plane;
+    let per_write = cp.register_op + cp.register_per_entry + 2 * cp.table_write + cp.punt_latency;
+    let ceiling = 1e9 / per_write as f64;
+    let peak = |v: &str| {
+        good.iter()
+            .filter(|p| p.0 == v)
+            .map(|p| p.2)
+            .fold(0.0, f64::max)
+    };
+    let (single, sro) = (peak("1"), peak("2"));
+    assert!(
+        (0.9 * ceiling..1.03 * ceiling).contains(&single),
+        "single plateau {single}/s, computed {ceiling:.0}/s"
+    );
+    // The replicated version saturates at a lower rate.
+    assert!(sro < 0.95 * single, "SRO peak {sro}/s, single {single}/s");
+}
