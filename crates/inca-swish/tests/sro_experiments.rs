@@ -25,6 +25,15 @@ fn bad_params_name_themselves() {
     assert!(e.contains("rate"), "{e}");
     let e = run("swish-sro-nat-throughput", &["frame_bytes=10"], 1).unwrap_err();
     assert!(e.contains("frame_bytes"), "{e}");
+    let e = run(
+        "swish-sro-update-rate",
+        &["rate=10M", "duration_ms=1000"],
+        1,
+    )
+    .unwrap_err();
+    assert!(e.contains("rate") && e.contains("duration_ms"), "{e}");
+    let e = run("swish-sro-nat-throughput", &["window_us=100000"], 1).unwrap_err();
+    assert!(e.contains("window_us"), "{e}");
     let e = run("swish-sro-nat-latency", &["replicas=0"], 1).unwrap_err();
     assert!(e.contains("replicas"), "{e}");
 }

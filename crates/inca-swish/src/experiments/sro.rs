@@ -29,6 +29,8 @@ const LATENCY: &[&str] = &[
 ];
 const THROUGHPUT: &[&str] = &["replicas", "flows", "window_us", "frame_bytes"];
 const RATE: &[&str] = &["replicas", "rate", "duration_ms", "drain_ms"];
+/// Bound on the connections one update-rate run offers.
+const MAX_CONNECTIONS: u64 = 1_000_000;
 
 /// Exp. 2, 3 and 4.
 pub fn experiments() -> Vec<BuiltinExperiment> {
@@ -114,7 +116,8 @@ fn run_throughput(p: &Params, seed: u64) -> Result<ExperimentRun, String> {
         .map_err(|e| e.to_string())?;
     let e = |e: inca_apps::params::ParamError| e.to_string();
     let flows = p.count("flows", 64, 4_096).map_err(e)? as u32;
-    let window = p.count("window_us", 1_000, 100_000).map_err(e)? * 1_000;
+    // 10 ms at line rate is 1.5 M scripted frames.
+    let window = p.count("window_us", 1_000, 10_000).map_err(e)? * 1_000;
     // 64 B on the wire: a 60-byte frame plus the FCS.
     let frame = p.number("frame_bytes", 64, 64, 1500).map_err(e)? as usize - 4;
     let cfg = RigConfig {
@@ -178,6 +181,12 @@ fn run_rate(p: &Params, seed: u64) -> Result<ExperimentRun, String> {
     let rate = p.count("rate", 10_000, 10_000_000).map_err(e)?;
     let duration = p.count("duration_ms", 100, 10_000).map_err(e)? * 1_000_000;
     let drain = p.number("drain_ms", 50, 0, 10_000).map_err(e)? * 1_000_000;
+    // Every connection is a scripted frame and a flow key (2^24 of them).
+    if rate * (duration / 1_000_000) > MAX_CONNECTIONS * 1_000 {
+        return Err(format!(
+            "rate x duration_ms offers more than {MAX_CONNECTIONS} connections: lower rate or duration_ms"
+        ));
+    }
     let (rig, u) = update_rate(replicas(p)?, seed, rate as f64, duration, drain)?;
     let mut r = NodeReport::default();
     r.histograms.insert("latency".into(), histogram(&u.latency));
