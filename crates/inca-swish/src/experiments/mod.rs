@@ -2,11 +2,14 @@
 //! each runs one of the protocol rigs with named parameters and reports
 //! what the sweep's plots read ([`inca_system::experiment`]).
 
+pub mod e8_ddos;
+
 use inca_system::BuiltinExperiment;
 
 /// Every SwiSh experiment, in the order of §8.2.
 pub fn all() -> Vec<BuiltinExperiment> {
     #[allow(unused_mut)]
     let mut v: Vec<BuiltinExperiment> = Vec::new();
+    v.extend(e8_ddos::experiments());
     v
 }
