@@ -20,6 +20,7 @@
 
 use std::net::Ipv4Addr;
 
+use inca_apps::params::{ParamError, Params};
 use inca_switch::control::ControlPlane;
 use inca_switch::device::{SessionEvent, SessionId};
 use inca_switch::register::Pair;
@@ -139,6 +140,40 @@ impl DdosLocal {
             h: None,
             counters: LocalCounters::default(),
             pending: Vec::new(),
+        })
+    }
+
+    /// The parameters [`DdosLocal::from_params`] takes.
+    pub const PARAMS: &'static [&'static str] = &["report", "cols", "rid"];
+
+    /// A baseline switch from named parameters (`inca check
+    /// swish_ddos_local`): `report` (`pull` or `push`), `cols` (32,768),
+    /// `rid` (1); traffic leaves on port 10, digests on port 11.
+    pub fn from_params(p: &Params) -> Result<Self, ParamError> {
+        p.check_known("swish_ddos_local", Self::PARAMS)?;
+        let report = match p.text("report").unwrap_or("pull") {
+            "pull" => Report::Pull,
+            "push" => Report::Push,
+            _ => {
+                return Err(ParamError::Value {
+                    name: "report".into(),
+                    reason: "pull or push".into(),
+                })
+            }
+        };
+        let rid = p.number("rid", 1, 1, 0xFFFE)? as u16;
+        let cfg = LocalConfig {
+            report,
+            cols: p.count("cols", u64::from(detector::COLS), 1 << 24)? as u32,
+            rid,
+            out_port: 10,
+            ctrl_port: 11,
+            ctrl_ip: Ipv4Addr::new(10, 47, 255, 254),
+            self_ip: crate::addr::ReplicaAddr::conventional(rid, 0).ip,
+        };
+        DdosLocal::new(cfg).map_err(|reason| ParamError::Value {
+            name: "swish_ddos_local".into(),
+            reason,
         })
     }
 
