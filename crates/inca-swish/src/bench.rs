@@ -7,11 +7,20 @@
 //! replication). Both in the SRO rig (`sro::rig`, lossless links), the
 //! same seed and connection count; a unit is one committed write.
 //!
-//! [our choice] The SDW update/query row is not built yet (issue 18).
+//! `swish-sdw-ddos`: the DDoS detector's per-packet path (§7) on an SDW
+//! replica — sampled update into R_u through the epoch tags, query of
+//! R_r, the block decision — against the same detector on a local sketch
+//! without SwiSh (the pull baseline's switch: one register per row and the
+//! block table). Both on one `tofino` switch in the test fabric, fed the
+//! same 60-byte traffic frames 10 ns apart; a unit is one packet.
+//! [our choice] The replica is not started: window sync is its own
+//! traffic, not the per-packet path, and both programs see only traffic.
 
 use std::collections::BTreeSet;
 
 use inca_system::bench::{timed_rate, Baseline, Bench, BenchError, Budget, Ctx, Measured};
+
+mod ddos_bench;
 
 use crate::sro::facts::Fact;
 use crate::sro::rig::{Rig, RigConfig};
@@ -21,15 +30,28 @@ const TRAFFIC_NS: u64 = 30_000_000;
 
 /// The rows, in table order.
 pub fn benches() -> Vec<Bench> {
-    vec![Bench {
-        name: "swish-sro-write",
-        what: "NAT connection whose first packet's write commits through SwiSh SRO on 2 switches",
-        unit: "writes/s",
-        budget: Budget::None,
-        budget_text: "",
-        run: Some(|c| run(c).map_err(BenchError::new)),
-        profile: None,
-    }]
+    vec![
+        Bench {
+            name: "swish-sro-write",
+            what:
+                "NAT connection whose first packet's write commits through SwiSh SRO on 2 switches",
+            unit: "writes/s",
+            budget: Budget::None,
+            budget_text: "",
+            run: Some(|c| run(c).map_err(BenchError::new)),
+            profile: None,
+        },
+        Bench {
+            name: "swish-sdw-ddos",
+            what:
+                "packet through the DDoS detector on an SDW replica (update R_u, query R_r, block)",
+            unit: "pkts/s",
+            budget: Budget::None,
+            budget_text: "",
+            run: Some(|c| ddos_bench::run(c).map_err(BenchError::new)),
+            profile: None,
+        },
+    ]
 }
 
 /// Runs the rig with `replicas` switches and `flows` connections; the

@@ -20,6 +20,10 @@
 //!   the local port toward each peer, and the UDP frames between them.
 //! - [`bench`] — its `inca bench` row: the SRO write path against the
 //!   same NAT without replication.
+//! - [`detector`] — the §7 super-spreader / DDoS detector's sketch
+//!   arithmetic (sampling, hashes, popcount, estimates, traffic frames).
+//! - [`ddos`] — the detector's pull and push baselines (local sketches and
+//!   a controller) and the rig of experiment 8.
 //! - [`experiments`] — the §8.2 experiments as built-in experiments for
 //!   `inca sweep` (`experiment = "..."` in experiments/swish/).
 //! - [`readout`] — experiment 1 (§8.2): a sketch read through the control
@@ -40,6 +44,8 @@
 
 pub mod addr;
 pub mod bench;
+pub mod ddos;
+pub mod detector;
 pub mod ewo;
 pub mod experiments;
 pub mod readout;

@@ -19,6 +19,7 @@ use inca_system::{
 };
 use inca_verify::SeedResult;
 
+use crate::ddos::local::DdosLocal;
 use crate::ewo::program::EwoProgram;
 use crate::readout::SketchReadout;
 use crate::sdw::program::SdwProgram;
@@ -30,6 +31,10 @@ pub const SRO_PROGRAM: &str = "swish_sro_nat";
 pub const SDW_PROGRAM: &str = "swish_sdw";
 /// The EWO replica program's name.
 pub const EWO_PROGRAM: &str = "swish_ewo";
+/// The §7 DDoS detector on an SDW replica (`swish_sdw` with `app=ddos`).
+pub const SDW_DDOS_PROGRAM: &str = "swish_sdw_ddos";
+/// A DDoS baseline switch (local sketch, pull ring or push digests).
+pub const DDOS_LOCAL_PROGRAM: &str = "swish_ddos_local";
 
 /// SwiSh, registered in the binary's list of systems.
 #[derive(Debug, Default, Clone, Copy)]
@@ -41,6 +46,7 @@ enum Built {
     Sro(Box<SroNat>),
     Sdw(Box<SdwProgram>),
     Ewo(Box<EwoProgram>),
+    Local(Box<DdosLocal>),
 }
 
 fn known() -> String {
@@ -59,6 +65,21 @@ fn build(program: &str, params: &Params) -> Result<Built, SystemError> {
         )?))),
         SRO_PROGRAM => Ok(Built::Sro(Box::new(SroNat::from_params(params)?))),
         SDW_PROGRAM => Ok(Built::Sdw(Box::new(SdwProgram::from_params(params)?))),
+        SDW_DDOS_PROGRAM => {
+            if params.text("app").is_some_and(|a| a != "ddos") {
+                return Err(SystemError::Param(inca_apps::params::ParamError::Value {
+                    name: "app".into(),
+                    reason: "swish_sdw_ddos runs the DDoS detector".into(),
+                }));
+            }
+            let mut p = params.clone();
+            p.set("app", "ddos");
+            if params.text("cols").is_none() {
+                p.set("cols", crate::detector::COLS);
+            }
+            Ok(Built::Sdw(Box::new(SdwProgram::from_params(&p)?)))
+        }
+        DDOS_LOCAL_PROGRAM => Ok(Built::Local(Box::new(DdosLocal::from_params(params)?))),
         EWO_PROGRAM => Ok(Built::Ewo(Box::new(crate::ewo::params::from_params(
             params,
         )?))),
@@ -96,6 +117,16 @@ impl System for SwishSystem {
                 name: SDW_PROGRAM,
                 about: "SwiSh SDW replica: a rows x columns collection updated in windows, DATA/ACK/READY exchange by generator streams, ready phase, ACK-check retransmission (SwiSh §5.5)",
                 params: SdwProgram::PARAMS.to_vec(),
+            },
+            ProgramInfo {
+                name: SDW_DDOS_PROGRAM,
+                about: "SwiSh SDW replica running the super-spreader / DDoS detector: 3 x 32K bitsets (Or), 1/16 pair sampling, every packet queries R_r and is dropped at popcount >= 28 in all rows (SwiSh §7)",
+                params: SdwProgram::PARAMS.to_vec(),
+            },
+            ProgramInfo {
+                name: DDOS_LOCAL_PROGRAM,
+                about: "DDoS baseline switch: local 3 x 32K sketch, 64K-bit already-reported array, pull ring of 65,536 {src, est} or push digests, exact-match source block table (SwiSh §7)",
+                params: DdosLocal::PARAMS.to_vec(),
             },
             ProgramInfo {
                 name: EWO_PROGRAM,
@@ -154,6 +185,7 @@ impl System for SwishSystem {
             Built::Sro(mut p) => inca_switch::check(profile, &mut *p),
             Built::Sdw(mut p) => inca_switch::check(profile, &mut *p),
             Built::Ewo(mut p) => inca_switch::check(profile, &mut *p),
+            Built::Local(mut p) => inca_switch::check(profile, &mut *p),
         };
         placed.map_err(CheckError::DoesNotFit)
     }
@@ -170,6 +202,7 @@ impl System for SwishSystem {
             Built::Sro(p) => load_check(profile, *p, opts),
             Built::Sdw(p) => load_check(profile, *p, opts),
             Built::Ewo(p) => load_check(profile, *p, opts),
+            Built::Local(p) => load_check(profile, *p, opts),
         };
         report.map_err(CheckError::DoesNotFit)
     }
@@ -194,6 +227,7 @@ impl SystemRun for SwishRun {
             Built::Sro(p) => Box::new(Switch::new(profile, *p)?),
             Built::Sdw(p) => Box::new(Switch::new(profile, *p)?),
             Built::Ewo(p) => Box::new(Switch::new(profile, *p)?),
+            Built::Local(p) => Box::new(Switch::new(profile, *p)?),
         })
     }
 

@@ -614,6 +614,22 @@ pub fn swish_sdw(data: &[u8]) {
     let _ = MsgType::from_u8(h.msg_type);
 }
 
+/// The SwiSh DDoS push digest (specs/swish.md §4.5): the view and the repr
+/// agree, and a parsed digest emits back to its bytes (the pad as zero).
+pub fn swish_ddos(data: &[u8]) {
+    use inca_wire::swish::ddos::{Digest, DigestRepr, DIGEST_LEN};
+    let Ok(r) = DigestRepr::parse(data) else {
+        assert!(data.len() < DIGEST_LEN);
+        return;
+    };
+    let v = Digest::new_checked(data).expect("a parsed digest is a checked one");
+    assert_eq!((v.src_ip(), v.local_est(), v.rid()), (r.src_ip, r.local_est, r.rid));
+    let _ = v.pad();
+    let b = r.to_bytes();
+    assert_eq!(b[..10], data[..10], "emit keeps the fields");
+    assert_eq!(DigestRepr::parse(&b), Ok(r));
+}
+
 /// The SwiSh EWO body (and the common header in front of it): the view's
 /// accessors stay inside the buffer, the repr agrees with the view and
 /// emits back to the bytes it came from (up to the reserved field, which

@@ -2,6 +2,8 @@
 //! each runs one of the protocol rigs with named parameters and reports
 //! what the sweep's plots read ([`inca_system::experiment`]).
 
+pub mod e8_ddos;
+
 use inca_system::BuiltinExperiment;
 
 pub mod sro;
@@ -11,5 +13,6 @@ pub fn all() -> Vec<BuiltinExperiment> {
     #[allow(unused_mut)]
     let mut v: Vec<BuiltinExperiment> = Vec::new();
     v.extend(sro::experiments());
+    v.extend(e8_ddos::experiments());
     v
 }

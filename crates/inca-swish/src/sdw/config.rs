@@ -98,6 +98,30 @@ pub struct SdwConfig {
     /// filter (every DATA of the window merges; completion on the last
     /// column). Never in real runs.
     pub break_dedup: bool,
+    /// The application the replica runs on its collection (default: the
+    /// test application of [`super::app`]).
+    pub app: SdwApp,
+    /// Shortest time from an advance to the window's READY (0: none, the
+    /// protocol as §5.5 has it). [our choice, scale] A simulation of a
+    /// second or more paces the windows so it does not model 160 Mpps of
+    /// sync traffic; a query then lags by up to ~3 such windows. Needs the
+    /// ready phase.
+    pub min_window: Nanos,
+}
+
+/// What the replica's non-SDW traffic is (§7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdwApp {
+    /// Update/query requests of the test application ([`super::app`]),
+    /// answered back to the sender.
+    Test,
+    /// The super-spreader / DDoS detector ([`super::ddos`]): every other
+    /// IPv4/UDP frame is traffic, sampled into the sketch and forwarded to
+    /// `out_port` unless its source is blocked.
+    Ddos {
+        /// Where passing traffic leaves.
+        out_port: PortId,
+    },
 }
 
 /// Why a configuration is refused.
@@ -143,6 +167,8 @@ impl SdwConfig {
             first_stream: 0,
             failed: Vec::new(),
             break_dedup: false,
+            app: SdwApp::Test,
+            min_window: 0,
         }
     }
 
@@ -227,6 +253,17 @@ impl SdwConfig {
         if self.b == 0 {
             return Err(bad("b", "at least 1 (unbounded: 0xFFFFFFFF)"));
         }
+        if self.min_window > 0 && !self.ready_phase {
+            return Err(bad("min_window", "pacing windows needs the ready phase"));
+        }
+        if let SdwApp::Ddos { .. } = self.app {
+            if self.rows != 3 || self.merge != Merge::Or {
+                return Err(bad(
+                    "app",
+                    "the DDoS detector needs 3 rows and the Or merge",
+                ));
+            }
+        }
         if self.t_chk == 0 || self.rto_ready == 0 {
             return Err(bad("t_chk", "timers must be positive"));
         }
@@ -255,13 +292,15 @@ impl SdwConfig {
         "merge",
         "t_chk",
         "rto_ready",
+        "app",
     ];
 
     /// A configuration from named parameters (`inca check sdw --set
     /// cols=65536`): `rows` (3), `cols` (64), `replicas` N (2, rids 1..=N
     /// on ports 1..=N, the loopback on port 0), `rid` (1), `b`
     /// (unbounded), `dedup` (`bitmap` or `counter`), `ready` (1),
-    /// `merge` (`sum`, `or`, `max`), `t_chk` and `rto_ready` in ns.
+    /// `merge` (`sum`, `or`, `max`), `t_chk` and `rto_ready` in ns, `app`
+    /// (`test`, or `ddos`: the §7 detector, which sets 3 rows and Or).
     pub fn from_params(p: &Params) -> Result<Self, ParamError> {
         p.check_known("swish_sdw", Self::PARAMS)?;
         let n = p.count("replicas", 2, COUNTER_MAX_N as u64)? as u16;
@@ -291,6 +330,16 @@ impl SdwConfig {
             "max" => Merge::Max,
             _ => return Err(value("merge", "sum, or or max")),
         };
+        match p.text("app").unwrap_or("test") {
+            "test" => {}
+            "ddos" => {
+                // Traffic leaves after the member ports [our choice].
+                c.app = SdwApp::Ddos { out_port: n + 1 };
+                c.merge = Merge::Or;
+                c.rows = 3;
+            }
+            _ => return Err(value("app", "test or ddos")),
+        }
         c.validate()
             .map_err(|e| value("swish_sdw", &e.to_string()))?;
         Ok(c)

@@ -81,6 +81,7 @@ impl SdwProgram {
                 Ok(())
             }
             Parsed::App(r) => self.on_app(pkt, dp, r),
+            Parsed::Traffic { src, dst } => self.on_traffic(pkt, dp, src, dst),
             Parsed::Sdw {
                 ty,
                 flags: f,
@@ -542,14 +543,24 @@ impl SdwProgram {
             || dp.register(h.ready_cnt, u64::from(w % 2), |x| x.lo == e && x.hi == need)?;
         dp.register(h.status, 0, |s| *s = Pair::default())?;
         let now_us = (dp.now() / 1_000) as u32;
-        let ph = if ready_now { phase::DATA } else { phase::READY };
+        // Paced windows (`min_window`) wait in HOLD; the timer ends it.
+        let hold = !start && self.cfg.min_window > 0;
+        let ph = if hold {
+            phase::HOLD
+        } else if ready_now {
+            phase::DATA
+        } else {
+            phase::READY
+        };
         dp.register(h.send_state, 0, |s| {
             *s = Pair {
                 lo: (ph << 24) | (w & 0xFF_FFFF),
                 hi: now_us,
             }
         })?;
-        if ready_now {
+        if hold {
+            pkt.drop_packet();
+        } else if ready_now {
             let mm = self.cfg.member_mask();
             dp.register(h.retx_mask, 0, |m| *m = mm)?;
             self.make_trigger(pkt, w, self.cfg.ready_phase);
@@ -632,6 +643,15 @@ impl SdwProgram {
             self.cfg.member_mask(),
             self.count_status(),
         );
+        // A paced window leaves HOLD straight into DATA if every peer's
+        // READY is already in (as ADVANCE would have).
+        let min_us = (self.cfg.min_window / 1_000) as u32;
+        let ready_all = if self.cfg.min_window > 0 {
+            let (e, need) = (ep(w), n.saturating_sub(1));
+            dp.register(h.ready_cnt, u64::from(w % 2), |x| x.lo == e && x.hi == need)?
+        } else {
+            false
+        };
         let s = dp.register(h.status, 0, |s| *s)?;
         let (recv_full, ack_full) = if count {
             (s.lo >= n, s.hi >= n)
@@ -642,11 +662,19 @@ impl SdwProgram {
         let rto_data = (self.cfg.rto_data() / 1_000) as u32;
         let rto_ready = (self.cfg.rto_ready / 1_000).max(1) as u32;
         let ready_phase = self.cfg.ready_phase;
-        // 0 nothing, 1 retransmit, 2 READY again.
+        // 0 nothing, 1 retransmit, 2 READY (again), 3 DATA after HOLD.
         let act = dp.register(h.send_state, 0, |st| {
             let ph = st.lo >> 24;
             let elapsed = now_us.wrapping_sub(st.hi);
             let act = match ph {
+                phase::HOLD if elapsed >= min_us && ready_all => {
+                    st.lo = (phase::DATA << 24) | (st.lo & 0xFF_FFFF);
+                    3
+                }
+                phase::HOLD if elapsed >= min_us => {
+                    st.lo = (phase::READY << 24) | (st.lo & 0xFF_FFFF);
+                    2
+                }
                 phase::DATA | phase::RETX if !ack_full && elapsed >= rto_data => {
                     st.lo = (phase::RETX << 24) | (st.lo & 0xFF_FFFF);
                     1
@@ -667,6 +695,10 @@ impl SdwProgram {
                 self.make_trigger(pkt, w, ready_phase && !recv_full);
             }
             2 => self.send_ready(pkt, w),
+            3 => {
+                dp.register(h.retx_mask, 0, |x| *x = mask)?;
+                self.make_trigger(pkt, w, true);
+            }
             _ => pkt.drop_packet(),
         }
         let _ = T_TIMER;

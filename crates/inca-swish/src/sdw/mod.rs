@@ -11,6 +11,8 @@
 //!   egress, control plane; [`handlers`] — its ingress handlers;
 //! - [`frames`] — byte positions and in-place rewrites of SDW frames;
 //! - [`app`] — the test application's update/query packets;
+//! - [`ddos`] — the §7 super-spreader / DDoS detector as the replica's
+//!   application (`SdwConfig::app`);
 //! - [`recovery`] — the controller's §5.6 recovery after fail-stop;
 //! - [`rig`] — topologies local-2 and symmetric-4 in the simulator;
 //! - [`campaign`] — a random faulty run per seed, judged on D1–D8.
@@ -18,6 +20,7 @@
 pub mod app;
 pub mod campaign;
 pub mod config;
+pub mod ddos;
 pub mod frames;
 pub mod handlers;
 pub mod model;

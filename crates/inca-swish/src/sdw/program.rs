@@ -84,6 +84,8 @@ pub mod phase {
     pub const DATA: u32 = 2;
     /// Retransmitting the window's DATA.
     pub const RETX: u32 = 3;
+    /// A paced window before its READY (`min_window`, [our choice, scale]).
+    pub const HOLD: u32 = 4;
 }
 
 /// What a packet is, from the parser.
@@ -94,6 +96,13 @@ pub enum Parsed {
     Other,
     /// An application request.
     App(AppRequest),
+    /// Traffic the DDoS detector watches (IPv4 source and destination).
+    Traffic {
+        /// Source address.
+        src: u32,
+        /// Destination address.
+        dst: u32,
+    },
     /// An SDW packet (type byte raw: internal types included).
     Sdw {
         /// Type byte.
@@ -160,6 +169,12 @@ pub struct SdwCounters {
     pub rejected: u64,
     /// Advances not kept in the log.
     pub log_overflow: u64,
+    /// DDoS detector: traffic packets sampled into the sketch.
+    pub ddos_sampled: u64,
+    /// DDoS detector: traffic packets forwarded.
+    pub ddos_passed: u64,
+    /// DDoS detector: traffic packets dropped as from a blocked source.
+    pub ddos_blocked: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -517,6 +532,15 @@ impl Program for SdwProgram {
             }
             return Ok(());
         }
+        if u.dst_port == crate::detector::TRAFFIC_PORT
+            && matches!(self.cfg.app, super::config::SdwApp::Ddos { .. })
+        {
+            meta.parsed = Parsed::Traffic {
+                src: u32::from(u.src_ip),
+                dst: u32::from(u.dst_ip),
+            };
+            return Ok(());
+        }
         if u.dst_port != inca_wire::swish::UDP_PORT {
             return Ok(());
         }
@@ -660,6 +684,9 @@ impl Program for SdwProgram {
                 ("sdw_malformed".into(), c.malformed),
                 ("sdw_rejected".into(), c.rejected),
                 ("sdw_advances".into(), self.advances.len() as u64),
+                ("ddos_sampled".into(), c.ddos_sampled),
+                ("ddos_passed".into(), c.ddos_passed),
+                ("ddos_blocked".into(), c.ddos_blocked),
             ],
             series: Vec::new(),
         }
@@ -693,6 +720,15 @@ impl Program for SdwProgram {
                 value: 1,
             };
             samples.push((peer.port, r.frame(&host, &me)));
+        }
+        if let super::config::SdwApp::Ddos { .. } = self.cfg.app {
+            for k in 0..4 {
+                let f = crate::detector::traffic_frame(
+                    crate::detector::source_ip(k),
+                    crate::detector::dest_ip(k * 7),
+                );
+                samples.push((0, f));
+            }
         }
         for ty in [frames::T_ADVANCE, frames::T_START] {
             samples.push((

@@ -620,6 +620,14 @@ fn main() {
         m.extend(b.to_vec().expect("nrows 3 emits"));
         out.put("swish_sdw", &m);
     }
+    for (src_ip, local_est, rid) in [(0x0A01_0000, 502, 1), (0xFFFF_FFFF, 0, 0xFFFF)] {
+        let d = inca_wire::swish::ddos::DigestRepr {
+            src_ip,
+            local_est,
+            rid,
+        };
+        out.put("swish_ddos", &d.to_bytes());
+    }
     for s in exoplane_control_seeds() {
         out.put("exoplane_control", &s);
     }
