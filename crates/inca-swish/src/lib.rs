@@ -22,6 +22,9 @@
 //!   same NAT without replication.
 //! - [`experiments`] — the §8.2 experiments as built-in experiments for
 //!   `inca sweep` (`experiment = "..."` in experiments/swish/).
+//! - [`limiter`] — the rate limiter's shared pieces (bucket, estimate,
+//!   log2/exp2 division), its pull baseline and E9's traffic hosts; the
+//!   EWO and SDW variants build on it.
 //! - [`readout`] — experiment 1 (§8.2): a sketch read through the control
 //!   plane against a generator walk in the data plane.
 //! - [`topology`] — the named topologies and the link model between
@@ -42,6 +45,7 @@ pub mod addr;
 pub mod bench;
 pub mod ewo;
 pub mod experiments;
+pub mod limiter;
 pub mod readout;
 pub mod sdw;
 pub mod sro;

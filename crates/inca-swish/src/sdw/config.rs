@@ -98,6 +98,9 @@ pub struct SdwConfig {
     /// filter (every DATA of the window merges; completion on the last
     /// column). Never in real runs.
     pub break_dedup: bool,
+    /// The rate limiter on this collection (§7; [`super::limiter`]), or
+    /// none.
+    pub limiter: Option<crate::limiter::UserLimit>,
 }
 
 /// Why a configuration is refused.
@@ -143,6 +146,7 @@ impl SdwConfig {
             first_stream: 0,
             failed: Vec::new(),
             break_dedup: false,
+            limiter: None,
         }
     }
 
@@ -230,7 +234,8 @@ impl SdwConfig {
         if self.t_chk == 0 || self.rto_ready == 0 {
             return Err(bad("t_chk", "timers must be positive"));
         }
-        let last = u32::from(self.first_stream) + u32::from(self.streams());
+        let limiter = u32::from(self.limiter.is_some());
+        let last = u32::from(self.first_stream) + u32::from(self.streams()) + limiter;
         if last > u32::from(MAX_STREAMS) {
             return Err(bad(
                 "first_stream",
@@ -239,6 +244,9 @@ impl SdwConfig {
                     self.first_stream
                 ),
             ));
+        }
+        if let Some(l) = &self.limiter {
+            super::limiter::validate(self, l)?;
         }
         Ok(())
     }

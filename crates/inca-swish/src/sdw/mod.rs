@@ -10,6 +10,7 @@
 //! - [`program`] — the replica as a switch program: registers, parser,
 //!   egress, control plane; [`handlers`] — its ingress handlers;
 //! - [`frames`] — byte positions and in-place rewrites of SDW frames;
+//! - [`limiter`] — the rate limiter on a 1-row Sum collection (§7);
 //! - [`app`] — the test application's update/query packets;
 //! - [`recovery`] — the controller's §5.6 recovery after fail-stop;
 //! - [`rig`] — topologies local-2 and symmetric-4 in the simulator;
@@ -20,6 +21,7 @@ pub mod campaign;
 pub mod config;
 pub mod frames;
 pub mod handlers;
+pub mod limiter;
 pub mod model;
 pub mod program;
 pub mod recovery;

@@ -193,6 +193,8 @@ pub struct SdwProgram {
     pub advances: Vec<(u32, Nanos)>,
     /// Control reads in flight: (request, controller's tag).
     pending: Vec<(u64, u32)>,
+    pub(crate) limiter_regs: Option<super::limiter::Regs>,
+    pub(crate) limiter_stats: crate::limiter::LimiterStats,
 }
 
 impl SdwProgram {
@@ -207,6 +209,8 @@ impl SdwProgram {
             counters: SdwCounters::default(),
             advances: Vec::new(),
             pending: Vec::new(),
+            limiter_regs: None,
+            limiter_stats: Default::default(),
         })
     }
 
@@ -220,6 +224,11 @@ impl SdwProgram {
             name: "swish_sdw".into(),
             reason: e.to_string(),
         })
+    }
+
+    /// What its rate limiter counted.
+    pub fn limiter_stats(&self) -> crate::limiter::LimiterStats {
+        self.limiter_stats
     }
 
     /// The configuration.
@@ -503,7 +512,7 @@ impl Program for SdwProgram {
             send_state,
             retx_mask,
         });
-        Ok(())
+        self.limiter_declare(d)
     }
 
     fn parse(&self, _gress: Gress, header: &[u8], meta: &mut SdwMeta) -> Result<(), ParseError> {
@@ -628,6 +637,7 @@ impl Program for SdwProgram {
                         }),
                     );
                 }
+                self.limiter_start(cp);
             }
             ControlEvent::Message(m) => self.controller_message(m.kind, &m.body, cp),
             ControlEvent::RegisterValues { request, values } => {
@@ -660,6 +670,9 @@ impl Program for SdwProgram {
                 ("sdw_malformed".into(), c.malformed),
                 ("sdw_rejected".into(), c.rejected),
                 ("sdw_advances".into(), self.advances.len() as u64),
+                ("rl_passed".into(), self.limiter_stats.passed),
+                ("rl_dropped".into(), self.limiter_stats.dropped),
+                ("rl_estimates".into(), self.limiter_stats.estimates),
             ],
             series: Vec::new(),
         }
