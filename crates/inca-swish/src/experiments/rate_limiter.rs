@@ -5,17 +5,19 @@
 //! Each user may send L = `limit_kpps` across the network. The variant
 //! (`variant`) is `ewo` (§7's EWO limiter, `crate::ewo::limiter`), `sdw`
 //! (`crate::sdw::limiter`) or `pull` (`crate::limiter::pull`, the
-//! controller every `t_ctrl_us`). Both spines' admitted packets reach a
-//! sink that counts them per user per `bin_us`.
+//! controller every `t_ctrl_ms`). Both spines' admitted packets reach a
+//! sink that counts them per user per `bin_ms`.
 //!
-//! [our choice, scale] The spec's run (40 users × 2 Mpps for 5 s phases)
-//! is 400 M packets a phase; the descriptor's full run shrinks time by
-//! 100: phases of 50 ms, bins of 2 ms (≙ 200 ms), T_ctrl 10 ms (≙ 1 s)
-//! and 1 ms (≙ 100 ms) — the ratios that decide the shape — and keeps
-//! the rates and the 1 ms estimator (a model input, and the variants' own
-//! response time, which is therefore 100 × larger relative to a phase
-//! than in the spec). The pull controller's RPC costs are not scaled: a
-//! cycle costs what it costs on the tofino profile.
+//! Times are given at the spec's scale (`phase_ms` 5000, `bin_ms` 200,
+//! `t_ctrl_ms` 1000) and divided by `time_scale`. [our choice, scale] The
+//! spec's run (40 users × 2 Mpps for 5 s phases) is 400 M packets a phase;
+//! the descriptor's full run uses `time_scale = 100` (phases of 50 ms,
+//! bins of 2 ms, T_ctrl 10 ms ≙ 1 s), which keeps the ratios that decide
+//! the shape (T_ctrl : phase, bin : phase) and keeps the rates and the
+//! 1 ms estimator period (`period_us`, not scaled: a model input, and the
+//! variants' own response time, which is therefore 100 × larger relative
+//! to a phase than in the spec). The pull controller's RPC costs are not
+//! scaled either: a cycle costs what it costs on the tofino profile.
 //!
 //! The result (`result` report):
 //! - series `user<k>`: packets user k got through per bin (both spines),
@@ -53,10 +55,11 @@ pub const PARAMS: &[&str] = &[
     "limit_kpps",
     "split",
     "phases",
-    "phase_us",
+    "phase_ms",
+    "bin_ms",
+    "t_ctrl_ms",
+    "time_scale",
     "period_us",
-    "bin_us",
-    "t_ctrl_us",
 ];
 
 /// The first user's address [our choice].
@@ -128,10 +131,29 @@ impl Setup {
         limit
             .validate()
             .map_err(|e| bad("limit_kpps/period_us", e))?;
-        let phase = n("phase_us", 50_000, 1, 100_000_000)? * us;
-        let bin = n("bin_us", 2_000, 1, 100_000_000)? * us;
+        let scale = n("time_scale", 1, 1, 1_000_000)?;
+        let ms = |name: &str, d: u64| -> Result<Nanos, String> {
+            let v = n(name, d, 1, 1_000_000)? * 1_000_000 / scale;
+            if v == 0 {
+                return Err(bad(name, "shorter than 1 ns at this time_scale"));
+            }
+            Ok(v)
+        };
+        let phase = ms("phase_ms", 5_000)?;
+        let bin = ms("bin_ms", 200)?;
         if phase % bin != 0 {
-            return Err(bad("bin_us", "must divide phase_us"));
+            return Err(bad("bin_ms", "must divide phase_ms (after time_scale)"));
+        }
+        if bin % limit.period != 0 {
+            // A bin must hold whole refills, or bins alias with the
+            // bucket's per-period bursts.
+            return Err(bad(
+                "bin_ms",
+                format!(
+                    "{bin} ns is not a multiple of period_us ({} ns)",
+                    limit.period
+                ),
+            ));
         }
         Ok(Setup {
             variant,
@@ -141,7 +163,7 @@ impl Setup {
             phases: n("phases", 4, 1, 1_000)?,
             phase,
             bin,
-            t_ctrl: n("t_ctrl_us", 10_000, 1, 100_000_000)? * us,
+            t_ctrl: ms("t_ctrl_ms", 1_000)?,
             t0: (2_000_000u64).div_ceil(bin) * bin,
         })
     }
@@ -338,8 +360,13 @@ mod tests {
     fn bad_parameters_are_named() {
         let e = Setup::from_params(&Params::parse(["variant=push"]).unwrap()).unwrap_err();
         assert!(e.contains("variant"), "{e}");
-        let e = Setup::from_params(&Params::parse(["bin_us=3000"]).unwrap()).unwrap_err();
-        assert!(e.contains("bin_us"), "{e}");
+        let e = Setup::from_params(&Params::parse(["bin_ms=300"]).unwrap()).unwrap_err();
+        assert!(e.contains("bin_ms"), "{e}");
+        let s = Setup::from_params(&Params::parse(["time_scale=100"]).unwrap()).unwrap();
+        assert_eq!(
+            (s.phase, s.bin, s.t_ctrl),
+            (50_000_000, 2_000_000, 10_000_000)
+        );
         let e = Setup::from_params(&Params::parse(["colour=1"]).unwrap()).unwrap_err();
         assert!(e.contains("colour"), "{e}");
         let s = Setup::from_params(&Params::parse(["split=90"]).unwrap()).unwrap();
