@@ -78,3 +78,30 @@ fn e9_ewo_and_sdw_hold_l_pull_dips_until_its_next_cycle() {
         "{fast:?} vs {slow:?}"
     );
 }
+
+/// The full run of the descriptor (its `set`, no `--quick`), for the table
+/// in docs/experiments.md: `cargo test --release -p inca-swish --test
+/// e9_rate_limiter -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn e9_full_table() {
+    for v in [
+        &["variant=ewo"][..],
+        &["variant=sdw"],
+        &["variant=pull", "t_ctrl_ms=1000"],
+        &["variant=pull", "t_ctrl_ms=250"],
+    ] {
+        let mut items = vec!["users=40", "phases=4", "time_scale=100", "period_us=1000"];
+        items.extend_from_slice(v);
+        let t = std::time::Instant::now();
+        let r = run(&Params::parse(items.iter().copied()).unwrap(), 1).unwrap();
+        let (_, _, rep) = r.nodes.iter().find(|n| n.0 == "result").unwrap();
+        println!(
+            "{v:?}: {:?} ({} events, {:.1} s)\n  mean per bin {:?}",
+            rep.counters,
+            r.events,
+            t.elapsed().as_secs_f64(),
+            rep.series["mean"].values
+        );
+    }
+}

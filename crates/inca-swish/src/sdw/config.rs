@@ -263,13 +263,16 @@ impl SdwConfig {
         "merge",
         "t_chk",
         "rto_ready",
+        "limiter",
     ];
 
     /// A configuration from named parameters (`inca check sdw --set
     /// cols=65536`): `rows` (3), `cols` (64), `replicas` N (2, rids 1..=N
     /// on ports 1..=N, the loopback on port 0), `rid` (1), `b`
     /// (unbounded), `dedup` (`bitmap` or `counter`), `ready` (1),
-    /// `merge` (`sum`, `or`, `max`), `t_chk` and `rto_ready` in ns.
+    /// `merge` (`sum`, `or`, `max`), `t_chk` and `rto_ready` in ns,
+    /// `limiter` (0|1: SwiSh §9.1's rate limiter, 40 users from 10.49.0.0
+    /// admitted to port N + 1; needs `merge=sum` and ≥ 40 `cols`).
     pub fn from_params(p: &Params) -> Result<Self, ParamError> {
         p.check_known("swish_sdw", Self::PARAMS)?;
         let n = p.count("replicas", 2, COUNTER_MAX_N as u64)? as u16;
@@ -299,6 +302,10 @@ impl SdwConfig {
             "max" => Merge::Max,
             _ => return Err(value("merge", "sum, or or max")),
         };
+        if p.number("limiter", 0, 0, 1)? == 1 {
+            let first = std::net::Ipv4Addr::new(10, 49, 0, 0);
+            c.limiter = Some(crate::limiter::UserLimit::new(first, n + 1));
+        }
         c.validate()
             .map_err(|e| value("swish_sdw", &e.to_string()))?;
         Ok(c)
@@ -344,5 +351,17 @@ mod tests {
         assert_eq!((c.cols, c.members.len(), c.rid), (65_536, 4, 2));
         assert!(SdwConfig::from_params(&Params::parse(["rows=4"]).unwrap()).is_err());
         assert!(SdwConfig::from_params(&Params::parse(["bogus=1"]).unwrap()).is_err());
+    }
+
+    #[test]
+    fn the_limiter_needs_a_sum_collection_of_a_column_per_user() {
+        let ok = Params::parse(["rows=1", "cols=40", "limiter=1"]).unwrap();
+        let c = SdwConfig::from_params(&ok).unwrap();
+        assert_eq!(c.limiter.map(|l| l.users), Some(40));
+        let few = Params::parse(["rows=1", "cols=39", "limiter=1"]).unwrap();
+        let e = SdwConfig::from_params(&few).unwrap_err().to_string();
+        assert!(e.contains("limiter"), "{e}");
+        let or = Params::parse(["rows=1", "cols=40", "merge=or", "limiter=1"]).unwrap();
+        assert!(SdwConfig::from_params(&or).is_err());
     }
 }

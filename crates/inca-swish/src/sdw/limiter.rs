@@ -18,7 +18,8 @@
 use inca_switch::pktgen::{StreamConfig, Trigger};
 use inca_switch::register::Pair;
 use inca_switch::{AccessError, ArrayDecl, DataPlane, Declare, DeclareError, PacketCtx};
-use inca_switch::{ControlPlane, RegisterHandle};
+use inca_switch::{ControlPlane, PortId, RegisterHandle};
+use inca_wire::builder::{build_udp_frame, Endpoints};
 
 use super::config::{ConfigError, Merge, SdwConfig};
 use super::frames::{internal_frame, T_TIMER};
@@ -90,6 +91,23 @@ impl SdwProgram {
     /// The user a data frame belongs to, if the limiter is on.
     pub(crate) fn limiter_user(&self, header: &[u8]) -> Option<u32> {
         self.cfg.limiter?.user_of(header)
+    }
+
+    /// Sample frames for `inca check`: the first and last user's packets.
+    pub(crate) fn limiter_samples(&self) -> Vec<(PortId, Vec<u8>)> {
+        let Some(l) = self.cfg.limiter else {
+            return Vec::new();
+        };
+        let me = self.cfg.members[self.me];
+        [0, l.users - 1]
+            .into_iter()
+            .filter_map(|u| {
+                let src = std::net::Ipv4Addr::from(u32::from(l.first_user).wrapping_add(u));
+                let ep = Endpoints::new([2, 0x4a, 0, 0, 0, 1], src, me.mac, me.ip);
+                let f = build_udp_frame(&ep, 5000, 9, &[0; 18], false).ok()?;
+                Some((me.port, f))
+            })
+            .collect()
     }
 
     /// A user's data packet: R_u[user] += 1, the local count, the bucket.

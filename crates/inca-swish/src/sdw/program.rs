@@ -713,6 +713,7 @@ impl Program for SdwProgram {
                 internal_frame(&me, g, ty, 0, self.cfg.coll_id),
             ));
         }
+        samples.extend(self.limiter_samples());
         CheckHints {
             samples,
             known: Vec::new(),
