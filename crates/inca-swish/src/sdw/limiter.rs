@@ -93,6 +93,19 @@ impl SdwProgram {
         self.cfg.limiter?.user_of(header)
     }
 
+    /// Its report counters (none without a limiter).
+    pub(crate) fn limiter_counters(&self) -> Vec<(String, u64)> {
+        if self.cfg.limiter.is_none() {
+            return Vec::new();
+        }
+        let s = self.limiter_stats;
+        vec![
+            ("rl_passed".into(), s.passed),
+            ("rl_dropped".into(), s.dropped),
+            ("rl_estimates".into(), s.estimates),
+        ]
+    }
+
     /// Sample frames for `inca check`: the first and last user's packets.
     pub(crate) fn limiter_samples(&self) -> Vec<(PortId, Vec<u8>)> {
         let Some(l) = self.cfg.limiter else {

@@ -670,10 +670,10 @@ impl Program for SdwProgram {
                 ("sdw_malformed".into(), c.malformed),
                 ("sdw_rejected".into(), c.rejected),
                 ("sdw_advances".into(), self.advances.len() as u64),
-                ("rl_passed".into(), self.limiter_stats.passed),
-                ("rl_dropped".into(), self.limiter_stats.dropped),
-                ("rl_estimates".into(), self.limiter_stats.estimates),
-            ],
+            ]
+            .into_iter()
+            .chain(self.limiter_counters())
+            .collect(),
             series: Vec::new(),
         }
     }
