@@ -26,6 +26,9 @@
 //!   a controller) and the rig of experiment 8.
 //! - [`experiments`] — the §8.2 experiments as built-in experiments for
 //!   `inca sweep` (`experiment = "..."` in experiments/swish/).
+//! - [`limiter`] — the rate limiter's shared pieces (bucket, estimate,
+//!   log2/exp2 division), its pull baseline and E9's traffic hosts; the
+//!   EWO and SDW variants build on it.
 //! - [`readout`] — experiment 1 (§8.2): a sketch read through the control
 //!   plane against a generator walk in the data plane.
 //! - [`topology`] — the named topologies and the link model between
@@ -48,6 +51,7 @@ pub mod ddos;
 pub mod detector;
 pub mod ewo;
 pub mod experiments;
+pub mod limiter;
 pub mod readout;
 pub mod sdw;
 pub mod sro;

@@ -199,3 +199,50 @@ fn e8_sdw_blocks_near_the_line_and_the_baselines_leak_more() {
         "no CDF at 4K sources/s"
     );
 }
+
+/// E9's per-config mean per-user throughput (Mpps) over `[from, to)` ms
+/// of the `mean_user` plot (`config,time_ns,value`, bin midpoints).
+fn e9_mean(csv: &Path, config: &str, from: f64, to: f64) -> f64 {
+    let body = std::fs::read_to_string(csv).unwrap();
+    let v: Vec<f64> = body
+        .lines()
+        .skip(1)
+        .filter_map(|r| {
+            let f: Vec<&str> = r.split(',').collect();
+            let t: f64 = f[1].parse().ok()?;
+            (f[0] == config && t >= from * 1e6 && t < to * 1e6).then(|| f[2].parse().ok())?
+        })
+        .collect();
+    assert!(!v.is_empty(), "{config}: no bins in {from}..{to} ms");
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// E9 (quick: 2 users offering L = 2 Mpps each, phases of 8 ms from
+/// 2.24 ms — 50/50, 90/10, 50/50 — estimator and bins 320 µs, T_ctrl 1 s
+/// and 250 ms at the spec's scale = 1.6 ms and 0.4 ms). EWO and SDW
+/// re-share L from the last period's deltas, so through each shift they
+/// hold within 10 % of L; pull keeps the old split until a control cycle
+/// has read the new one — with 50/50 limits a 90/10 load passes 0.6·L —
+/// so it loses more the longer T_ctrl is.
+#[test]
+fn e9_ewo_and_sdw_hold_the_limit_through_shifts_pull_dips() {
+    let out = sweep("e9-rate-limiter.toml");
+    let csv = out.join("plots/mean_user.csv");
+    let (shift, end) = (10.24, 26.24);
+    for v in ["ewo", "sdw"] {
+        let m = e9_mean(&csv, v, shift, end);
+        println!("{v}: {m:.3} Mpps per user after the first shift");
+        assert!((1.8..=2.04).contains(&m), "{v}: {m} Mpps, L = 2");
+    }
+    let slow = e9_mean(&csv, "pull-1s", shift, end);
+    let fast = e9_mean(&csv, "pull-250ms", shift, end);
+    let sdw = e9_mean(&csv, "sdw", shift, end);
+    println!("pull: T_ctrl 1 s {slow:.3}, 250 ms {fast:.3} Mpps per user");
+    // Each shift costs pull at least 0.4·L until the next cycle (≥ 1.6 ms
+    // of 8 in the slow case): ≥ 8 % below L.
+    assert!(slow < 0.95 * sdw, "pull 1 s {slow} vs sdw {sdw}");
+    assert!(slow < fast, "pull 1 s {slow} vs 250 ms {fast}");
+    // The first bins after the shift, before any cycle has seen it.
+    let dip = e9_mean(&csv, "pull-1s", shift, shift + 1.28);
+    assert!(dip < 1.6, "pull 1 s right after the shift: {dip} Mpps");
+}

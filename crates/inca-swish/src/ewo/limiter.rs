@@ -10,9 +10,9 @@
 //! packet per user that estimates and refills at once [our choice: one
 //! stream for both]: local = own-slot delta, global = Σ-slots delta, and
 //! `quota := L·period × local / global` (the whole L·period while the
-//! user is idle everywhere). [our choice] The division is exact integer
-//! math in the model's ALU; hardware would use the spec's log2/exp2
-//! tables, whose rounding this does not model.
+//! user is idle everywhere). The bucket, the estimate and the division
+//! (log2/exp2 tables, spec §7 [our choice]) are [`crate::limiter`]'s,
+//! shared with the SDW variant.
 
 use std::net::Ipv4Addr;
 
@@ -24,13 +24,7 @@ use inca_wire::parse_udp_frame;
 use crate::ewo::merge;
 use crate::ewo::program::{EwoMeta, EwoProgram};
 
-/// Users (SwiSh §9.1).
-pub const USERS: u32 = 40;
-/// Limit per user across the network, packets per second (SwiSh §9.1,
-/// model input).
-pub const LIMIT_PPS: u64 = 2_000_000;
-/// Estimator and refill period (SwiSh §9.1, model input).
-pub const PERIOD: Nanos = 1_000_000;
+pub use crate::limiter::{LimiterStats, LIMIT_PPS, PERIOD, USERS};
 
 /// The limiter's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,17 +68,6 @@ impl LimiterConfig {
 pub(crate) struct LimiterRegs {
     quota: RegisterHandle<u32>,
     prev: RegisterHandle<Pair>,
-}
-
-/// What the limiter counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LimiterStats {
-    /// Packets admitted.
-    pub passed: u64,
-    /// Packets dropped for want of a token.
-    pub dropped: u64,
-    /// Estimates made.
-    pub estimates: u64,
 }
 
 /// Declares the limiter's registers (after the counter's slot arrays,
@@ -131,13 +114,7 @@ impl EwoProgram {
         let i = u64::from(user);
         let own = slots[usize::from(self.cfg.slot)];
         dp.register(own, i, |x| *x = x.wrapping_add(1))?;
-        let pass = dp.register(regs.quota, i, |q| {
-            let ok = *q > 0;
-            if ok {
-                *q -= 1;
-            }
-            ok
-        })?;
+        let pass = dp.register(regs.quota, i, crate::limiter::take)?;
         if pass {
             self.limiter_stats.passed += 1;
             pkt.forward(cfg.out_port);
@@ -169,22 +146,8 @@ impl EwoProgram {
         }
         let local = vals[usize::from(self.cfg.slot)];
         let global = merge::counter_value(&vals);
-        let old = dp.register(regs.prev, i, |p| {
-            let old = *p;
-            *p = Pair {
-                lo: local,
-                hi: global,
-            };
-            old
-        })?;
-        let dl = u64::from(local.wrapping_sub(old.lo));
-        let dg = u64::from(global.wrapping_sub(old.hi));
-        let full = cfg.per_period();
-        // Idle everywhere (no delta): the whole L·period.
-        let share = full
-            .saturating_mul(dl)
-            .checked_div(dg)
-            .map_or(full, |s| s.min(full));
+        let (dl, dg) = dp.register(regs.prev, i, |p| crate::limiter::advance(p, local, global))?;
+        let share = crate::limiter::share(cfg.per_period(), dl, dg);
         dp.register(regs.quota, i, |q| *q = share as u32)?;
         self.limiter_stats.estimates += 1;
         Ok(())

@@ -7,6 +7,7 @@ pub mod e8_ddos;
 use inca_system::BuiltinExperiment;
 
 pub mod sro;
+pub mod rate_limiter;
 
 /// Every SwiSh experiment, in the order of §8.2.
 pub fn all() -> Vec<BuiltinExperiment> {
@@ -14,5 +15,6 @@ pub fn all() -> Vec<BuiltinExperiment> {
     let mut v: Vec<BuiltinExperiment> = Vec::new();
     v.extend(sro::experiments());
     v.extend(e8_ddos::experiments());
+    v.extend(rate_limiter::experiments());
     v
 }

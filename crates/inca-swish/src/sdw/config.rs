@@ -107,6 +107,9 @@ pub struct SdwConfig {
     /// sync traffic; a query then lags by up to ~3 such windows. Needs the
     /// ready phase.
     pub min_window: Nanos,
+    /// The rate limiter on this collection (§7; [`super::limiter`]), or
+    /// none.
+    pub limiter: Option<crate::limiter::UserLimit>,
 }
 
 /// What the replica's non-SDW traffic is (§7).
@@ -169,6 +172,7 @@ impl SdwConfig {
             break_dedup: false,
             app: SdwApp::Test,
             min_window: 0,
+            limiter: None,
         }
     }
 
@@ -267,7 +271,8 @@ impl SdwConfig {
         if self.t_chk == 0 || self.rto_ready == 0 {
             return Err(bad("t_chk", "timers must be positive"));
         }
-        let last = u32::from(self.first_stream) + u32::from(self.streams());
+        let limiter = u32::from(self.limiter.is_some());
+        let last = u32::from(self.first_stream) + u32::from(self.streams()) + limiter;
         if last > u32::from(MAX_STREAMS) {
             return Err(bad(
                 "first_stream",
@@ -276,6 +281,13 @@ impl SdwConfig {
                     self.first_stream
                 ),
             ));
+        }
+        if let Some(l) = &self.limiter {
+            if self.app != SdwApp::Test {
+                // Both own the traffic of the data ports.
+                return Err(bad("limiter", "not with another app"));
+            }
+            super::limiter::validate(self, l)?;
         }
         Ok(())
     }
@@ -293,6 +305,7 @@ impl SdwConfig {
         "t_chk",
         "rto_ready",
         "app",
+        "limiter",
     ];
 
     /// A configuration from named parameters (`inca check sdw --set
@@ -301,6 +314,8 @@ impl SdwConfig {
     /// (unbounded), `dedup` (`bitmap` or `counter`), `ready` (1),
     /// `merge` (`sum`, `or`, `max`), `t_chk` and `rto_ready` in ns, `app`
     /// (`test`, or `ddos`: the §7 detector, which sets 3 rows and Or).
+    /// `limiter` (0|1: SwiSh §9.1's rate limiter, 40 users from 10.49.0.0
+    /// admitted to port N + 1; needs `merge=sum` and ≥ 40 `cols`).
     pub fn from_params(p: &Params) -> Result<Self, ParamError> {
         p.check_known("swish_sdw", Self::PARAMS)?;
         let n = p.count("replicas", 2, COUNTER_MAX_N as u64)? as u16;
@@ -339,6 +354,10 @@ impl SdwConfig {
                 c.rows = 3;
             }
             _ => return Err(value("app", "test or ddos")),
+        }
+        if p.number("limiter", 0, 0, 1)? == 1 {
+            let first = std::net::Ipv4Addr::new(10, 49, 0, 0);
+            c.limiter = Some(crate::limiter::UserLimit::new(first, n + 1));
         }
         c.validate()
             .map_err(|e| value("swish_sdw", &e.to_string()))?;
@@ -385,5 +404,17 @@ mod tests {
         assert_eq!((c.cols, c.members.len(), c.rid), (65_536, 4, 2));
         assert!(SdwConfig::from_params(&Params::parse(["rows=4"]).unwrap()).is_err());
         assert!(SdwConfig::from_params(&Params::parse(["bogus=1"]).unwrap()).is_err());
+    }
+
+    #[test]
+    fn the_limiter_needs_a_sum_collection_of_a_column_per_user() {
+        let ok = Params::parse(["rows=1", "cols=40", "limiter=1"]).unwrap();
+        let c = SdwConfig::from_params(&ok).unwrap();
+        assert_eq!(c.limiter.map(|l| l.users), Some(40));
+        let few = Params::parse(["rows=1", "cols=39", "limiter=1"]).unwrap();
+        let e = SdwConfig::from_params(&few).unwrap_err().to_string();
+        assert!(e.contains("limiter"), "{e}");
+        let or = Params::parse(["rows=1", "cols=40", "merge=or", "limiter=1"]).unwrap();
+        assert!(SdwConfig::from_params(&or).is_err());
     }
 }

@@ -19,7 +19,7 @@ use super::program::{G_ACK_ADV, G_DATA, G_READY};
 
 type Pkt<'a> = PacketCtx<SdwMeta, ()>;
 
-fn tag(t: u16, w: u32) -> u8 {
+pub(crate) fn tag(t: u16, w: u32) -> u8 {
     if w.is_multiple_of(2) {
         t as u8
     } else {
@@ -27,7 +27,7 @@ fn tag(t: u16, w: u32) -> u8 {
     }
 }
 
-fn set_tag(t: &mut u16, w: u32, v: u8) {
+pub(crate) fn set_tag(t: &mut u16, w: u32, v: u8) {
     if w.is_multiple_of(2) {
         *t = (*t & 0xFF00) | u16::from(v)
     } else {
@@ -67,6 +67,9 @@ impl SdwProgram {
             if stream == self.cfg.first_stream {
                 return self.on_timer(pkt, dp);
             }
+            if Some(stream) == self.limiter_stream() {
+                return self.on_estimate(pkt, dp, u32::from(packet_id));
+            }
             let i = u32::from(stream.wrapping_sub(self.cfg.first_stream + 1));
             let col = i * self.cfg.cols_per_stream() + u32::from(packet_id);
             return self.on_gen_data(pkt, dp, col);
@@ -76,6 +79,9 @@ impl SdwProgram {
             || pkt.ingress_port() == self.cfg.loop_port;
         match pkt.meta.parsed {
             Parsed::Other => {
+                if let Some(user) = self.limiter_user(pkt.header()) {
+                    return self.on_user(pkt, dp, user);
+                }
                 self.counters.malformed += 1;
                 pkt.drop_packet();
                 Ok(())

@@ -10,6 +10,7 @@
 //! - [`program`] — the replica as a switch program: registers, parser,
 //!   egress, control plane; [`handlers`] — its ingress handlers;
 //! - [`frames`] — byte positions and in-place rewrites of SDW frames;
+//! - [`limiter`] — the rate limiter on a 1-row Sum collection (§7);
 //! - [`app`] — the test application's update/query packets;
 //! - [`ddos`] — the §7 super-spreader / DDoS detector as the replica's
 //!   application (`SdwConfig::app`);
@@ -23,6 +24,7 @@ pub mod config;
 pub mod ddos;
 pub mod frames;
 pub mod handlers;
+pub mod limiter;
 pub mod model;
 pub mod program;
 pub mod recovery;

@@ -208,6 +208,8 @@ pub struct SdwProgram {
     pub advances: Vec<(u32, Nanos)>,
     /// Control reads in flight: (request, controller's tag).
     pending: Vec<(u64, u32)>,
+    pub(crate) limiter_regs: Option<super::limiter::Regs>,
+    pub(crate) limiter_stats: crate::limiter::LimiterStats,
 }
 
 impl SdwProgram {
@@ -222,6 +224,8 @@ impl SdwProgram {
             counters: SdwCounters::default(),
             advances: Vec::new(),
             pending: Vec::new(),
+            limiter_regs: None,
+            limiter_stats: Default::default(),
         })
     }
 
@@ -235,6 +239,11 @@ impl SdwProgram {
             name: "swish_sdw".into(),
             reason: e.to_string(),
         })
+    }
+
+    /// What its rate limiter counted.
+    pub fn limiter_stats(&self) -> crate::limiter::LimiterStats {
+        self.limiter_stats
     }
 
     /// The configuration.
@@ -518,7 +527,7 @@ impl Program for SdwProgram {
             send_state,
             retx_mask,
         });
-        Ok(())
+        self.limiter_declare(d)
     }
 
     fn parse(&self, _gress: Gress, header: &[u8], meta: &mut SdwMeta) -> Result<(), ParseError> {
@@ -652,6 +661,7 @@ impl Program for SdwProgram {
                         }),
                     );
                 }
+                self.limiter_start(cp);
             }
             ControlEvent::Message(m) => self.controller_message(m.kind, &m.body, cp),
             ControlEvent::RegisterValues { request, values } => {
@@ -687,7 +697,10 @@ impl Program for SdwProgram {
                 ("ddos_sampled".into(), c.ddos_sampled),
                 ("ddos_passed".into(), c.ddos_passed),
                 ("ddos_blocked".into(), c.ddos_blocked),
-            ],
+            ]
+            .into_iter()
+            .chain(self.limiter_counters())
+            .collect(),
             series: Vec::new(),
         }
     }
@@ -736,6 +749,7 @@ impl Program for SdwProgram {
                 internal_frame(&me, g, ty, 0, self.cfg.coll_id),
             ));
         }
+        samples.extend(self.limiter_samples());
         CheckHints {
             samples,
             known: Vec::new(),
