@@ -46,6 +46,7 @@ pub const TARGETS: &[&str] = &[
     "swish_sro",
     "swish_sdw",
     "swish_ewo",
+    "swish_ctl",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
@@ -55,7 +56,7 @@ pub const TARGETS: &[&str] = &[
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 17;
+pub const PARSER_TARGETS: usize = 18;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -78,6 +79,7 @@ pub fn run(name: &str, data: &[u8]) {
         "swish_sro" => parsers::swish_sro(data),
         "swish_sdw" => parsers::swish_sdw(data),
         "swish_ewo" => parsers::swish_ewo(data),
+        "swish_ctl" => parsers::swish_ctl(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),

@@ -614,6 +614,25 @@ pub fn swish_sdw(data: &[u8]) {
     let _ = MsgType::from_u8(h.msg_type);
 }
 
+/// The SwiSh controller RPC (§4.5): the view stays inside the buffer and
+/// agrees with the repr; a parsed RPC emits back to exactly the frame's
+/// bytes and parses to itself.
+pub fn swish_ctl(data: &[u8]) {
+    use inca_wire::swish::ctl::{Frame, Rpc};
+    let Ok(f) = Frame::new_checked(data) else {
+        assert!(Rpc::parse(data).is_err(), "the repr refuses too");
+        return;
+    };
+    let _ = (f.op(), f.body().len(), f.is_empty());
+    let Ok(r) = Rpc::parse(data) else {
+        return;
+    };
+    assert_eq!(r.op(), f.op());
+    let bytes = r.to_vec().expect("a parsed RPC emits");
+    assert_eq!(bytes[..], data[..f.total_len()], "emit gives the frame back");
+    assert_eq!(Rpc::parse(&bytes).as_ref(), Ok(&r));
+}
+
 /// The SwiSh EWO body (and the common header in front of it): the view's
 /// accessors stay inside the buffer, the repr agrees with the view and
 /// emits back to the bytes it came from (up to the reserved field, which

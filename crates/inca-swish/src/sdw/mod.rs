@@ -11,6 +11,9 @@
 //!   egress, control plane; [`handlers`] — its ingress handlers;
 //! - [`frames`] — byte positions and in-place rewrites of SDW frames;
 //! - [`app`] — the test application's update/query packets;
+//! - [`controller`] — the controller as a device with a control session
+//!   to every replica (§4.5 RPC): loads and STARTs the collection;
+//! - [`workload`] — a scenario host's app client (update/query packets);
 //! - [`recovery`] — the controller's §5.6 recovery after fail-stop;
 //! - [`rig`] — topologies local-2 and symmetric-4 in the simulator;
 //! - [`campaign`] — a random faulty run per seed, judged on D1–D8.
@@ -18,9 +21,11 @@
 pub mod app;
 pub mod campaign;
 pub mod config;
+pub mod controller;
 pub mod frames;
 pub mod handlers;
 pub mod model;
 pub mod program;
 pub mod recovery;
 pub mod rig;
+pub mod workload;

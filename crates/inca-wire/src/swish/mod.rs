@@ -4,7 +4,9 @@
 //!
 //! - [`sro`] — strong reads: chain writes, acks, snapshot transfer (§4.2);
 //! - [`ewo`] — eventual writes: UPDATE and SYNC merges (§4.3);
-//! - [`sdw`] — strong delayed writes: DATA, ACK and READY (§4.4).
+//! - [`sdw`] — strong delayed writes: DATA, ACK and READY (§4.4);
+//! - [`ctl`] — the controller ↔ switch-CPU RPC (§4.5), on a control
+//!   session rather than in replication traffic.
 //!
 //! ```text
 //! byte 0: version 4 | proto 4   byte 1: type
@@ -19,6 +21,7 @@
 
 use crate::error::{Result, WireError};
 
+pub mod ctl;
 pub mod ewo;
 pub mod sdw;
 pub mod sro;
