@@ -256,13 +256,16 @@ impl SdwConfig {
         "t_chk",
         "rto_ready",
         "ports",
+        "rtt",
     ];
 
     /// A configuration from named parameters (`inca check sdw --set
     /// cols=65536`): `rows` (3), `cols` (64), `replicas` N (2, rids 1..=N
     /// on ports 1..=N, the loopback on port 0), `rid` (1), `b`
     /// (unbounded), `dedup` (`bitmap` or `counter`), `ready` (1),
-    /// `merge` (`sum`, `or`, `max`), `t_chk` and `rto_ready` in ns, and
+    /// `merge` (`sum`, `or`, `max`), `t_chk`, `rto_ready` and `rtt` (the
+    /// round trip RTO_data assumes; live runs set it to the real one) in
+    /// ns, and
     /// `ports` — the port toward each member in rid order (`"2,1"` or
     /// `[2, 1]`), this replica's own entry being its loopback port (cabled
     /// to the next port) [our choice]; without it member r is on port r
@@ -297,6 +300,7 @@ impl SdwConfig {
         c.ready_phase = p.number("ready", 1, 0, 1)? == 1;
         c.t_chk = p.count("t_chk", 2_000, 1_000_000_000)?;
         c.rto_ready = p.count("rto_ready", 10_000, 1_000_000_000)?;
+        c.rtt = p.count("rtt", 2_000, 1_000_000_000)?;
         let value = |name: &str, reason: &str| ParamError::Value {
             name: name.to_string(),
             reason: reason.to_string(),
