@@ -9,9 +9,14 @@
 //! all have answered it INJECTs START into every replica together, so the
 //! replicas begin window 0 within one RPC of each other [our choice: the
 //! paper's controller starts the collection; the rig did it by a control
-//! message at a fixed time]. A session that resets after the start is
-//! counted; §5.6 recovery over sessions is not driven from here yet (the
-//! rig's [`super::recovery`] runs it over control messages).
+//! message at a fixed time]. After START, a session that resets is a
+//! replica's fail-stop [our choice: the crash of a peer resets its
+//! sessions at once, the simulator's and TCP's behaviour]: `detect` later
+//! (T_detect, default 1 ms, spec §5.1) the controller runs §5.6 recovery
+//! on the survivors over their sessions — the steps of
+//! [`super::recovery_plan::Recovery`], one RPC at a time (the spec's serial
+//! controller). A failure during a recovery aborts it (counted; not
+//! retried) [our choice].
 
 use std::any::Any;
 
@@ -22,8 +27,10 @@ use inca_switch::register::{Pair, RegisterValue};
 use inca_wire::swish::ctl::Rpc;
 use serde::Deserialize;
 
+use super::config::Merge;
 use super::frames::{internal_frame, T_START};
-use super::program::ARR_WINREG;
+use super::program::{ARR_WINREG, CFG_FAILED, CFG_PAUSED};
+use super::recovery_plan::{Call, Op, Recovery};
 use crate::addr::{ReplicaAddr, Rid};
 
 /// The server kind's name in scenarios.
@@ -56,6 +63,31 @@ pub struct ControllerConfig {
     /// The window START begins (default 0).
     #[serde(default)]
     pub start_window: u32,
+    /// The collection's rows, for recovery (default 3, as the replicas').
+    #[serde(default = "three")]
+    pub rows: u8,
+    /// Its columns (default 64).
+    #[serde(default = "sixty_four")]
+    pub cols: u32,
+    /// Its merge: `sum` (default), `or` or `max`.
+    #[serde(default = "sum")]
+    pub merge: String,
+    /// Failure detection delay T_detect (default 1 ms, spec §5.1), e.g.
+    /// "1ms".
+    #[serde(default)]
+    pub detect: Option<String>,
+}
+
+fn three() -> u8 {
+    3
+}
+
+fn sixty_four() -> u32 {
+    64
+}
+
+fn sum() -> String {
+    "sum".into()
 }
 
 fn one_u8() -> u8 {
@@ -88,9 +120,55 @@ impl ControllerConfig {
         if sessions.windows(2).any(|w| w[0] == w[1]) {
             return Err("params.replicas: a session appears twice".into());
         }
+        if rids
+            .iter()
+            .enumerate()
+            .any(|(k, &r)| usize::from(r) != k + 1)
+        {
+            return Err("params.replicas: rids must be 1 to N, the members' bit order".into());
+        }
+        if c.rows == 0 || c.rows > 3 || c.cols == 0 {
+            return Err("params.rows/cols: 1 to 3 rows, at least one column".into());
+        }
+        c.merge_fn()?;
+        c.detect_ns()?;
+        let mut c = c;
+        c.replicas.sort_by_key(|r| r.rid);
         Ok(c)
     }
+
+    fn merge_fn(&self) -> Result<Merge, String> {
+        match self.merge.as_str() {
+            "sum" => Ok(Merge::Sum),
+            "or" => Ok(Merge::Or),
+            "max" => Ok(Merge::Max),
+            other => Err(format!("params.merge: {other:?}: sum, or or max")),
+        }
+    }
+
+    fn detect_ns(&self) -> Result<Nanos, String> {
+        match &self.detect {
+            None => Ok(super::recovery::T_DETECT),
+            Some(t) => inca_switch::units::parse_time(t)
+                .ok_or_else(|| format!("params.detect: {t:?} is not a time (\"1ms\")")),
+        }
+    }
 }
+
+/// A recovery in progress.
+#[derive(Debug, Clone)]
+struct Running {
+    plan: Recovery,
+    /// The batch's calls not yet sent.
+    queue: std::collections::VecDeque<Call>,
+    /// Answers to the batch's calls so far.
+    answers: Vec<Vec<u64>>,
+    /// The answered call in flight: (tag, replica).
+    waiting: Option<(u32, usize)>,
+}
+
+/// Timer token: failure detection.
+const DETECT: u64 = 1;
 
 /// Where one replica is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -119,6 +197,16 @@ pub struct ControllerCounters {
     pub refused: u64,
     /// STARTs injected.
     pub starts: u64,
+    /// Recoveries completed.
+    pub recoveries: u64,
+    /// Recoveries abandoned (a failure during one, a replica's error).
+    pub recoveries_aborted: u64,
+    /// The last recovery's wmax.
+    pub recovery_wmax: u64,
+    /// When the last recovery began and when its STARTs went out.
+    pub recovery_started: Nanos,
+    /// See `recovery_started`.
+    pub recovery_done: Nanos,
 }
 
 /// The controller.
@@ -131,6 +219,11 @@ pub struct SdwController {
     tag: u32,
     /// When START went out.
     started_at: Option<Nanos>,
+    /// Replicas declared failed (indices).
+    failed: Vec<usize>,
+    /// A detection timer is set.
+    detecting: bool,
+    recovery: Option<Running>,
     /// Counters.
     pub counters: ControllerCounters,
 }
@@ -145,6 +238,9 @@ impl SdwController {
             waiting: Vec::new(),
             tag: 0,
             started_at: None,
+            failed: Vec::new(),
+            detecting: false,
+            recovery: None,
             counters: ControllerCounters::default(),
         }
     }
@@ -212,6 +308,140 @@ impl SdwController {
         }
     }
 
+    /// The RPC for a recovery operation.
+    fn rpc(&mut self, call: &Call) -> Rpc {
+        self.tag = self.tag.wrapping_add(1);
+        let tag = self.tag;
+        match &call.op {
+            Op::Pause => Rpc::SetCfg {
+                tag,
+                name: CFG_PAUSED,
+                value: vec![1],
+            },
+            Op::Read { arr, first, count } => Rpc::ReadReg {
+                tag,
+                array: *arr,
+                start: *first,
+                count: *count,
+            },
+            Op::Write { arr, first, vals } => Rpc::WriteReg {
+                tag,
+                array: *arr,
+                start: *first,
+                values: vals.clone(),
+            },
+            Op::Failed(rids) => Rpc::SetCfg {
+                tag,
+                name: CFG_FAILED,
+                value: rids.iter().flat_map(|r| r.to_be_bytes()).collect(),
+            },
+            Op::Start(win) => {
+                let me = ReplicaAddr::conventional(self.cfg.replicas[call.replica].rid, 0);
+                let frame = internal_frame(&me, self.cfg.group_id, T_START, *win, self.cfg.coll_id);
+                Rpc::Inject { tag, frame }
+            }
+        }
+    }
+
+    /// Begins §5.6 recovery of the replicas not declared failed.
+    fn recover(&mut self, now: Nanos, out: &mut Vec<Output>) {
+        let down: Vec<usize> = (0..self.state.len())
+            .filter(|&i| !self.state[i].up)
+            .collect();
+        for i in down {
+            if !self.failed.contains(&i) {
+                self.failed.push(i);
+            }
+        }
+        self.failed.sort_unstable();
+        let merge = self.cfg.merge_fn().unwrap_or(Merge::Sum);
+        let plan = Recovery::new(
+            self.state.len(),
+            &self.failed,
+            self.cfg.rows,
+            self.cfg.cols,
+            merge,
+            false,
+        );
+        self.counters.recovery_started = now;
+        self.recovery = Some(Running {
+            plan,
+            queue: Default::default(),
+            answers: Vec::new(),
+            waiting: None,
+        });
+        self.pump(now, out);
+    }
+
+    /// Sends the recovery's calls until one awaits its answer; takes the
+    /// next batch when one is done.
+    fn pump(&mut self, now: Nanos, out: &mut Vec<Output>) {
+        loop {
+            let Some(run) = self.recovery.as_mut() else {
+                return;
+            };
+            if run.waiting.is_some() {
+                return;
+            }
+            let Some(call) = run.queue.pop_front() else {
+                let answers = std::mem::take(&mut run.answers);
+                match run.plan.next(&answers) {
+                    Ok(Some(batch)) => {
+                        if let Some(r) = self.recovery.as_mut() {
+                            r.queue = batch.into();
+                        }
+                        continue;
+                    }
+                    Ok(None) => {
+                        self.counters.recoveries += 1;
+                        self.counters.recovery_wmax = u64::from(run.plan.wmax());
+                        self.counters.recovery_done = now;
+                        self.recovery = None;
+                    }
+                    Err(_) => {
+                        self.counters.recoveries_aborted += 1;
+                        self.recovery = None;
+                    }
+                }
+                return;
+            };
+            let rpc = self.rpc(&call);
+            let tag = rpc.tag();
+            let answered = call.op.answered();
+            self.send(now, call.replica, rpc, out);
+            let Some(run) = self.recovery.as_mut() else {
+                return;
+            };
+            if answered {
+                run.waiting = Some((tag, call.replica));
+            } else {
+                run.answers.push(Vec::new());
+            }
+        }
+    }
+
+    /// An answer for the recovery; true if it was one.
+    fn recovery_answer(
+        &mut self,
+        now: Nanos,
+        i: usize,
+        tag: u32,
+        values: Vec<u64>,
+        out: &mut Vec<Output>,
+    ) -> bool {
+        let Some(run) = self.recovery.as_mut() else {
+            return false;
+        };
+        if run.waiting != Some((tag, i)) {
+            return false;
+        }
+        run.waiting = None;
+        run.answers.push(values);
+        self.counters.values_in += 1;
+        self.pump(now, out);
+        true
+    }
+
     fn on_session(&mut self, now: Nanos, e: SessionEvent, out: &mut Vec<Output>) {
         let Some(i) = self.index(e.session()) else {
             self.counters.unexpected += 1;
@@ -231,6 +461,14 @@ impl SdwController {
                 self.waiting.retain(|w| w.1 != i);
                 if self.started_at.is_some() {
                     self.counters.resets_after_start += 1;
+                    if self.recovery.take().is_some() {
+                        self.counters.recoveries_aborted += 1;
+                    }
+                    if !self.failed.contains(&i) && !self.detecting {
+                        self.detecting = true;
+                        let at = now + self.cfg.detect_ns().unwrap_or(super::recovery::T_DETECT);
+                        out.push(Output::Timer { at, token: DETECT });
+                    }
                 } else {
                     self.state[i].window = None;
                 }
@@ -238,6 +476,9 @@ impl SdwController {
             SessionEvent::Refused { .. } => self.counters.refused += 1,
             SessionEvent::Message { body, .. } => match Rpc::parse(&body) {
                 Ok(Rpc::Values { tag, values }) => {
+                    if self.recovery_answer(now, i, tag, values.clone(), out) {
+                        return;
+                    }
                     let Some(k) = self.waiting.iter().position(|w| w == &(tag, i)) else {
                         self.counters.unexpected += 1;
                         return;
@@ -256,8 +497,15 @@ impl SdwController {
 
 impl Device for SdwController {
     fn handle(&mut self, now: Nanos, input: Input, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
-        if let Input::Session(e) = input {
-            self.on_session(now, e, out);
+        match input {
+            Input::Session(e) => self.on_session(now, e, out),
+            Input::Timer { token: DETECT } => {
+                self.detecting = false;
+                if self.recovery.is_none() {
+                    self.recover(now, out);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -287,6 +535,12 @@ impl Node for SdwController {
             ("ctl_unexpected", c.unexpected),
             ("ctl_refused", c.refused),
             ("ctl_starts", c.starts),
+            ("ctl_recoveries", c.recoveries),
+            ("ctl_recoveries_aborted", c.recoveries_aborted),
+            ("ctl_recovery_wmax", c.recovery_wmax),
+            ("ctl_recovery_started_ns", c.recovery_started),
+            ("ctl_recovery_done_ns", c.recovery_done),
+            ("ctl_failed", self.failed.len() as u64),
             ("ctl_started_ns", self.started_at.unwrap_or(0)),
             (
                 "ctl_replicas_up",

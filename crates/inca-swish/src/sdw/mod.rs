@@ -14,7 +14,9 @@
 //! - [`controller`] — the controller as a device with a control session
 //!   to every replica (§4.5 RPC): loads and STARTs the collection;
 //! - [`workload`] — a scenario host's app client (update/query packets);
-//! - [`recovery`] — the controller's §5.6 recovery after fail-stop;
+//! - [`recovery_plan`] — the controller's §5.6 recovery after fail-stop
+//!   as transport-neutral batches of register operations; [`recovery`] —
+//!   its driver in the rig (control messages);
 //! - [`rig`] — topologies local-2 and symmetric-4 in the simulator;
 //! - [`campaign`] — a random faulty run per seed, judged on D1–D8.
 
@@ -27,5 +29,6 @@ pub mod handlers;
 pub mod model;
 pub mod program;
 pub mod recovery;
+pub mod recovery_plan;
 pub mod rig;
 pub mod workload;
