@@ -7,7 +7,10 @@
 //! then h1 adds 1 to key 7 at replica 1 and h2 queries key 7 at replica 2.
 //! From the metrics endpoints: every update replica 1 took is what h2's
 //! queries at replica 2 read once the window has advanced — and not before
-//! two windows after the first update (D2).
+//! two windows after the first update (D2). Then replica 1's process is
+//! killed: its session resets, the controller recovers replica 2 alone
+//! over its session (§5.6), and replica 2's windows advance again with
+//! every update still read there.
 //!
 //! Timers for a real network [our choice]: T_chk 100 µs, RTO_ready 2 ms and
 //! an assumed RTT of 500 µs (RTO_data ≈ 1 ms) instead of the simulator's
@@ -52,6 +55,13 @@ impl Nodes {
             .unwrap();
         self.children.push((name.to_string(), child));
     }
+
+    /// Kills node `name` (a fail-stop).
+    fn kill(&mut self, name: &str) {
+        let (_, c) = self.children.iter_mut().find(|(n, _)| n == name).unwrap();
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
 }
 
 impl Drop for Nodes {
@@ -68,13 +78,19 @@ impl Drop for Nodes {
     }
 }
 
-/// Counter `name` of `node` served on `addr` (None: not reachable yet).
-fn metric(addr: SocketAddr, node: &str, name: &str) -> Option<u64> {
+/// The metrics text served on `addr` (None: not reachable yet).
+fn scrape(addr: SocketAddr) -> Option<String> {
     let mut conn = TcpStream::connect(addr).ok()?;
     conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
     let mut text = String::new();
     conn.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// Counter `name` of `node` served on `addr` (None: not reachable yet).
+fn metric(addr: SocketAddr, node: &str, name: &str) -> Option<u64> {
+    let text = scrape(addr)?;
     let key = format!("inca_{name}{{node=\"{node}\"}} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&key))
@@ -174,7 +190,7 @@ session_listen = "{sc}"
 kind = "server"
 server = "swish_controller"
 ip = "10.0.0.100"
-params = {{ replicas = [{{ rid = 1, session = 1 }}, {{ rid = 2, session = 2 }}] }}
+params = {{ replicas = [{{ rid = 1, session = 1 }}, {{ rid = 2, session = 2 }}], rows = 1, cols = 64 }}
 
 [[session]]
 id = 1
@@ -236,4 +252,40 @@ peer = "{s2}"
     );
     assert!(metric(mh2, "h2", "q_read_max").unwrap() <= taken);
     assert_eq!(metric(m2, "sdw2", "sdw_malformed"), Some(0));
+
+    // Fail-stop of replica 1; the controller recovers the survivor.
+    nodes.kill("sdw1");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(mc, "ctl", "ctl_recoveries") != Some(1) {
+        if Instant::now() > deadline {
+            let show = |a| {
+                scrape(a)
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|l| {
+                        l.contains("ctl_") || l.contains("sdw_") || l.contains("session_messages")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            panic!("no recovery of replica 2:\n{}\n{}", show(mc), show(m2));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(metric(mc, "ctl", "ctl_recoveries_aborted"), Some(0));
+    let wmax = metric(mc, "ctl", "ctl_recovery_wmax").unwrap();
+    let took = metric(mc, "ctl", "ctl_recovery_done_ns").unwrap()
+        - metric(mc, "ctl", "ctl_recovery_started_ns").unwrap();
+    println!("recovered in window {wmax}, {took} ns after detection");
+    wait_for("replica 2 advancing alone", 30, || {
+        metric(m2, "sdw2", "sdw_window").unwrap_or(0) > wmax + 5
+    });
+    wait_for("queries answered after the recovery", 30, || {
+        metric(mh2, "h2", "q_last_win").unwrap_or(0) > wmax + 1
+    });
+    assert_eq!(
+        metric(mh2, "h2", "q_read_last"),
+        Some(taken),
+        "the recovered snapshot keeps every update"
+    );
 }

@@ -345,7 +345,13 @@ impl SdwProgram {
                 };
                 // The frame's body after its header is the control body.
                 let body = &body[inca_wire::swish::ctl::HEADER_LEN..];
+                let before = self.pending.len();
                 self.controller_message(kind, body, Some(session), cp);
+                if self.pending.len() == before {
+                    // An array this replica does not have (the
+                    // controller's rows differ), or too many in flight.
+                    self.counters.rpc_refused += 1;
+                }
             }
             Rpc::SetCfg { name, value, .. } => match name {
                 CFG_PAUSED => self.controller_message(MSG_PAUSE, &value, None, cp),

@@ -172,12 +172,7 @@ impl Recovery {
         self.stage == Stage::Done
     }
 
-    fn values(
-        answers: &[Vec<u64>],
-        at: usize,
-        count: usize,
-        who: usize,
-    ) -> Result<&[u64], String> {
+    fn values(answers: &[Vec<u64>], at: usize, count: usize, who: usize) -> Result<&[u64], String> {
         match answers.get(at) {
             Some(v) if v.len() == count => Ok(v),
             Some(v) => Err(format!(
