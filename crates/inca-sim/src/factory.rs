@@ -105,8 +105,8 @@ impl From<&str> for FactoryError {
 }
 
 /// A factory seen as a workload registry (hosts are built with the
-/// scenario's factory).
-pub(crate) struct FactoryWorkloads<'a>(pub(crate) &'a dyn SwitchFactory);
+/// scenario's factory, and `inca node`'s with the binary's).
+pub struct FactoryWorkloads<'a>(pub &'a dyn SwitchFactory);
 
 impl WorkloadRegistry for FactoryWorkloads<'_> {
     fn workload(

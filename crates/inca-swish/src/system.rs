@@ -10,12 +10,13 @@ use std::any::Any;
 
 use inca_apps::params::Params;
 use inca_sim::engine::Node;
+use inca_sim::scenario::ServerSetup;
 use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::{Profile, Switch};
 use inca_system::{
-    BuiltinCampaign, CampaignError, CheckError, ProgramInfo, RunMode, System, SystemError,
-    SystemRun,
+    BuiltinCampaign, CampaignError, CheckError, ProgramInfo, RunMode, ServerKindInfo, System,
+    SystemError, SystemRun, WorkloadRegistration,
 };
 use inca_verify::SeedResult;
 
@@ -149,6 +150,21 @@ impl System for SwishSystem {
         crate::bench::benches()
     }
 
+    fn server_kinds(&self) -> Vec<ServerKindInfo> {
+        vec![ServerKindInfo {
+            kind: crate::sdw::controller::KIND,
+            about: "the SwiSh controller: a control session to every SDW replica's CPU (§4.5 RPC); reads each replica's window, then INJECTs START into all of them",
+        }]
+    }
+
+    fn workloads(&self) -> Vec<WorkloadRegistration> {
+        vec![WorkloadRegistration {
+            kind: crate::sdw::workload::KIND,
+            about: "SDW app client: updates and/or queries of one key at one replica (rid), recording accepted/rejected updates, windows and what the queries read",
+            build: crate::sdw::workload::SdwApp::build,
+        }]
+    }
+
     fn campaigns(&self) -> Vec<BuiltinCampaign> {
         vec![
             BuiltinCampaign {
@@ -229,6 +245,22 @@ impl SystemRun for SwishRun {
             Built::Ewo(p) => Box::new(Switch::new(profile, *p)?),
             Built::Local(p) => Box::new(Switch::new(profile, *p)?),
         })
+    }
+
+    fn build_server(
+        &mut self,
+        kind: &str,
+        setup: &ServerSetup,
+    ) -> Result<Box<dyn Node>, SystemError> {
+        use crate::sdw::controller::{ControllerConfig, SdwController, KIND};
+        if kind != KIND {
+            return Err(SystemError::UnknownServerKind {
+                kind: kind.to_string(),
+                known: KIND.into(),
+            });
+        }
+        let cfg = ControllerConfig::from_table(&setup.params).map_err(SystemError::Refused)?;
+        Ok(Box::new(SdwController::new(cfg)))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -216,8 +216,11 @@ fn build_device(config: &NodeConfig) -> anyhow::Result<Box<dyn Node>> {
                     .with_context(|| format!("device.link_rate {r:?}"))?,
                 None => 10_000_000_000,
             };
+            // Workload kinds a system registers (SwiSh's app client) too.
+            let factory = inca::factory();
+            let registry = inca_sim::factory::FactoryWorkloads(&factory);
             Ok(Box::new(
-                Host::new(host, mac, gateway, rate)
+                Host::with_registry(host, mac, gateway, rate, &registry)
                     .map_err(|e| anyhow::anyhow!("device.config: {e}"))?,
             ))
         }

@@ -628,6 +628,23 @@ pub fn swish_ddos(data: &[u8]) {
     let b = r.to_bytes();
     assert_eq!(b[..10], data[..10], "emit keeps the fields");
     assert_eq!(DigestRepr::parse(&b), Ok(r));
+/// The SwiSh controller RPC (§4.5): the view stays inside the buffer and
+/// agrees with the repr; a parsed RPC emits back to exactly the frame's
+/// bytes and parses to itself.
+pub fn swish_ctl(data: &[u8]) {
+    use inca_wire::swish::ctl::{Frame, Rpc};
+    let Ok(f) = Frame::new_checked(data) else {
+        assert!(Rpc::parse(data).is_err(), "the repr refuses too");
+        return;
+    };
+    let _ = (f.op(), f.body().len(), f.is_empty());
+    let Ok(r) = Rpc::parse(data) else {
+        return;
+    };
+    assert_eq!(r.op(), f.op());
+    let bytes = r.to_vec().expect("a parsed RPC emits");
+    assert_eq!(bytes[..], data[..f.total_len()], "emit gives the frame back");
+    assert_eq!(Rpc::parse(&bytes).as_ref(), Ok(&r));
 }
 
 /// The SwiSh EWO body (and the common header in front of it): the view's

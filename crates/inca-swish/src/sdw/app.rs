@@ -68,13 +68,19 @@ fn be32(b: &[u8], at: usize) -> u32 {
 }
 
 impl AppRequest {
-    /// The request as a frame from a host at `host` to `replica`.
-    pub fn frame(&self, host: &ReplicaAddr, replica: &ReplicaAddr) -> Vec<u8> {
+    /// The request's UDP payload.
+    pub fn payload(&self) -> [u8; APP_LEN] {
         let mut p = [0u8; APP_LEN];
         p[0] = self.op;
         p[4..8].copy_from_slice(&self.req_id.to_be_bytes());
         p[8..12].copy_from_slice(&self.key.to_be_bytes());
         p[12..16].copy_from_slice(&self.value.to_be_bytes());
+        p
+    }
+
+    /// The request as a frame from a host at `host` to `replica`.
+    pub fn frame(&self, host: &ReplicaAddr, replica: &ReplicaAddr) -> Vec<u8> {
+        let p = self.payload();
         let ep = Endpoints::new(host.mac, host.ip, replica.mac, replica.ip);
         // Endpoints and a 32-byte payload always build.
         build_udp_frame(&ep, APP_PORT, APP_PORT, &p, false).unwrap_or_default()
@@ -98,8 +104,15 @@ impl AppReply {
     /// Parses a reply frame (None for anything else).
     pub fn parse_frame(frame: &[u8]) -> Option<AppReply> {
         let u = inca_wire::parse_udp_frame(frame).ok()?;
-        let p = u.payload;
-        if u.src_port != APP_PORT || p.len() < APP_LEN || p[2] != 1 {
+        if u.src_port != APP_PORT {
+            return None;
+        }
+        AppReply::parse_payload(u.payload)
+    }
+
+    /// Parses a reply's UDP payload (None for a request or a short one).
+    pub fn parse_payload(p: &[u8]) -> Option<AppReply> {
+        if p.len() < APP_LEN || p[2] != 1 {
             return None;
         }
         Some(AppReply {

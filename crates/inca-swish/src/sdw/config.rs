@@ -306,30 +306,55 @@ impl SdwConfig {
         "rto_ready",
         "app",
         "limiter",
+        "ports",
+        "rtt",
     ];
 
     /// A configuration from named parameters (`inca check sdw --set
     /// cols=65536`): `rows` (3), `cols` (64), `replicas` N (2, rids 1..=N
     /// on ports 1..=N, the loopback on port 0), `rid` (1), `b`
     /// (unbounded), `dedup` (`bitmap` or `counter`), `ready` (1),
-    /// `merge` (`sum`, `or`, `max`), `t_chk` and `rto_ready` in ns, `app`
-    /// (`test`, or `ddos`: the §7 detector, which sets 3 rows and Or).
-    /// `limiter` (0|1: SwiSh §9.1's rate limiter, 40 users from 10.49.0.0
-    /// admitted to port N + 1; needs `merge=sum` and ≥ 40 `cols`).
+    /// `merge` (`sum`, `or`, `max`), `t_chk`, `rto_ready` and `rtt` (the
+    /// round trip RTO_data assumes; live runs set it to the real one) in
+    /// ns, `app` (`test`, or `ddos`: the §7 detector, which sets 3 rows and
+    /// Or), `limiter` (0|1: SwiSh §9.1's rate limiter, 40 users from
+    /// 10.49.0.0 admitted to port N + 1; needs `merge=sum` and ≥ 40
+    /// `cols`), and
+    /// `ports` — the port toward each member in rid order (`"2,1"` or
+    /// `[2, 1]`), this replica's own entry being its loopback port (cabled
+    /// to the next port) [our choice]; without it member r is on port r
+    /// and the loopback is port 0 (what `inca check` needs). Members have
+    /// their conventional addresses ([`ReplicaAddr::conventional`]).
     pub fn from_params(p: &Params) -> Result<Self, ParamError> {
         p.check_known("swish_sdw", Self::PARAMS)?;
         let n = p.count("replicas", 2, COUNTER_MAX_N as u64)? as u16;
         let rid = p.number("rid", 1, 1, u64::from(n))? as u16;
+        let ports = match p.text("ports") {
+            Some(text) => parse_ports(text, n)?,
+            None => (1..=n).map(|r| if r == rid { 0 } else { r }).collect(),
+        };
+        let loop_port = ports[usize::from(rid - 1)];
+        // (The default layout is for sizing only and never cabled.)
+        if p.text("ports").is_some() && ports.contains(&loop_port.wrapping_add(1)) {
+            return Err(ParamError::Value {
+                name: "ports".into(),
+                reason: format!(
+                    "port {} is where loopback port {loop_port} comes back in, not a peer's",
+                    loop_port.wrapping_add(1)
+                ),
+            });
+        }
         let members = (1..=n)
-            .map(|r| ReplicaAddr::conventional(r, if r == rid { 0 } else { r }))
+            .map(|r| ReplicaAddr::conventional(r, ports[usize::from(r - 1)]))
             .collect();
-        let mut c = SdwConfig::new(rid, members, 0);
+        let mut c = SdwConfig::new(rid, members, loop_port);
         c.rows = p.number("rows", 3, 1, 3)? as u8;
         c.cols = p.count("cols", 64, 1 << 24)? as u32;
         c.b = p.count("b", u64::from(UNBOUNDED), u64::from(UNBOUNDED))? as u32;
         c.ready_phase = p.number("ready", 1, 0, 1)? == 1;
         c.t_chk = p.count("t_chk", 2_000, 1_000_000_000)?;
         c.rto_ready = p.count("rto_ready", 10_000, 1_000_000_000)?;
+        c.rtt = p.count("rtt", 2_000, 1_000_000_000)?;
         let value = |name: &str, reason: &str| ParamError::Value {
             name: name.to_string(),
             reason: reason.to_string(),
@@ -363,6 +388,36 @@ impl SdwConfig {
             .map_err(|e| value("swish_sdw", &e.to_string()))?;
         Ok(c)
     }
+}
+
+/// The `ports` parameter: one port per member, in rid order; the peers'
+/// ports distinct and none of them the loopback's return port (own + 1).
+fn parse_ports(text: &str, n: u16) -> Result<Vec<PortId>, ParamError> {
+    let bad = |reason: String| ParamError::Value {
+        name: "ports".into(),
+        reason,
+    };
+    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
+    let ports = inner
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<PortId>()
+                .map_err(|_| bad(format!("{:?} is not a port number", s.trim())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if ports.len() != usize::from(n) {
+        return Err(bad(format!(
+            "{} ports for {n} replicas: give one per member, in rid order",
+            ports.len()
+        )));
+    }
+    let mut sorted = ports.clone();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[0] == w[1]) {
+        return Err(bad("a port appears twice".into()));
+    }
+    Ok(ports)
 }
 
 #[cfg(test)]
@@ -404,6 +459,13 @@ mod tests {
         assert_eq!((c.cols, c.members.len(), c.rid), (65_536, 4, 2));
         assert!(SdwConfig::from_params(&Params::parse(["rows=4"]).unwrap()).is_err());
         assert!(SdwConfig::from_params(&Params::parse(["bogus=1"]).unwrap()).is_err());
+        let p = Params::parse(["rid=2", "ports=[1, 2]"]).unwrap();
+        let c = SdwConfig::from_params(&p).unwrap();
+        assert_eq!((c.loop_port, c.members[0].port), (2, 1));
+        for bad in ["ports=1", "ports=1,1", "ports=1,x", "ports=0,1"] {
+            let e = SdwConfig::from_params(&Params::parse([bad]).unwrap()).unwrap_err();
+            assert!(e.to_string().contains("ports"), "{bad}: {e}");
+        }
     }
 
     #[test]

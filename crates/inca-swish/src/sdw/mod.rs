@@ -15,6 +15,12 @@
 //! - [`ddos`] — the §7 super-spreader / DDoS detector as the replica's
 //!   application (`SdwConfig::app`);
 //! - [`recovery`] — the controller's §5.6 recovery after fail-stop;
+//! - [`controller`] — the controller as a device with a control session
+//!   to every replica (§4.5 RPC): loads and STARTs the collection;
+//! - [`workload`] — a scenario host's app client (update/query packets);
+//! - [`recovery_plan`] — the controller's §5.6 recovery after fail-stop
+//!   as transport-neutral batches of register operations; [`recovery`] —
+//!   its driver in the rig (control messages);
 //! - [`rig`] — topologies local-2 and symmetric-4 in the simulator;
 //! - [`campaign`] — a random faulty run per seed, judged on D1–D8.
 
@@ -22,10 +28,13 @@ pub mod app;
 pub mod campaign;
 pub mod config;
 pub mod ddos;
+pub mod controller;
 pub mod frames;
 pub mod handlers;
 pub mod limiter;
 pub mod model;
 pub mod program;
 pub mod recovery;
+pub mod recovery_plan;
 pub mod rig;
+pub mod workload;

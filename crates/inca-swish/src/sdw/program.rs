@@ -2,7 +2,8 @@
 //! §5.5): the registers of §3.3 in the global stage order of §5.5, the
 //! multicast groups and generator streams it installs at start, the
 //! parser, the egress (per-copy addressing and `retx_mask` pruning) and
-//! the control plane (START). The ingress handlers are in
+//! the control plane (START, the controller's RPCs as control messages or
+//! as §4.5 frames on a control session). The ingress handlers are in
 //! [`super::handlers`].
 //!
 //! Register encodings [our choice]: an epoch tag stores `window + 1` (8 bits
@@ -13,6 +14,7 @@
 
 use inca_apps::params::{ParamError, Params};
 use inca_switch::control::ControlPlane;
+use inca_switch::device::{SessionEvent, SessionId};
 use inca_switch::objects::{AccessError, Objects};
 use inca_switch::pktgen::{StreamConfig, Trigger};
 use inca_switch::register::{Pair, RegisterValue};
@@ -20,6 +22,7 @@ use inca_switch::{
     ArrayDecl, CheckHints, ControlEvent, DataPlane, Declare, DeclareError, Gress, Nanos, PacketCtx,
     PacketOutDest, ParseError, Program, ProgramReport, RegisterHandle,
 };
+use inca_wire::swish::ctl::Rpc;
 use inca_wire::swish::sdw::MsgType;
 use inca_wire::swish::{HeaderRepr, Proto};
 
@@ -59,6 +62,11 @@ pub const ARR_P: u8 = 10;
 pub const ARR_Q: u8 = 20;
 /// Register code: `TQ_r` is `ARR_TQ + r`.
 pub const ARR_TQ: u8 = 30;
+/// SET_CFG item (§4.5, on a session): PAUSED := value[0] (as
+/// [`MSG_PAUSE`]).
+pub const CFG_PAUSED: u8 = 1;
+/// SET_CFG item: the failed members, u16 rids (as [`MSG_MEMBERS`]).
+pub const CFG_FAILED: u8 = 2;
 /// Control reads awaiting their values, at most.
 pub const PENDING_MAX: usize = 1_024;
 
@@ -175,6 +183,12 @@ pub struct SdwCounters {
     pub ddos_passed: u64,
     /// DDoS detector: traffic packets dropped as from a blocked source.
     pub ddos_blocked: u64,
+    /// Controller RPCs received on a session.
+    pub rpc_in: u64,
+    /// Session messages that were not an RPC this program serves
+    /// (malformed, an unknown op, MCAST_SET or a table op), or answers
+    /// that could not be encoded.
+    pub rpc_refused: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -206,10 +220,11 @@ pub struct SdwProgram {
     pub counters: SdwCounters,
     /// Every advance: (new window, time). The run's record of D6.
     pub advances: Vec<(u32, Nanos)>,
-    /// Control reads in flight: (request, controller's tag).
-    pending: Vec<(u64, u32)>,
     pub(crate) limiter_regs: Option<super::limiter::Regs>,
     pub(crate) limiter_stats: crate::limiter::LimiterStats,
+    /// Control reads in flight: (request, controller's tag, the session
+    /// the RPC came on; None: a control message).
+    pending: Vec<(u64, u32, Option<SessionId>)>,
 }
 
 impl SdwProgram {
@@ -334,9 +349,86 @@ impl SdwProgram {
         }
     }
 
+    /// A controller RPC (§4.5) on control session `session`: the same
+    /// handling as its control-message form (the bodies of READ_REG and
+    /// WRITE_REG are the control messages' bodies); answers go back on the
+    /// session as VALUES. Anything else is counted and ignored.
+    fn session_rpc(&mut self, session: SessionId, body: &[u8], cp: &mut ControlPlane<'_>) {
+        let Ok(rpc) = Rpc::parse(body) else {
+            self.counters.rpc_refused += 1;
+            return;
+        };
+        self.counters.rpc_in += 1;
+        let tag = rpc.tag();
+        match rpc {
+            Rpc::ReadReg { .. } | Rpc::WriteReg { .. } => {
+                let kind = if rpc.op() == inca_wire::swish::ctl::op::READ_REG {
+                    MSG_READ
+                } else {
+                    MSG_WRITE
+                };
+                // The frame's body after its header is the control body.
+                let body = &body[inca_wire::swish::ctl::HEADER_LEN..];
+                let before = self.pending.len();
+                self.controller_message(kind, body, Some(session), cp);
+                if self.pending.len() == before {
+                    // An array this replica does not have (the
+                    // controller's rows differ), or too many in flight.
+                    self.counters.rpc_refused += 1;
+                }
+            }
+            Rpc::SetCfg { name, value, .. } => match name {
+                CFG_PAUSED => self.controller_message(MSG_PAUSE, &value, None, cp),
+                CFG_FAILED => self.controller_message(MSG_MEMBERS, &value, None, cp),
+                _ => self.counters.rpc_refused += 1,
+            },
+            Rpc::Inject { frame, .. } => {
+                // Through the CPU port into ingress, as START is injected
+                // (the loopback port marks it internal).
+                cp.packet_out(frame, PacketOutDest::Ingress(self.cfg.loop_port));
+            }
+            Rpc::Heartbeat { .. } => self.answer(Some(session), tag, Vec::new(), cp),
+            Rpc::McastSet { .. } | Rpc::Values { .. } => self.counters.rpc_refused += 1,
+        }
+    }
+
+    /// The answer to the RPC `tag`: a control message, or VALUES on the
+    /// session it came on.
+    fn answer(
+        &mut self,
+        session: Option<SessionId>,
+        tag: u32,
+        values: Vec<u64>,
+        cp: &mut ControlPlane<'_>,
+    ) {
+        match session {
+            Some(s) => match (Rpc::Values { tag, values }).to_vec() {
+                Ok(b) => cp.session_send(s, b),
+                Err(_) => self.counters.rpc_refused += 1,
+            },
+            None => {
+                let mut body = tag.to_be_bytes().to_vec();
+                for v in values {
+                    body.extend_from_slice(&v.to_be_bytes());
+                }
+                cp.send(inca_switch::device::ControlMessage {
+                    kind: MSG_VALUES,
+                    body,
+                });
+            }
+        }
+    }
+
     /// A controller RPC (§4.5, §5.6) as a control message; malformed
-    /// ones are ignored (the controller times out).
-    fn controller_message(&mut self, kind: u32, body: &[u8], cp: &mut ControlPlane<'_>) {
+    /// ones are ignored (the controller times out). `session`: where the
+    /// answer goes (None: a control message back).
+    fn controller_message(
+        &mut self,
+        kind: u32,
+        body: &[u8],
+        session: Option<SessionId>,
+        cp: &mut ControlPlane<'_>,
+    ) {
         let me = self.cfg.members[self.me];
         let Some(h) = self.h.clone() else {
             return;
@@ -411,7 +503,7 @@ impl SdwProgram {
                     // writes, so its answer says they are done.
                     cp.register_read(h.paused, 0, 1)
                 };
-                self.pending.push((req, tag));
+                self.pending.push((req, tag, session));
             }
             _ => {}
         }
@@ -663,18 +755,18 @@ impl Program for SdwProgram {
                 }
                 self.limiter_start(cp);
             }
-            ControlEvent::Message(m) => self.controller_message(m.kind, &m.body, cp),
+            ControlEvent::Message(m) => self.controller_message(m.kind, &m.body, None, cp),
+            ControlEvent::Session(SessionEvent::Message { session, body }) => {
+                self.session_rpc(session, &body, cp)
+            }
+            ControlEvent::Session(SessionEvent::Reset { session, .. }) => {
+                // Its answers can never arrive: the controller re-asks.
+                self.pending.retain(|p| p.2 != Some(session));
+            }
             ControlEvent::RegisterValues { request, values } => {
                 if let Some(k) = self.pending.iter().position(|p| p.0 == request) {
-                    let (_, tag) = self.pending.swap_remove(k);
-                    let mut body = tag.to_be_bytes().to_vec();
-                    for v in values {
-                        body.extend_from_slice(&v.to_be_bytes());
-                    }
-                    cp.send(inca_switch::device::ControlMessage {
-                        kind: MSG_VALUES,
-                        body,
-                    });
+                    let (_, tag, session) = self.pending.swap_remove(k);
+                    self.answer(session, tag, values, cp);
                 }
             }
             _ => {}
@@ -697,6 +789,12 @@ impl Program for SdwProgram {
                 ("ddos_sampled".into(), c.ddos_sampled),
                 ("ddos_passed".into(), c.ddos_passed),
                 ("ddos_blocked".into(), c.ddos_blocked),
+                (
+                    "sdw_window".into(),
+                    self.advances.last().map_or(0, |a| u64::from(a.0)),
+                ),
+                ("sdw_rpc_in".into(), c.rpc_in),
+                ("sdw_rpc_refused".into(), c.rpc_refused),
             ]
             .into_iter()
             .chain(self.limiter_counters())

@@ -2,7 +2,9 @@
 //! rig: after fail-stop of replicas F, pause the survivors, bring a lagging
 //! one up to wmax, merge R_r(wmax) with every survivor's R_s-source into
 //! M, install M as the next R_r, drop F from the groups and masks, and
-//! restart everyone in wmax+1 with START.
+//! restart everyone in wmax+1 with START. The steps are
+//! [`super::recovery_plan::Recovery`]'s; this is their driver over control
+//! messages.
 //!
 //! The controller's RPCs (§4.5) are control messages to each switch's CPU
 //! ([`super::program::MSG_READ`] and friends), serial across switches
@@ -11,13 +13,10 @@
 
 use inca_sim::engine::Fault;
 use inca_switch::device::ControlMessage;
-use inca_switch::register::{Pair, RegisterValue};
 use inca_switch::Nanos;
 
-use super::program::{
-    ARR_P, ARR_Q, ARR_READY, ARR_STATUS, ARR_TQ, ARR_WINREG, MSG_MEMBERS, MSG_PAUSE, MSG_READ,
-    MSG_START, MSG_VALUES, MSG_WRITE,
-};
+use super::program::{MSG_MEMBERS, MSG_PAUSE, MSG_READ, MSG_START, MSG_VALUES, MSG_WRITE};
+use super::recovery_plan::{Call, Op, Recovery};
 use super::rig::Rig;
 
 /// Controller RPC round trip (spec §8.1, [our choice] there).
@@ -109,6 +108,21 @@ impl Ctl<'_> {
         Ok(v)
     }
 
+    /// One operation of the recovery as a control message.
+    fn run(&mut self, call: Call) -> Result<Vec<u64>, String> {
+        let i = call.replica;
+        match call.op {
+            Op::Pause => self.call(i, MSG_PAUSE, vec![1], false),
+            Op::Read { arr, first, count } => self.read(i, arr, first, count),
+            Op::Write { arr, first, vals } => self.write(i, arr, first, &vals).map(|_| Vec::new()),
+            Op::Failed(rids) => {
+                let body = rids.iter().flat_map(|r| r.to_be_bytes()).collect();
+                self.call(i, MSG_MEMBERS, body, false)
+            }
+            Op::Start(win) => self.call(i, MSG_START, win.to_be_bytes().to_vec(), false),
+        }
+    }
+
     fn write(&mut self, i: usize, arr: u8, first: u32, vals: &[u64]) -> Result<(), String> {
         self.tag += 1;
         let mut b = self.tag.to_be_bytes().to_vec();
@@ -119,25 +133,6 @@ impl Ctl<'_> {
         }
         self.call(i, MSG_WRITE, b, true).map(|_| ())
     }
-}
-
-fn half(v: u64, w: u32) -> u32 {
-    let p = Pair::from_u64(v);
-    if w.is_multiple_of(2) {
-        p.lo
-    } else {
-        p.hi
-    }
-}
-
-fn pair_with(v: u64, w: u32, x: u32) -> u64 {
-    let mut p = Pair::from_u64(v);
-    if w.is_multiple_of(2) {
-        p.lo = x
-    } else {
-        p.hi = x
-    }
-    p.to_u64()
 }
 
 /// Runs §5.6 steps 1–6 now on the survivors (every replica not in
@@ -154,118 +149,21 @@ pub fn recover_with(
     broken: bool,
 ) -> Result<RecoveryReport, String> {
     let n = rig.replicas.len();
-    let live: Vec<usize> = (0..n).filter(|i| !failed.contains(i)).collect();
     let base = rig.base.clone();
-    let (rows, cols) = (usize::from(base.rows), base.cols);
-    let merge = base.merge;
-    let mut report = RecoveryReport {
-        started: rig.sim.now(),
-        ..RecoveryReport::default()
-    };
+    let mut plan = Recovery::new(n, failed, base.rows, base.cols, base.merge, broken);
+    let started = rig.sim.now();
     let mut c = Ctl { rig, tag: 0 };
-    // 1. Pause, read every window.
-    let mut wins = Vec::new();
-    for &i in &live {
-        c.call(i, MSG_PAUSE, vec![1], false)?;
-    }
-    for &i in &live {
-        wins.push(Pair::from_u64(c.read(i, ARR_WINREG, 0, 1)?[0]).lo);
-    }
-    let wmax = *wins.iter().max().ok_or("no survivor")?;
-    report.wmax = wmax;
-    // 2. R_r(wmax) from a replica at wmax.
-    let s = live[wins.iter().position(|&w| w == wmax).unwrap_or(0)];
-    let mut rr: Vec<Vec<u32>> = Vec::new();
-    for r in 0..rows {
-        let v = c.read(s, ARR_P + r as u8, 0, cols)?;
-        rr.push(v.iter().map(|&x| half(x, wmax.wrapping_add(1))).collect());
-    }
-    // 3. Lagging replicas: R_r into their P half (wmax+1) mod 2, then the
-    //    window (so their queries never read a half-built R_r).
-    for (k, &i) in live.iter().enumerate() {
-        if wins[k] == wmax {
-            continue;
-        }
-        if wins[k] != wmax.wrapping_sub(1) {
-            return Err(format!(
-                "replica {} in window {} with wmax {wmax}",
-                i + 1,
-                wins[k]
-            ));
-        }
-        report.lagging.push(i);
-        for (r, rrow) in rr.iter().enumerate() {
-            let cur = c.read(i, ARR_P + r as u8, 0, cols)?;
-            let new: Vec<u64> = cur
-                .iter()
-                .zip(rrow)
-                .map(|(&x, &v)| pair_with(x, wmax.wrapping_add(1), v))
-                .collect();
-            c.write(i, ARR_P + r as u8, 0, &new)?;
-        }
-        c.write(i, ARR_WINREG, 0, &[Pair { lo: wmax, hi: 0 }.to_u64()])?;
-    }
-    // 4–5. M = R_r(wmax) ⊕ Σ live R_s-source (tag (wmax−1) counts).
-    let src = wmax.wrapping_add(1);
-    let want = wmax.wrapping_sub(1).wrapping_add(1) as u8;
-    let mut m = rr.clone();
-    for &i in live.iter().filter(|_| !broken) {
-        for (r, mrow) in m.iter_mut().enumerate() {
-            let q = c.read(i, ARR_Q + r as u8, 0, cols)?;
-            let tq = c.read(i, ARR_TQ + r as u8, 0, cols)?;
-            for (col, cell) in mrow.iter_mut().enumerate() {
-                let t = tq[col] as u16;
-                let tag = if src.is_multiple_of(2) {
-                    t as u8
-                } else {
-                    (t >> 8) as u8
-                };
-                if tag == want {
-                    *cell = merge.apply(*cell, half(q[col], src));
-                }
-            }
+    let mut answers: Vec<Vec<u64>> = Vec::new();
+    while let Some(batch) = plan.next(&answers)? {
+        answers = Vec::with_capacity(batch.len());
+        for call in batch {
+            answers.push(c.run(call)?);
         }
     }
-    // 6. Every survivor: M into P half wmax mod 2 (R_r of wmax+1), the
-    //    members, window wmax+1, status 0, unpause, START.
-    let failed_rids: Vec<u8> = failed
-        .iter()
-        .flat_map(|&i| (i as u16 + 1).to_be_bytes())
-        .collect();
-    for &i in &live {
-        for (r, mrow) in m.iter().enumerate() {
-            let vals: Vec<u64> = rr[r]
-                .iter()
-                .zip(mrow)
-                .map(|(&rv, &mv)| pair_with(pair_with(0, wmax.wrapping_add(1), rv), wmax, mv))
-                .collect();
-            c.write(i, ARR_P + r as u8, 0, &vals)?;
-        }
-        c.call(i, MSG_MEMBERS, failed_rids.clone(), false)?;
-        c.write(
-            i,
-            ARR_WINREG,
-            0,
-            &[Pair {
-                lo: wmax.wrapping_add(1),
-                hi: 0,
-            }
-            .to_u64()],
-        )?;
-        c.write(i, ARR_STATUS, 0, &[0])?;
-        // [our choice, beyond §5.6] READY counts too: a failed replica
-        // already in wmax + 1 may have counted its READY(wmax + 1) here.
-        c.write(i, ARR_READY, 0, &[0, 0])?;
-    }
-    // START clears PAUSED in the data plane, atomically with the restart.
-    for &i in &live {
-        c.call(
-            i,
-            MSG_START,
-            wmax.wrapping_add(1).to_be_bytes().to_vec(),
-            false,
-        )?;
-    }
-    report.resumed = c.rig.sim.now();
-    Ok(report)
+    Ok(RecoveryReport {
+        wmax: plan.wmax(),
+        lagging: plan.lagging().to_vec(),
+        started,
+        resumed: c.rig.sim.now(),
+    })
 }

@@ -7,6 +7,8 @@
 //! - [`sdw`] — strong delayed writes: DATA, ACK and READY (§4.4);
 //! - [`ddos`] — the DDoS baselines' push digest to the controller (§4.5; its
 //!   own UDP port, no common header).
+//! - [`ctl`] — the controller ↔ switch-CPU RPC (§4.5), on a control
+//!   session rather than in replication traffic.
 //!
 //! ```text
 //! byte 0: version 4 | proto 4   byte 1: type
@@ -22,6 +24,7 @@
 use crate::error::{Result, WireError};
 
 pub mod ddos;
+pub mod ctl;
 pub mod ewo;
 pub mod sdw;
 pub mod sro;

@@ -653,24 +653,17 @@ impl Host {
             probe: Probe::parse(payload),
         };
         let Some(probe) = arrival.probe else {
-            metrics.stats.rx_udp_plain += 1;
+            // A system's client may speak its own format (SwiSh's SDW app
+            // replies carry no probe header).
+            if !offer(workloads, metrics, now, &arrival) {
+                metrics.stats.rx_udp_plain += 1;
+            }
             return;
         };
         metrics.stats.rx_probes += 1;
         // A response to one of our request clients?
-        for (w, named) in workloads.iter_mut().enumerate() {
-            match named
-                .workload
-                .claim(now, &arrival, &mut metrics.workloads[w])
-            {
-                Claim::NotMine => continue,
-                Claim::Mine => return,
-                Claim::Answered { rtt } => {
-                    metrics.rtt.record(rtt);
-                    widen(&mut metrics.rtt_range, rtt);
-                    return;
-                }
-            }
+        if offer(workloads, metrics, now, &arrival) {
+            return;
         }
         record_latency(metrics, now, &probe);
         if let Some(stack) = inca_wire::telemetry::stack_of(payload) {
@@ -865,6 +858,23 @@ fn count_tx(m: &mut Metrics, w: usize, frame: &[u8]) {
 fn record_one_way(m: &mut Metrics, now: Nanos, probe: &Probe) {
     m.stats.rx_probes += 1;
     record_latency(m, now, probe);
+}
+
+/// Offers a datagram to every workload's [`Workload::claim`] in order;
+/// true if one took it (an answer's RTT is recorded).
+fn offer(workloads: &mut [Named], metrics: &mut Metrics, now: Nanos, d: &Arrival<'_>) -> bool {
+    for (w, named) in workloads.iter_mut().enumerate() {
+        match named.workload.claim(now, d, &mut metrics.workloads[w]) {
+            Claim::NotMine => continue,
+            Claim::Mine => return true,
+            Claim::Answered { rtt } => {
+                metrics.rtt.record(rtt);
+                widen(&mut metrics.rtt_range, rtt);
+                return true;
+            }
+        }
+    }
+    false
 }
 
 fn record_latency(m: &mut Metrics, now: Nanos, probe: &Probe) {
