@@ -4,9 +4,12 @@
 
 use inca_system::BuiltinExperiment;
 
+pub mod sdw_windows;
+
 /// Every SwiSh experiment, in the order of §8.2.
 pub fn all() -> Vec<BuiltinExperiment> {
     #[allow(unused_mut)]
     let mut v: Vec<BuiltinExperiment> = Vec::new();
+    v.extend(sdw_windows::experiments());
     v
 }
