@@ -6,8 +6,9 @@ pub mod e8_ddos;
 
 use inca_system::BuiltinExperiment;
 
-pub mod sro;
 pub mod rate_limiter;
+pub mod sdw_windows;
+pub mod sro;
 
 /// Every SwiSh experiment, in the order of §8.2.
 pub fn all() -> Vec<BuiltinExperiment> {
@@ -16,5 +17,6 @@ pub fn all() -> Vec<BuiltinExperiment> {
     v.extend(sro::experiments());
     v.extend(e8_ddos::experiments());
     v.extend(rate_limiter::experiments());
+    v.extend(sdw_windows::experiments());
     v
 }

@@ -27,8 +27,8 @@
 pub mod app;
 pub mod campaign;
 pub mod config;
-pub mod ddos;
 pub mod controller;
+pub mod ddos;
 pub mod frames;
 pub mod handlers;
 pub mod limiter;

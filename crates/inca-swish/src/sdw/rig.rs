@@ -10,7 +10,15 @@
 //!   loopback];
 //! - **symmetric-4**: two switches with two pipes each; the two pipes of a
 //!   switch are joined by a 40 ns internal link, pipes on different
-//!   switches by a 100 Gb/s, 0.5 µs link (§8.1).
+//!   switches by a 100 Gb/s, 0.5 µs link (§8.1);
+//! - **leaf-spine-4**: the same pairwise links with the path lengths of
+//!   [`Topology::LeafSpine4`] (40 ns, 0.5 µs, 1.5 µs);
+//! - **star-N** (§8.2 exp. 11): no link per pair; each replica's port
+//!   [`UPLINK_PORT`] is cabled (100 Gb/s, 0.5 µs) to one fixed-function
+//!   L3 router (`inca_sim::nodes::router`, one /32 route per replica,
+//!   forwarding in [`crate::topology::SPINE_PASS`]), so every peer is
+//!   reached through that one port and a DATA multicast leaves it as N−1
+//!   copies.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -18,8 +26,11 @@ use std::collections::VecDeque;
 use inca_sim::engine::{LinkId, Node, NodeId, Simulation};
 use inca_sim::link::ChannelConfig;
 use inca_sim::metrics::NodeReport;
+use inca_sim::nodes::router::{Router, RouterConfig};
 use inca_switch::device::{ControlMessage, Device, DeviceRng, Input, Nanos, Output};
 use inca_switch::{PortId, Profile, Switch};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use super::app::{AppReply, AppRequest};
 use super::config::SdwConfig;
@@ -32,6 +43,9 @@ pub const APP_HOST_PORT: PortId = 0;
 pub const LOOP_PORT: PortId = 30;
 /// Replies a host keeps at most (more are counted).
 pub const HOST_KEEP: usize = 1 << 20;
+
+/// The replica's port toward the forwarding switch in a star.
+pub const UPLINK_PORT: PortId = 1;
 
 pub use crate::topology::{Topology, SWITCH_LINK_DELAY};
 
@@ -132,6 +146,11 @@ pub struct RigConfig {
     pub impair: ChannelConfig,
     /// When the controller's START reaches each replica.
     pub start_at: Nanos,
+    /// Spread of START's arrival: replica i's START lands at `start_at`
+    /// plus a draw from 0..=`start_skew` (from the seed; 0: all at once).
+    /// The controller's RPCs to the replicas are sent one after another
+    /// and do not land together (§8.1: an RPC round trip of 100 µs).
+    pub start_skew: Nanos,
 }
 
 impl Default for RigConfig {
@@ -144,6 +163,7 @@ impl Default for RigConfig {
             // After the control plane has installed the groups and streams
             // (a few serial operations of tens of µs each, tofino profile).
             start_at: 1_000_000,
+            start_skew: 0,
         }
     }
 }
@@ -164,6 +184,11 @@ pub struct Rig {
     /// The configuration every replica was built from (rid and members
     /// aside).
     pub base: SdwConfig,
+    /// The forwarding switch of a star (None in the pairwise topologies).
+    pub router: Option<NodeId>,
+    /// Each replica's uplink to the forwarding switch (star only; the
+    /// replica is link end a).
+    pub uplinks: Vec<LinkId>,
 }
 
 /// The app host's own address for replica `i` [our choice: rid 0x1000 + i].
@@ -178,8 +203,9 @@ impl Rig {
     pub fn build(cfg: &RigConfig, scripts: &[Vec<(Nanos, AppRequest)>]) -> Result<Rig, String> {
         let n = cfg.topology.replicas();
         let mut sim = Simulation::new(cfg.seed, 100_000);
+        let fwd = cfg.topology.forwarded();
         let addrs: Vec<ReplicaAddr> = (1..=n as Rid)
-            .map(|r| ReplicaAddr::conventional(r, r))
+            .map(|r| ReplicaAddr::conventional(r, if fwd { UPLINK_PORT } else { r }))
             .collect();
         let (mut replicas, mut hosts, mut links) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..n {
@@ -229,7 +255,13 @@ impl Rig {
             )
             .map_err(|e| e.to_string())?;
         }
-        for a in 0..n {
+        let (router, uplinks) = if fwd {
+            let (r, u) = star_router(&mut sim, &replicas, &addrs, cfg.impair)?;
+            (Some(r), u)
+        } else {
+            (None, Vec::new())
+        };
+        for a in (0..n).filter(|_| !fwd) {
             for b in a + 1..n {
                 let ch = ChannelConfig {
                     delay: cfg.topology.delay(a, b),
@@ -249,9 +281,15 @@ impl Rig {
                 links.push(((a, b), l));
             }
         }
+        let mut skew = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5354_4152);
         for &r in &replicas {
+            let jitter = if cfg.start_skew > 0 {
+                skew.gen_range(0..=cfg.start_skew)
+            } else {
+                0
+            };
             sim.schedule(
-                cfg.start_at,
+                cfg.start_at + jitter,
                 inca_sim::engine::Fault::Message(
                     r,
                     ControlMessage {
@@ -268,6 +306,8 @@ impl Rig {
             links,
             addrs,
             base: cfg.base.clone(),
+            router,
+            uplinks,
         })
     }
 
@@ -286,6 +326,54 @@ impl Rig {
     pub fn host(&self, i: usize) -> Option<&AppHost> {
         self.sim.node::<AppHost>(self.hosts[i])
     }
+}
+
+/// The star's forwarding switch: a router with one port per replica
+/// (port i to replica i's [`UPLINK_PORT`]) and a /32 route to each
+/// replica's address; the uplinks carry `impair`. Returns it and them.
+fn star_router(
+    sim: &mut Simulation,
+    replicas: &[NodeId],
+    addrs: &[ReplicaAddr],
+    impair: ChannelConfig,
+) -> Result<(NodeId, Vec<LinkId>), String> {
+    let n = replicas.len();
+    // [our choice] The router's own MAC on port i: 02:4c:33:00:i.
+    let macs: Vec<[u8; 6]> = (0..n)
+        .map(|i| {
+            let [hi, lo] = (i as u16).to_be_bytes();
+            [0x02, 0x4c, 0x33, 0x00, hi, lo]
+        })
+        .collect();
+    let cfg = RouterConfig {
+        latency: crate::topology::SPINE_PASS,
+        ..RouterConfig::default()
+    };
+    let mut router = Router::new(cfg, macs, addrs.iter().map(|a| a.mac).collect());
+    for (i, a) in addrs.iter().enumerate() {
+        router.add_route(a.ip.octets(), 32, vec![i as PortId])?;
+    }
+    let r = sim.add_node("l3", Box::new(router));
+    let ch = ChannelConfig {
+        delay: SWITCH_LINK_DELAY,
+        rate_bps: crate::topology::LINK_RATE_BPS,
+        queue_bytes: 16 << 20,
+        ..impair
+    };
+    let mut uplinks = Vec::with_capacity(n);
+    for (i, &rep) in replicas.iter().enumerate() {
+        let l = sim
+            .connect(
+                &format!("r{}-l3", i + 1),
+                (rep, UPLINK_PORT),
+                (r, i as PortId),
+                ch,
+                ch,
+            )
+            .map_err(|e| e.to_string())?;
+        uplinks.push(l);
+    }
+    Ok((r, uplinks))
 }
 
 /// Window-advance latency (spec §8.2 exp. 5): runs `topology` without
@@ -309,9 +397,22 @@ pub fn advance_intervals(
     cfg.base.rows = rows;
     cfg.base.cols = cols;
     cfg.base.ready_phase = ready;
-    let mut rig = Rig::build(&cfg, &[])?;
+    let (_, mut gaps) = advance_run(&cfg, advances, 1_000_000_000)?;
+    gaps.sort_unstable();
+    Ok(gaps)
+}
+
+/// Builds `cfg`'s rig without app traffic and runs it until `advances`
+/// windows have advanced at replica 1 or the simulated clock reaches
+/// `deadline`; returns the rig (for its reports) and the inter-advance
+/// times at replica 1 (ns) in order.
+pub fn advance_run(
+    cfg: &RigConfig,
+    advances: usize,
+    deadline: Nanos,
+) -> Result<(Rig, Vec<Nanos>), String> {
+    let mut rig = Rig::build(cfg, &[])?;
     let mut t = cfg.start_at;
-    let deadline = 1_000_000_000;
     while t < deadline {
         t += 100_000;
         rig.sim.run_until(t, |_| {});
@@ -328,9 +429,8 @@ pub fn advance_intervals(
         .map(|a| a.1)
         .take(advances + 1)
         .collect();
-    let mut gaps: Vec<Nanos> = times.windows(2).map(|w| w[1] - w[0]).collect();
-    gaps.sort_unstable();
-    Ok(gaps)
+    let gaps: Vec<Nanos> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    Ok((rig, gaps))
 }
 
 /// The p-th percentile (0–100) of sorted values.

@@ -23,8 +23,8 @@
 
 use crate::error::{Result, WireError};
 
-pub mod ddos;
 pub mod ctl;
+pub mod ddos;
 pub mod ewo;
 pub mod sdw;
 pub mod sro;
