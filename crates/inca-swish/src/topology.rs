@@ -25,6 +25,9 @@ pub enum Topology {
     /// Two switches, two pipes each, a link between every pair of pipes
     /// (symmetric-4): replicas 0 and 1 on one switch, 2 and 3 on the other.
     Symmetric4,
+    /// Two switches, one NF pipe each, a dedicated link between them
+    /// (symmetric-2, spec §8.1).
+    Symmetric2,
 }
 
 impl Topology {
@@ -33,6 +36,7 @@ impl Topology {
         match self {
             Topology::Local2 => 2,
             Topology::Symmetric4 => 4,
+            Topology::Symmetric2 => 2,
         }
     }
 
@@ -41,6 +45,7 @@ impl Topology {
         match self {
             Topology::Local2 => true,
             Topology::Symmetric4 => a / 2 == b / 2,
+            Topology::Symmetric2 => a == b,
         }
     }
 
@@ -65,5 +70,7 @@ mod tests {
         assert_eq!(Topology::Symmetric4.delay(2, 3), PIPE_LINK_DELAY);
         assert_eq!(Topology::Symmetric4.delay(1, 2), SWITCH_LINK_DELAY);
         assert_eq!(Topology::Symmetric4.replicas(), 4);
+        assert_eq!(Topology::Symmetric2.delay(0, 1), SWITCH_LINK_DELAY);
+        assert_eq!(Topology::Symmetric2.replicas(), 2);
     }
 }

@@ -4,9 +4,14 @@
 
 use inca_system::BuiltinExperiment;
 
+pub mod sdw_full_load;
+pub mod sdw_recovery;
+
 /// Every SwiSh experiment, in the order of §8.2.
 pub fn all() -> Vec<BuiltinExperiment> {
     #[allow(unused_mut)]
     let mut v: Vec<BuiltinExperiment> = Vec::new();
+    v.extend(sdw_full_load::experiments());
+    v.extend(sdw_recovery::experiments());
     v
 }
