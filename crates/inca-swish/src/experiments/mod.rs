@@ -7,6 +7,18 @@ use inca_system::BuiltinExperiment;
 pub mod sdw_full_load;
 pub mod sdw_recovery;
 
+/// Rows of the SDW sketch when an experiment is not told: 3, or 2 above
+/// 32K columns, where 3 rows do not place on the tofino profile (12 stages;
+/// docs/experiments.md, "Placement of the SDW program") [our choice, as
+/// E5].
+pub fn default_rows(cols: u32) -> u8 {
+    if cols > 32_768 {
+        2
+    } else {
+        3
+    }
+}
+
 /// Every SwiSh experiment, in the order of §8.2.
 pub fn all() -> Vec<BuiltinExperiment> {
     #[allow(unused_mut)]

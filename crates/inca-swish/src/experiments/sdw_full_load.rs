@@ -21,6 +21,8 @@ use inca_sim::link::ChannelConfig;
 use inca_sim::metrics::{LatencyHistogram, NodeReport};
 use inca_switch::Nanos;
 use inca_system::{BuiltinExperiment, ExperimentRun};
+
+use super::default_rows;
 use inca_wire::builder::{build_udp_frame, Endpoints};
 
 use crate::addr::{ReplicaAddr, Rid};
@@ -189,7 +191,9 @@ fn run(p: &Params, seed: u64) -> Result<ExperimentRun, String> {
     let cols = p.count("cols", 1, 1 << 20).map_err(e)? as u32;
     let shift = p.number("col_shift", 0, 0, 20).map_err(e)?;
     let cols = (cols >> shift).max(1);
-    let rows = p.number("rows", 3, 1, 3).map_err(e)? as u8;
+    let rows = p
+        .number("rows", default_rows(cols).into(), 1, 3)
+        .map_err(e)? as u8;
     let load = p.number("load_gbps", 100, 0, 100).map_err(e)?;
     let pairs = p.number("pairs", 13, 1, 13).map_err(e)? as u16;
     let frame = p.number("frame", 130, 74, 1_500).map_err(e)? as usize;

@@ -16,6 +16,8 @@ use inca_sim::engine::Fault;
 use inca_sim::metrics::NodeReport;
 use inca_switch::Nanos;
 use inca_system::{BuiltinExperiment, ExperimentRun};
+
+use super::default_rows;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -148,7 +150,9 @@ fn run(p: &Params, seed: u64) -> Result<ExperimentRun, String> {
     let cols = p.count("cols", 64, 1 << 20).map_err(|e| e.to_string())? as u32;
     let shift = p.number("col_shift", 0, 0, 20).map_err(|e| e.to_string())?;
     let cols = (cols >> shift).max(1);
-    let rows = p.number("rows", 3, 1, 3).map_err(|e| e.to_string())? as u8;
+    let rows = p
+        .number("rows", default_rows(cols).into(), 1, 3)
+        .map_err(|e| e.to_string())? as u8;
     let f = p.number("f", 1, 1, 3).map_err(|e| e.to_string())? as usize;
     let t_detect = p
         .number("t_detect", T_DETECT, 0, 10_000_000_000)
