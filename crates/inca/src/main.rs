@@ -347,6 +347,9 @@ fn main() -> ExitCode {
                 formats: format,
                 quiet,
                 factory: std::sync::Arc::new(|| Box::new(inca::factory())),
+                experiments: std::sync::Arc::new(inca::systems::RegisteredExperiments(
+                    inca::registry(),
+                )),
             };
             match inca_report::sweep::runner::run(&experiment, &opts) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@
 //! a system".
 
 use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::Arc;
 
 use inca_system::{Registry, System, SystemFactory};
@@ -30,6 +31,39 @@ pub fn registry() -> Registry {
 /// A plain-run factory over every registered system.
 pub fn factory() -> SystemFactory {
     SystemFactory::new(registry())
+}
+
+/// The registered systems' built-in experiments, for `inca sweep`
+/// descriptors that name one.
+pub struct RegisteredExperiments(pub Registry);
+
+impl RegisteredExperiments {
+    fn find(&self, name: &str) -> anyhow::Result<inca_system::BuiltinExperiment> {
+        self.0.experiment(name).ok_or_else(|| {
+            let known: Vec<&str> = self.0.experiments().iter().map(|e| e.name).collect();
+            anyhow::anyhow!(
+                "no built-in experiment {name:?} (known: {})",
+                known.join(", ")
+            )
+        })
+    }
+}
+
+impl inca_report::sweep::runner::Experiments for RegisteredExperiments {
+    fn check(&self, name: &str, set: &[String]) -> anyhow::Result<()> {
+        let e = self.find(name)?;
+        let params = inca_system::experiment::params_from_overrides(set)
+            .map_err(|m| anyhow::anyhow!("{name}: {m}"))?;
+        e.check(&params).map_err(|m| anyhow::anyhow!("{m}"))
+    }
+
+    fn run(&self, name: &str, set: &[String], seed: u64, dir: &Path) -> anyhow::Result<f64> {
+        let e = self.find(name)?;
+        let params = inca_system::experiment::params_from_overrides(set)
+            .map_err(|m| anyhow::anyhow!("{name}: {m}"))?;
+        e.run_into(&params, seed, dir)
+            .map_err(|m| anyhow::anyhow!("{name}: {m}"))
+    }
 }
 
 /// `inca check --list`: every system's programs, a paragraph per system,

@@ -26,8 +26,9 @@ use inca_switch::program::{PacketCtx, ParseError, ProgramReport};
 use inca_switch::{PortId, Profile, Program, Switch};
 use inca_system::campaign::{Campaign, SeedResult};
 use inca_system::{
-    BuiltinCampaign, CampaignError, CheckError, Judgement, ProgramInfo, Registry, RunCheck,
-    RunMode, System, SystemError, SystemFactory, SystemRun, WorkloadRegistration,
+    BuiltinCampaign, BuiltinExperiment, CampaignError, CheckError, ExperimentRun, Judgement,
+    ProgramInfo, Registry, RunCheck, RunMode, System, SystemError, SystemFactory, SystemRun,
+    WorkloadRegistration,
 };
 
 // --- 1. The program: an ordinary switch program. -------------------------
@@ -135,6 +136,15 @@ impl System for ToySystem {
         }]
     }
 
+    fn experiments(&self) -> Vec<BuiltinExperiment> {
+        vec![BuiltinExperiment {
+            name: "toy-beacons",
+            about: "the toy scenario with `count` beacons; reports what the switch counted",
+            params: &["count"],
+            run: toy_beacons,
+        }]
+    }
+
     fn campaigns(&self) -> Vec<BuiltinCampaign> {
         vec![BuiltinCampaign {
             name: "toy-parity",
@@ -142,6 +152,30 @@ impl System for ToySystem {
             run_seed: toy_seed,
         }]
     }
+}
+
+/// One run of `toy-beacons`: the toy scenario driven from a parameter,
+/// with a computed report (twice what the switch counted) beside the
+/// devices' own.
+fn toy_beacons(p: &Params, seed: u64) -> Result<ExperimentRun, String> {
+    let count = p.count("count", 50, 1_000).map_err(|e| e.to_string())?;
+    let text = SCENARIO.replace("count = 50", &format!("count = {count}"));
+    let loaded = Loaded::from_str(&text, "toy.toml", &[]).map_err(|e| e.to_string())?;
+    let factory = SystemFactory::new(registry());
+    let mut built = loaded
+        .build(&factory, Some(seed), None)
+        .map_err(|e| e.to_string())?;
+    built.sim.run_until(built.duration, |_| {});
+    let run = ExperimentRun::from_sim(&built.sim, built.duration);
+    let counted = run
+        .nodes
+        .iter()
+        .find(|(n, _, _)| n == "sw")
+        .and_then(|(_, _, r)| r.counters.get("toy_packets").copied())
+        .unwrap_or(0);
+    let mut result = inca_sim::metrics::NodeReport::default();
+    result.counters.insert("doubled".into(), 2 * counted);
+    Ok(run.with_result("result", result))
 }
 
 /// One seed of `toy-parity`: pairing is an involution on the seed's port.
@@ -382,4 +416,64 @@ fn the_toy_campaign_runs_through_the_campaign_runner() {
     assert!(campaign.is_builtin());
     let summary = campaign.run(1, 5, 2, &|_| {}).unwrap();
     assert_eq!((summary.seeds, summary.failed), (5, 0));
+}
+
+#[test]
+fn a_sweep_runs_the_toy_experiment_over_its_parameter() {
+    let dir = std::env::temp_dir().join(format!("inca-toy-experiment-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let descriptor = dir.join("beacons.toml");
+    std::fs::write(
+        &descriptor,
+        r#"
+experiment = "toy-beacons"
+seeds = [3]
+[axes]
+count = { set = "count", values = [10, 20, 40], numbers = [10, 20, 40] }
+[[plot]]
+kind = "metric_vs_param"
+name = "doubled"
+x = "count"
+y = { counter = "result/doubled" }
+"#,
+    )
+    .unwrap();
+    let opts = |out: &std::path::Path| inca_report::sweep::runner::Options {
+        out: Some(out.to_path_buf()),
+        jobs: 2,
+        quick: false,
+        formats: vec!["svg".into()],
+        quiet: true,
+        factory: Arc::new(|| Box::new(SystemFactory::new(registry()))),
+        experiments: Arc::new(inca::systems::RegisteredExperiments(registry())),
+    };
+    std::env::set_var("INCA_FONT", "none");
+    inca_report::sweep::runner::run(&descriptor, &opts(&dir.join("out"))).unwrap();
+    let csv = std::fs::read_to_string(dir.join("out/plots/doubled.csv")).unwrap();
+    let ys: Vec<f64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+            let y = header.iter().position(|h| *h == "y").unwrap();
+            l.split(',').nth(y).unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(ys, [20.0, 40.0, 80.0], "{csv}");
+    // Each run is a results folder like a scenario's.
+    assert!(dir.join("out/000-count_10-s3/summary.json").is_file());
+
+    // A parameter the experiment does not take is refused by name, before
+    // anything runs.
+    let bad = std::fs::read_to_string(&descriptor)
+        .unwrap()
+        .replace("set = \"count\"", "set = \"cuont\"");
+    std::fs::write(&descriptor, bad).unwrap();
+    let e = inca_report::sweep::runner::run(&descriptor, &opts(&dir.join("bad")))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cuont"), "{e}");
+    assert!(!dir.join("bad/sweep.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }

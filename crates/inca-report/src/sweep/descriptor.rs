@@ -4,7 +4,9 @@
 //! ```toml
 //! name = "rate-sweep"                  # default: the file's stem
 //! description = "what it shows"
-//! scenario = "../two-hosts.toml"       # relative to this file
+//! scenario = "../two-hosts.toml"       # relative to this file; or
+//! # experiment = "swish-sdw-advance"   # a system's built-in experiment,
+//! #                                    # whose parameters the overrides set
 //! seeds = [1, 2, 3]                    # default: the scenario's own seed
 //! set = ["duration=20ms"]              # overrides for every configuration
 //! quick = ["duration=2ms"]             # added last by `--quick`
@@ -47,7 +49,10 @@ struct DescriptorIn {
     name: Option<String>,
     #[serde(default)]
     description: String,
-    scenario: Spanned<String>,
+    #[serde(default)]
+    scenario: Option<Spanned<String>>,
+    #[serde(default)]
+    experiment: Option<Spanned<String>>,
     #[serde(default)]
     seeds: Option<Spanned<Vec<u64>>>,
     #[serde(default)]
@@ -216,8 +221,8 @@ pub struct Descriptor {
     pub name: String,
     /// Description.
     pub description: String,
-    /// The scenario file, resolved against the descriptor's folder.
-    pub scenario: PathBuf,
+    /// What each run runs.
+    pub source: Source,
     /// Seeds to run (`None`: the scenario's own).
     pub seeds: Option<Vec<u64>>,
     /// `--quick` seeds.
@@ -231,6 +236,27 @@ pub struct Descriptor {
     pub configs: Vec<Config>,
     /// Plots.
     pub plots: Vec<PlotSpec>,
+}
+
+/// What a sweep runs for each configuration and seed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A scenario file (resolved against the descriptor's folder); the
+    /// overrides are scenario keys.
+    Scenario(PathBuf),
+    /// A built-in experiment of a registered system, by name; the
+    /// overrides are its parameters.
+    Experiment(String),
+}
+
+impl Source {
+    /// The scenario file or the experiment's name, for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Scenario(p) => p.display().to_string(),
+            Source::Experiment(name) => format!("experiment {name}"),
+        }
+    }
 }
 
 /// One configuration: a label, its overrides, the value index on each axis.
@@ -292,12 +318,14 @@ impl Descriptor {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow!("cannot read descriptor {}: {e}", path.display()))?;
         let d = Self::parse(path, &text)?;
-        if !d.scenario.is_file() {
-            bail!(
-                "{}: scenario: {} is not a file",
-                path.display(),
-                d.scenario.display()
-            );
+        if let Source::Scenario(s) = &d.source {
+            if !s.is_file() {
+                bail!(
+                    "{}: scenario: {} is not a file",
+                    path.display(),
+                    s.display()
+                );
+            }
         }
         Ok(d)
     }
@@ -317,7 +345,23 @@ impl Descriptor {
                 .map_or("sweep".into(), |s| s.to_string_lossy().into_owned())
         });
         let base = path.parent().unwrap_or(Path::new("."));
-        let scenario = base.join(raw.scenario.get_ref());
+        let source = match (&raw.scenario, &raw.experiment) {
+            (Some(s), None) => Source::Scenario(base.join(s.get_ref())),
+            (None, Some(e)) if !e.get_ref().trim().is_empty() => {
+                Source::Experiment(e.get_ref().clone())
+            }
+            (None, Some(e)) => return Err(at(e.span(), "experiment", "is empty".into())),
+            (Some(_), Some(e)) => {
+                return Err(at(
+                    e.span(),
+                    "experiment",
+                    "give `scenario` or `experiment`, not both".into(),
+                ))
+            }
+            (None, None) => bail!(
+                "{origin}: missing field `scenario` (a scenario file) or `experiment` (a built-in experiment)"
+            ),
+        };
         for (field, seeds) in [("seeds", &raw.seeds), ("quick_seeds", &raw.quick_seeds)] {
             if let Some(s) = seeds {
                 if s.get_ref().is_empty() {
@@ -449,7 +493,7 @@ impl Descriptor {
             text: text.to_string(),
             name,
             description: raw.description,
-            scenario,
+            source,
             seeds: raw.seeds.map(|s| s.into_inner()),
             quick_seeds: raw.quick_seeds.map(|s| s.into_inner()),
             quick: raw.quick,
@@ -834,7 +878,7 @@ y = { counter = "g/rx_bytes" }
     #[test]
     fn expands_the_product_in_order() {
         let d = Descriptor::parse(Path::new("dir/e.toml"), BASE).unwrap();
-        assert_eq!(d.scenario, Path::new("dir/s.toml"));
+        assert_eq!(d.source, Source::Scenario(PathBuf::from("dir/s.toml")));
         assert_eq!(d.name, "e");
         let names: Vec<&str> = d.axes.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["config", "h.workload.0.size", "rate"]);
@@ -896,5 +940,28 @@ y = { counter = "g/rx_bytes" }
                 "case {i}: no line {line}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn an_experiment_instead_of_a_scenario() {
+        let text = BASE.replace(
+            "scenario = \"s.toml\"",
+            "experiment = \"swish-sdw-advance\"",
+        );
+        let d = Descriptor::parse(Path::new("dir/e.toml"), &text).unwrap();
+        assert_eq!(d.source, Source::Experiment("swish-sdw-advance".into()));
+        let both = BASE.replace(
+            "scenario = \"s.toml\"",
+            "scenario = \"s.toml\"\nexperiment = \"x\"",
+        );
+        let e = Descriptor::parse(Path::new("e.toml"), &both)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("experiment") && e.contains(":3:"), "{e}");
+        let neither = BASE.replace("scenario = \"s.toml\"", "");
+        let e = Descriptor::parse(Path::new("e.toml"), &neither)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("scenario") && e.contains("experiment"), "{e}");
     }
 }

@@ -8,6 +8,11 @@
 //! configuration order, so the results do not depend on the number of
 //! jobs (except the `wall_seconds` of each `summary.json`).
 //!
+//! A descriptor runs a scenario file (each configuration's overrides
+//! applied to it) or a system's built-in experiment (the overrides are its
+//! parameters), through [`Experiments`]; either way every run writes the
+//! same kind of results folder.
+//!
 //! Layout of the output folder DIR:
 //! ```text
 //! DIR/sweep.json              the sweep: axes, configurations, their folders
@@ -22,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, bail, Context, Result};
 use inca_sim::scenario::{Loaded, SwitchFactory};
 
-use super::descriptor::{value_label, Descriptor};
+use super::descriptor::{value_label, Descriptor, Source};
 use super::file::{ConfigOut, RunOut, SweepFile};
 
 /// Options of `inca sweep`.
@@ -39,6 +44,37 @@ pub struct Options {
     pub quiet: bool,
     /// Makes the scenario factory for one run (each run gets its own).
     pub factory: FactoryFn,
+    /// The registered systems' built-in experiments.
+    pub experiments: Arc<dyn Experiments>,
+}
+
+/// The built-in experiments a sweep can name (`experiment = "..."`).
+pub trait Experiments: Send + Sync {
+    /// Checks that experiment `name` exists and takes the parameters
+    /// `set` (`KEY=VALUE`) gives, without running it.
+    fn check(&self, name: &str, set: &[String]) -> Result<()>;
+    /// Runs experiment `name` with the parameters of `set` and `seed`,
+    /// writing its results folder into `dir`; returns the wall seconds.
+    fn run(&self, name: &str, set: &[String], seed: u64, dir: &Path) -> Result<f64>;
+}
+
+/// No built-in experiments (a sweep of scenarios only).
+pub struct NoExperiments;
+
+impl Experiments for NoExperiments {
+    fn check(&self, name: &str, _set: &[String]) -> Result<()> {
+        bail!("no built-in experiment {name:?}")
+    }
+    fn run(&self, name: &str, _set: &[String], _seed: u64, _dir: &Path) -> Result<f64> {
+        bail!("no built-in experiment {name:?}")
+    }
+}
+
+/// What one configuration runs: its scenario, loaded with its overrides,
+/// or an experiment with its parameters.
+enum Prepared {
+    Scenario(Box<Loaded>),
+    Experiment(String, Vec<String>),
 }
 
 /// Makes a scenario factory (the registered systems, say) for one run.
@@ -73,32 +109,49 @@ pub fn run(path: &Path, opts: &Options) -> Result<()> {
         )
     });
 
-    // Parse every configuration's scenario before running anything, so a bad
-    // override fails at once and names its configuration.
-    let mut loaded = Vec::with_capacity(d.configs.len());
+    // Parse every configuration's scenario (or check its experiment's
+    // parameters) before running anything, so a bad override fails at once
+    // and names its configuration.
+    let mut prepared = Vec::with_capacity(d.configs.len());
     let mut sets = Vec::with_capacity(d.configs.len());
     for c in &d.configs {
         let mut set = c.set.clone();
         if opts.quick {
             set.extend(d.quick.iter().cloned());
         }
-        let l = Loaded::from_file(&d.scenario, &set)
-            .map_err(|e| anyhow!("configuration {:?}: {e}", c.label))?;
-        loaded.push(l);
+        let p = match &d.source {
+            Source::Scenario(path) => Prepared::Scenario(Box::new(
+                Loaded::from_file(path, &set)
+                    .map_err(|e| anyhow!("configuration {:?}: {e}", c.label))?,
+            )),
+            Source::Experiment(name) => {
+                opts.experiments
+                    .check(name, &set)
+                    .map_err(|e| anyhow!("configuration {:?}: {e}", c.label))?;
+                Prepared::Experiment(name.clone(), set.clone())
+            }
+        };
+        prepared.push(p);
         sets.push(set);
     }
+    let default_seed = match prepared.first() {
+        Some(Prepared::Scenario(l)) => l.scenario.seed,
+        _ => 1,
+    };
     let seeds: Vec<u64> = match (opts.quick, &d.quick_seeds, &d.seeds) {
         (true, Some(q), _) => q.clone(),
         (true, None, Some(s)) => vec![s[0]],
         (_, _, Some(s)) => s.clone(),
-        (_, _, None) => vec![loaded.first().map_or(1, |l| l.scenario.seed)],
+        (_, _, None) => vec![default_seed],
     };
     // Fail on a configuration that does not build before starting threads.
-    for (c, l) in d.configs.iter().zip(&loaded) {
-        drop(
-            l.build((opts.factory)().as_ref(), Some(seeds[0]), None)
-                .map_err(|e| anyhow!("configuration {:?}: {e}", c.label))?,
-        );
+    for (c, p) in d.configs.iter().zip(&prepared) {
+        if let Prepared::Scenario(l) = p {
+            drop(
+                l.build((opts.factory)().as_ref(), Some(seeds[0]), None)
+                    .map_err(|e| anyhow!("configuration {:?}: {e}", c.label))?,
+            );
+        }
     }
 
     std::fs::create_dir_all(&out).with_context(|| format!("{}: cannot create", out.display()))?;
@@ -130,7 +183,7 @@ pub fn run(path: &Path, opts: &Options) -> Result<()> {
                 let (c, seed) = tasks[i];
                 let label = &d.configs[c].label;
                 let dir = out.join(run_dir_name(c, label, seed));
-                match run_one(&loaded[c], seed, &dir, (opts.factory)().as_ref()) {
+                match run_one(&prepared[c], seed, &dir, opts) {
                     Ok(wall) => {
                         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                         if !opts.quiet {
@@ -171,7 +224,7 @@ pub fn run(path: &Path, opts: &Options) -> Result<()> {
             .display()
             .to_string(),
         descriptor_text: d.text.clone(),
-        scenario: d.scenario.display().to_string(),
+        scenario: d.source.describe(),
         quick: opts.quick,
         seeds: seeds.clone(),
         axes: d.axes.clone(),
@@ -210,7 +263,7 @@ pub fn run(path: &Path, opts: &Options) -> Result<()> {
 
 /// Runs one configuration with `seed` into `dir` (emptied first, so no
 /// file of an earlier run survives). Returns the wall seconds.
-fn run_one(loaded: &Loaded, seed: u64, dir: &Path, factory: &dyn SwitchFactory) -> Result<f64> {
+fn run_one(prepared: &Prepared, seed: u64, dir: &Path, opts: &Options) -> Result<f64> {
     if dir.exists() {
         if !dir.join("summary.json").is_file() {
             bail!(
@@ -220,8 +273,18 @@ fn run_one(loaded: &Loaded, seed: u64, dir: &Path, factory: &dyn SwitchFactory) 
         }
         std::fs::remove_dir_all(dir).with_context(|| format!("{}: cannot clear", dir.display()))?;
     }
-    let built = loaded.build(factory, Some(seed), Some(dir))?;
-    let name = loaded.scenario.name.clone();
-    let r = inca_sim::run::run(built, &name, Some(dir), |_| {})?;
-    Ok(r.summary.wall_seconds)
+    match prepared {
+        Prepared::Scenario(loaded) => {
+            let factory: Box<dyn SwitchFactory> = (opts.factory)();
+            let built = loaded.build(factory.as_ref(), Some(seed), Some(dir))?;
+            let name = loaded.scenario.name.clone();
+            let r = inca_sim::run::run(built, &name, Some(dir), |_| {})?;
+            Ok(r.summary.wall_seconds)
+        }
+        Prepared::Experiment(name, set) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("{}: cannot create", dir.display()))?;
+            opts.experiments.run(name, set, seed, dir)
+        }
+    }
 }
