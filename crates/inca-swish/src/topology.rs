@@ -54,6 +54,9 @@ pub enum Topology {
     LeafSpine4,
     /// `n` replicas around one L3-forwarding switch (star-n, module docs).
     Star(usize),
+    /// Two switches, one NF pipe each, a dedicated link between them
+    /// (symmetric-2, spec §8.1).
+    Symmetric2,
 }
 
 impl Topology {
@@ -62,6 +65,7 @@ impl Topology {
         match self {
             Topology::Local2 => 2,
             Topology::Symmetric4 | Topology::LeafSpine4 => 4,
+            Topology::Symmetric2 => 2,
             Topology::Star(n) => n,
         }
     }
@@ -77,17 +81,19 @@ impl Topology {
         match self {
             Topology::Local2 => "local-2".into(),
             Topology::Symmetric4 => "symmetric-4".into(),
+            Topology::Symmetric2 => "symmetric-2".into(),
             Topology::LeafSpine4 => "leaf-spine-4".into(),
             Topology::Star(n) => format!("star-{n}"),
         }
     }
 
-    /// The topology named `s` (`local-2`, `symmetric-4`, `leaf-spine-4`,
+    /// The topology named `s` (`local-2`, `symmetric-4`, `symmetric-2`, `leaf-spine-4`,
     /// `star-N` with 2 ≤ N ≤ 4,096).
     pub fn parse(s: &str) -> Option<Topology> {
         match s {
             "local-2" => Some(Topology::Local2),
             "symmetric-4" => Some(Topology::Symmetric4),
+            "symmetric-2" => Some(Topology::Symmetric2),
             "leaf-spine-4" => Some(Topology::LeafSpine4),
             _ => {
                 let n: usize = s.strip_prefix("star-")?.parse().ok()?;
@@ -103,6 +109,7 @@ impl Topology {
             Topology::Symmetric4 => a / 2 == b / 2,
             Topology::LeafSpine4 => a >= 2 && b >= 2,
             Topology::Star(_) => a == b,
+            Topology::Symmetric2 => a == b,
         }
     }
 
@@ -131,6 +138,8 @@ mod tests {
         assert_eq!(Topology::Symmetric4.delay(2, 3), PIPE_LINK_DELAY);
         assert_eq!(Topology::Symmetric4.delay(1, 2), SWITCH_LINK_DELAY);
         assert_eq!(Topology::Symmetric4.replicas(), 4);
+        assert_eq!(Topology::Symmetric2.delay(0, 1), SWITCH_LINK_DELAY);
+        assert_eq!(Topology::Symmetric2.replicas(), 2);
     }
 
     #[test]
@@ -148,6 +157,7 @@ mod tests {
         for t in [
             Topology::Local2,
             Topology::Symmetric4,
+            Topology::Symmetric2,
             Topology::LeafSpine4,
             Topology::Star(STAR_REPLICAS),
         ] {

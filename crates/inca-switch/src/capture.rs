@@ -58,6 +58,7 @@ impl Captured {
                     | ControlWrite::TableModify { .. }
                     | ControlWrite::TableDelete { .. }
                     | ControlWrite::RegisterWrite { .. }
+                    | ControlWrite::RegisterWriteRange { .. }
                     | ControlWrite::RegisterClear { .. }
             )
         })

@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::app::{hash_col, AppReply, AppRequest, OP_QUERY, OP_UPDATE, ST_OK, ST_REJECTED};
 use super::config::{Dedup, UNBOUNDED};
-use super::recovery::{recover_with, RecoveryReport, T_DETECT};
+use super::recovery::{recover_with, RecoveryReport};
 use super::rig::{Rig, RigConfig, Topology};
 use inca_sim::engine::Fault;
 use inca_wire::swish::sdw::win_lt;
@@ -165,7 +165,8 @@ pub fn plan_recovery(seed: u64) -> RunPlan {
     failed.sort_unstable();
     let t_fail = p.rig.start_at + rng.gen_range(50_000..200_000);
     // Requests go on through the recovery and stop well after it.
-    p.quiet_at = t_fail + T_DETECT + 20_000_000;
+    let t_detect = p.rig.t_detect;
+    p.quiet_at = t_fail + t_detect + 20_000_000;
     p.end = p.quiet_at + 100_000;
     let mut scripts = vec![Vec::new(); 4];
     let mut req_id = 0;
@@ -184,7 +185,7 @@ pub fn plan_recovery(seed: u64) -> RunPlan {
                 },
             ));
             // Dense around the failure and the recovery, sparse later.
-            t += if t < t_fail + T_DETECT + 2_000_000 {
+            t += if t < t_fail + t_detect + 2_000_000 {
                 rng.gen_range(500..4_000)
             } else {
                 rng.gen_range(50_000..200_000)
@@ -249,7 +250,7 @@ pub fn run(plan: &RunPlan) -> Result<Facts, String> {
         t += plan.sample_every;
         rig.sim.run_until(t, |_| {});
         if let Some((at, failed)) = &plan.failure {
-            if t >= at + T_DETECT && f.recovery.is_none() {
+            if t >= at + plan.rig.t_detect && f.recovery.is_none() {
                 f.recovery = Some(recover_with(&mut rig, failed, plan.broken_recovery)?);
                 t = rig.sim.now();
                 continue;

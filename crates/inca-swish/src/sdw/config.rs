@@ -110,6 +110,9 @@ pub struct SdwConfig {
     /// The rate limiter on this collection (§7; [`super::limiter`]), or
     /// none.
     pub limiter: Option<crate::limiter::UserLimit>,
+    /// Data load through the data ports (spec §8.2 exp. 6), none by
+    /// default: app requests are answered instead of snaked.
+    pub snake: Option<Snake>,
 }
 
 /// What the replica's non-SDW traffic is (§7).
@@ -125,6 +128,41 @@ pub enum SdwApp {
         /// Where passing traffic leaves.
         out_port: PortId,
     },
+}
+
+/// A snake through the data ports [our choice of wiring]: ports `first ..
+/// first + 2·pairs` are cabled in pairs (`first + 2k` to `first + 2k + 1`).
+/// An app request from any other port goes out `first`; one arriving on
+/// the odd port of a pair goes back out that port, across the cable;
+/// one arriving back on the even port goes on to the next pair; after the
+/// last pair it is dropped. Every pass runs the app handler (the update
+/// lands in R_u), so a request crosses the pipeline `1 + 2·pairs` times
+/// and every snake port carries the stream in both directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snake {
+    /// The first snake port.
+    pub first: PortId,
+    /// Cabled port pairs.
+    pub pairs: u16,
+}
+
+impl Snake {
+    /// Where a request that arrived on `port` goes next (`None`: the
+    /// snake ends and it is dropped).
+    pub fn next(self, port: PortId) -> Option<PortId> {
+        let end = self.first + 2 * self.pairs;
+        if port < self.first || port >= end {
+            return Some(self.first);
+        }
+        let o = port - self.first;
+        if o % 2 == 1 {
+            Some(port)
+        } else if port + 2 < end {
+            Some(port + 2)
+        } else {
+            None
+        }
+    }
 }
 
 /// Why a configuration is refused.
@@ -173,6 +211,7 @@ impl SdwConfig {
             app: SdwApp::Test,
             min_window: 0,
             limiter: None,
+            snake: None,
         }
     }
 
@@ -270,6 +309,24 @@ impl SdwConfig {
         }
         if self.t_chk == 0 || self.rto_ready == 0 {
             return Err(bad("t_chk", "timers must be positive"));
+        }
+        if let Some(sn) = self.snake {
+            let end = u32::from(sn.first) + 2 * u32::from(sn.pairs);
+            let taken = |p: u32| {
+                p <= self.members.len() as u32
+                    || p == u32::from(self.loop_port)
+                    || p == u32::from(self.loop_port) + 1
+            };
+            if sn.pairs == 0 || (u32::from(sn.first)..end).any(taken) {
+                return Err(bad(
+                    "snake",
+                    format!(
+                        "ports {}..{end} must be at least one pair clear of the app, \
+                         replication and loopback ports",
+                        sn.first
+                    ),
+                ));
+            }
         }
         let limiter = u32::from(self.limiter.is_some());
         let last = u32::from(self.first_stream) + u32::from(self.streams()) + limiter;
@@ -450,6 +507,28 @@ mod tests {
         c.first_stream = 0;
         c.rows = 4;
         assert!(c.validate().is_err());
+        c.rows = 3;
+        c.snake = Some(Snake {
+            first: 3,
+            pairs: 13,
+        });
+        assert!(c.validate().is_ok());
+        c.snake = Some(Snake { first: 2, pairs: 1 });
+        assert!(c.validate().is_err(), "port 2 replicates");
+    }
+
+    #[test]
+    fn the_snake_visits_every_port_both_ways_then_ends() {
+        let s = Snake { first: 3, pairs: 2 };
+        let mut at = 0;
+        let mut path = Vec::new();
+        while let Some(out) = s.next(at) {
+            path.push(out);
+            // A cable joins 3-4 and 5-6.
+            at = if (out - 3) % 2 == 0 { out + 1 } else { out - 1 };
+        }
+        assert_eq!(path, vec![3, 4, 5, 6]);
+        assert_eq!(at, 5);
     }
 
     #[test]

@@ -172,6 +172,14 @@ impl SdwProgram {
                 *out = dp.register(h.p[row], c, |e| half(*e, w.wrapping_add(1)))?;
             }
         }
+        if let Some(sn) = self.cfg.snake {
+            // Load, not a client: on along the snake, unanswered.
+            match sn.next(pkt.ingress_port()) {
+                Some(out) => pkt.forward(out),
+                None => pkt.drop_packet(),
+            }
+            return Ok(());
+        }
         let reply = AppReply {
             op: r.op,
             status: if ok { ST_OK } else { ST_REJECTED },

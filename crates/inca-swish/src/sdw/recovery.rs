@@ -23,8 +23,10 @@ use super::rig::Rig;
 pub const RPC_RTT: Nanos = 100_000;
 /// Failure detection delay T_detect (spec §5.1, model input).
 pub const T_DETECT: Nanos = 1_000_000;
-/// How long the controller waits for one answer before giving up.
-pub const RPC_TIMEOUT: Nanos = 100_000_000;
+/// How long the controller waits for one answer before giving up: above
+/// the longest operation it issues (a read of one 64K-cell row costs
+/// 50 µs + 2.58 µs × 65,536 ≈ 169 ms, spec §8.1; 100 ms timed out in E10).
+pub const RPC_TIMEOUT: Nanos = 10_000_000_000;
 
 /// What a recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

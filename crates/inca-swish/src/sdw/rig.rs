@@ -67,6 +67,12 @@ impl AppHost {
         let f = req.frame(me, replica);
         self.script.push_back((at, f));
     }
+
+    /// Queues a ready-made frame at `at` (load: a request padded to a
+    /// frame size); times must not decrease.
+    pub fn push_frame(&mut self, at: Nanos, frame: Vec<u8>) {
+        self.script.push_back((at, frame));
+    }
 }
 
 impl Device for AppHost {
@@ -151,6 +157,10 @@ pub struct RigConfig {
     /// The controller's RPCs to the replicas are sent one after another
     /// and do not land together (§8.1: an RPC round trip of 100 µs).
     pub start_skew: Nanos,
+    /// Failure detection delay T_detect: how long after a failure the
+    /// controller starts recovery (spec §9: exposed, [our choice] default
+    /// [`super::recovery::T_DETECT`]).
+    pub t_detect: Nanos,
 }
 
 impl Default for RigConfig {
@@ -164,6 +174,7 @@ impl Default for RigConfig {
             // (a few serial operations of tens of µs each, tofino profile).
             start_at: 1_000_000,
             start_skew: 0,
+            t_detect: super::recovery::T_DETECT,
         }
     }
 }
@@ -201,6 +212,17 @@ impl Rig {
     /// and when to send them, in time order); START is scheduled at
     /// `cfg.start_at`.
     pub fn build(cfg: &RigConfig, scripts: &[Vec<(Nanos, AppRequest)>]) -> Result<Rig, String> {
+        Rig::build_loaded(cfg, scripts, &[])
+    }
+
+    /// [`Rig::build`], and app host i also sends the ready-made frames
+    /// `frames[i]` (load; in time order, after its script's requests at
+    /// equal times).
+    pub fn build_loaded(
+        cfg: &RigConfig,
+        scripts: &[Vec<(Nanos, AppRequest)>],
+        frames: &[Vec<(Nanos, Vec<u8>)>],
+    ) -> Result<Rig, String> {
         let n = cfg.topology.replicas();
         let mut sim = Simulation::new(cfg.seed, 100_000);
         let fwd = cfg.topology.forwarded();
@@ -221,8 +243,25 @@ impl Rig {
             let id = sim.add_node(&format!("sdw{rid}"), Box::new(sw));
             replicas.push(id);
             let mut h = AppHost::default();
-            for (at, req) in scripts.get(i).into_iter().flatten() {
-                h.push(*at, req, &host_addr(i), &addrs[i]);
+            let mut reqs = scripts.get(i).into_iter().flatten().peekable();
+            let mut load = frames.get(i).into_iter().flatten().peekable();
+            // Merge the two in time order (the script is a queue).
+            loop {
+                match (reqs.peek(), load.peek()) {
+                    (Some((a, _)), Some((b, _))) if b < a => {
+                        let (at, f) = load.next().ok_or("load")?;
+                        h.push_frame(*at, f.clone());
+                    }
+                    (Some(_), _) => {
+                        let (at, req) = reqs.next().ok_or("script")?;
+                        h.push(*at, req, &host_addr(i), &addrs[i]);
+                    }
+                    (None, Some(_)) => {
+                        let (at, f) = load.next().ok_or("load")?;
+                        h.push_frame(*at, f.clone());
+                    }
+                    (None, None) => break,
+                }
             }
             let host = sim.add_node(&format!("host{rid}"), Box::new(h));
             hosts.push(host);

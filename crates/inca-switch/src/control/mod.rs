@@ -366,6 +366,41 @@ impl ControlPlane<'_> {
         request
     }
 
+    /// Writes `values` to consecutive entries of a register array from
+    /// `first` as one operation, costing what a read of as many entries
+    /// costs (`register_op + register_per_entry × n`): the batched write a
+    /// driver issues for a range (BfRt's multi-entry register write;
+    /// specs/swish.md §8.1 charges register reads and writes alike).
+    /// Entries past the end fail the operation (`OpFailed`) after those
+    /// before them were written.
+    pub fn register_write_range<T: RegisterValue>(
+        &mut self,
+        reg: RegisterHandle<T>,
+        first: u64,
+        values: Vec<u64>,
+    ) -> u64 {
+        let n = values.len() as u64;
+        let write = self
+            .requests
+            .capture
+            .then(|| ControlWrite::RegisterWriteRange {
+                register: reg.id(),
+                first,
+                values: values.clone(),
+            });
+        let op = Op::Objects(Box::new(move |o: &mut Objects, _| {
+            for (i, &v) in values.iter().enumerate() {
+                o.register_write(reg.id(), first + i as u64, v)
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }));
+        let latency = self.timing.register_op + self.timing.register_per_entry.saturating_mul(n);
+        let request = self.issue(op, latency, true);
+        self.describe(request, write);
+        request
+    }
+
     /// Sets every entry of a register array to zero. Costs time per entry.
     pub fn register_clear<T: RegisterValue>(
         &mut self,

@@ -50,6 +50,15 @@ pub enum ControlWrite {
         /// The value.
         value: u64,
     },
+    /// Writes consecutive register entries from `first` in one operation.
+    RegisterWriteRange {
+        /// The register array.
+        register: ObjectId,
+        /// First entry.
+        first: u64,
+        /// The values (pairs as `hi << 32 | lo`).
+        values: Vec<u64>,
+    },
     /// Zeroes register entries from `first`: `count` of them, or the whole
     /// array (`None`).
     RegisterClear {
@@ -148,6 +157,7 @@ impl ControlWrite {
             | ControlWrite::TableModify { table, .. }
             | ControlWrite::TableDelete { table, .. } => Some(table),
             ControlWrite::RegisterWrite { register, .. }
+            | ControlWrite::RegisterWriteRange { register, .. }
             | ControlWrite::RegisterClear { register, .. }
             | ControlWrite::RegisterRead { register, .. } => Some(register),
             ControlWrite::EntryRead { table, .. } => Some(table),
