@@ -208,7 +208,12 @@ pub fn switch_exoplane(data: &[u8]) {
             .expect("a fixed configuration");
         run_switch(Profile::tofino(), p, sel, &events, data, &|s| {
             let p = s.program();
-            for n in [p.port_down_events.len(), p.merge_acks.len(), p.aged.len(), p.app_events.len()] {
+            for n in [
+                p.port_down_events.len(),
+                p.merge_acks.len(),
+                p.aged.len(),
+                p.app_events.len(),
+            ] {
                 assert!(n <= EVENT_QUEUE, "a hub queue holds {n}");
             }
         });
@@ -223,7 +228,12 @@ pub fn switch_exoplane(data: &[u8]) {
         let p = ExoDevice::new(cfg).expect("a fixed configuration");
         run_switch(Profile::smartnic(), p, sel, &events, data, &|s| {
             let p = s.program();
-            for n in [p.misses.len(), p.reports.len(), p.merge_acks.len(), p.app_events.len()] {
+            for n in [
+                p.misses.len(),
+                p.reports.len(),
+                p.merge_acks.len(),
+                p.app_events.len(),
+            ] {
                 assert!(n <= QUEUE, "a daemon queue holds {n}");
             }
         });

@@ -623,11 +623,16 @@ pub fn swish_ddos(data: &[u8]) {
         return;
     };
     let v = Digest::new_checked(data).expect("a parsed digest is a checked one");
-    assert_eq!((v.src_ip(), v.local_est(), v.rid()), (r.src_ip, r.local_est, r.rid));
+    assert_eq!(
+        (v.src_ip(), v.local_est(), v.rid()),
+        (r.src_ip, r.local_est, r.rid)
+    );
     let _ = v.pad();
     let b = r.to_bytes();
     assert_eq!(b[..10], data[..10], "emit keeps the fields");
     assert_eq!(DigestRepr::parse(&b), Ok(r));
+}
+
 /// The SwiSh controller RPC (§4.5): the view stays inside the buffer and
 /// agrees with the repr; a parsed RPC emits back to exactly the frame's
 /// bytes and parses to itself.
@@ -643,7 +648,11 @@ pub fn swish_ctl(data: &[u8]) {
     };
     assert_eq!(r.op(), f.op());
     let bytes = r.to_vec().expect("a parsed RPC emits");
-    assert_eq!(bytes[..], data[..f.total_len()], "emit gives the frame back");
+    assert_eq!(
+        bytes[..],
+        data[..f.total_len()],
+        "emit gives the frame back"
+    );
     assert_eq!(Rpc::parse(&bytes).as_ref(), Ok(&r));
 }
 
@@ -665,7 +674,10 @@ pub fn swish_ewo(data: &[u8]) {
         };
         assert!(v.len() <= b.len());
         let r = BodyRepr::parse(b).expect("a checked body parses");
-        assert_eq!((r.var_id, r.kind, r.index), (v.var_id(), v.merge_kind(), v.index()));
+        assert_eq!(
+            (r.var_id, r.kind, r.index),
+            (v.var_id(), v.merge_kind(), v.index())
+        );
         let mut bytes = r.to_vec().expect("a parsed body emits");
         assert_eq!(bytes.len(), v.len());
         assert_eq!(&bytes[..10], &b[..10]);

@@ -627,16 +627,41 @@ fn main() {
             rid,
         };
         out.put("swish_ddos", &d.to_bytes());
+    }
     {
         use inca_wire::swish::ctl::Rpc;
         for r in [
-            Rpc::ReadReg { tag: 1, array: 10, start: 0, count: 64 },
-            Rpc::WriteReg { tag: 2, array: 0, start: 0, values: vec![1, 2] },
-            Rpc::SetCfg { tag: 3, name: 1, value: vec![1] },
-            Rpc::McastSet { tag: 4, group: 2, rids: vec![1, 2] },
-            Rpc::Inject { tag: 5, frame: vec![0; 60] },
+            Rpc::ReadReg {
+                tag: 1,
+                array: 10,
+                start: 0,
+                count: 64,
+            },
+            Rpc::WriteReg {
+                tag: 2,
+                array: 0,
+                start: 0,
+                values: vec![1, 2],
+            },
+            Rpc::SetCfg {
+                tag: 3,
+                name: 1,
+                value: vec![1],
+            },
+            Rpc::McastSet {
+                tag: 4,
+                group: 2,
+                rids: vec![1, 2],
+            },
+            Rpc::Inject {
+                tag: 5,
+                frame: vec![0; 60],
+            },
             Rpc::Heartbeat { tag: 6 },
-            Rpc::Values { tag: 1, values: vec![7; 4] },
+            Rpc::Values {
+                tag: 1,
+                values: vec![7; 4],
+            },
         ] {
             out.put("swish_ctl", &r.to_vec().expect("small RPCs emit"));
         }
