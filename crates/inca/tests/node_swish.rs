@@ -16,67 +16,12 @@
 //! an assumed RTT of 500 µs (RTO_data ≈ 1 ms) instead of the simulator's
 //! 2 µs / 10 µs / 2 µs, which a process polling sockets cannot keep.
 
+#[path = "common/nodes.rs"]
+mod nodes;
+use nodes::{free_tcp, free_udp, Nodes};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
-
-fn free_udp() -> SocketAddr {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-fn free_tcp() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// The node processes, killed on drop (their logs kept if the test fails).
-struct Nodes {
-    children: Vec<(String, Child)>,
-    dir: PathBuf,
-}
-
-impl Nodes {
-    fn start(&mut self, name: &str, config: &str) {
-        let path = self.dir.join(format!("{name}.toml"));
-        std::fs::write(&path, config).unwrap();
-        let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_inca"))
-            .args(["node", "--config", path.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.children.push((name.to_string(), child));
-    }
-
-    /// Kills node `name` (a fail-stop).
-    fn kill(&mut self, name: &str) {
-        let (_, c) = self.children.iter_mut().find(|(n, _)| n == name).unwrap();
-        c.kill().unwrap();
-        c.wait().unwrap();
-    }
-}
-
-impl Drop for Nodes {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if std::thread::panicking() {
-            eprintln!("left {} for inspection", self.dir.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
 
 /// The metrics text served on `addr` (None: not reachable yet).
 fn scrape(addr: SocketAddr) -> Option<String> {
@@ -169,10 +114,7 @@ ip = "{ip}"
 fn an_update_at_one_replica_process_is_read_at_the_other() {
     let dir = std::env::temp_dir().join(format!("inca-node-swish-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut nodes = Nodes {
-        children: Vec::new(),
-        dir,
-    };
+    let mut nodes = Nodes::new(dir);
     let (m1, m2, mc, mh1, mh2) = (free_tcp(), free_tcp(), free_tcp(), free_tcp(), free_tcp());
     let (s1, s2, sc) = (free_tcp(), free_tcp(), free_tcp());
     let (h1_sw, sw_h1, h2_sw, sw_h2) = (free_udp(), free_udp(), free_udp(), free_udp());

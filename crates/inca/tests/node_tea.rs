@@ -12,81 +12,14 @@
 //! learned flow is looked up in DRAM: the count of READ RESPONSEs is then a
 //! count of lookups.
 
+#[path = "common/nodes.rs"]
+mod nodes;
+use nodes::{free_tcp, free_udp, Nodes};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const INCA: &str = env!("CARGO_BIN_EXE_inca");
-
-/// A free loopback UDP address (bound, read, released).
-fn free_udp() -> SocketAddr {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-fn free_tcp() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// The node processes; SIGTERMed (then killed) on drop.
-struct Nodes {
-    children: Vec<(String, Child)>,
-    dir: PathBuf,
-}
-
-impl Nodes {
-    fn start(&mut self, name: &str, config: &str) {
-        let path = self.dir.join(format!("{name}.toml"));
-        std::fs::write(&path, config).unwrap();
-        let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).unwrap();
-        let child = Command::new(INCA)
-            .args(["node", "--config", path.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.children.push((name.to_string(), child));
-    }
-
-    /// Stops every node (SIGTERM: captures are closed) and checks they
-    /// exited cleanly.
-    fn stop(&mut self) {
-        for (_, c) in &self.children {
-            // SAFETY: kill(2) with the pid of our own child and a signal.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-        }
-        for (name, mut c) in self.children.drain(..) {
-            let status = c.wait().unwrap();
-            let log =
-                std::fs::read_to_string(self.dir.join(format!("{name}.log"))).unwrap_or_default();
-            assert!(
-                status.success(),
-                "node {name} exited with {status:?}:\n{log}"
-            );
-        }
-    }
-}
-
-impl Drop for Nodes {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        } else {
-            eprintln!("left {} for inspection", self.dir.display());
-        }
-    }
-}
 
 /// The metrics text of the node serving on `addr`.
 fn scrape(addr: SocketAddr) -> String {
@@ -166,10 +99,7 @@ fn tea_lookups_cross_real_udp_between_processes_and_decode_as_roce() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let captures = dir.join("captures");
-    let mut nodes = Nodes {
-        children: Vec::new(),
-        dir: dir.clone(),
-    };
+    let mut nodes = Nodes::new(dir.clone());
     let (gen_tea, tea_gen) = link();
     let (tea_sink, sink_tea) = link();
     let (tea_d1, d1_tea) = link();
