@@ -11,35 +11,13 @@
 //!   failover the ones it served stop.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+#[path = "common/sweep.rs"]
+mod sweep_quick;
 
-/// Runs `descriptor` with `--quick` into a fresh folder; the folder.
+/// Runs experiments/exoplane/`descriptor` with `--quick`; its folder.
 fn sweep(descriptor: &str) -> PathBuf {
-    let out = std::env::temp_dir().join(format!(
-        "inca-exo-{}-{}",
-        descriptor.trim_end_matches(".toml"),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&out);
-    let result = Command::new(env!("CARGO_BIN_EXE_inca"))
-        .env("INCA_FONT", "none")
-        .current_dir(root())
-        .args(["sweep", "--quick", "--jobs", "2", "--format", "svg"])
-        .arg(root().join("experiments/exoplane").join(descriptor))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        result.status.success(),
-        "{descriptor}: inca sweep --quick failed:\n{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
-    out
+    sweep_quick::quick("exoplane", descriptor)
 }
 
 /// `config`'s row of a percentile table: column name → value.
