@@ -1,28 +1,20 @@
-//! The controller ↔ switch-CPU RPCs the DDoS baselines use, in the §4.5
-//! framing `{op:u8, len:u32, body}` (specs/swish.md §4.5; [our choice] of
-//! the bodies, which the spec leaves open):
+//! The controller ↔ switch-CPU RPCs the DDoS baselines use: the §4.5 RPC
+//! of `inca_wire::swish::ctl` (one codec for every SwiSh controller), with
+//! the baselines' names for the three requests they make:
 //!
-//! - READ_REG (op 1): `tag:u32, array:u8, start:u32, count:u32` — array 0
-//!   is the ring head, 1 the ring;
-//! - TABLE_ADD (op 3): `tag:u32, table:u8, key:u32` — table 0 is the
-//!   source block table (no action data);
-//! - the answer (op 0x81): `tag:u32`, then the values read (u64 each; a
-//!   TABLE_ADD's answer has none and says the entry is in).
-//!
-//! They travel on the simulator's management sessions, not as frames, so
-//! they are here rather than in `inca_wire` (nothing parses them off a
-//! wire); decoding refuses anything malformed.
+//! - READ_REG array [`ARR_HEAD`] (the ring head) or [`ARR_RING`] (the
+//!   ring);
+//! - TABLE_ADD table 0 (the source block table), key the source address;
+//! - the answer, VALUES (a TABLE_ADD's has none and says the entry is in).
 
-/// READ_REG.
-pub const OP_READ_REG: u8 = 1;
-/// TABLE_ADD.
-pub const OP_TABLE_ADD: u8 = 3;
-/// The answer.
-pub const OP_VALUES: u8 = 0x81;
+use inca_wire::swish::ctl::Rpc;
+
 /// READ_REG array: the ring head.
 pub const ARR_HEAD: u8 = 0;
 /// READ_REG array: the ring.
 pub const ARR_RING: u8 = 1;
+/// TABLE_ADD table: the source block table.
+pub const TABLE_BLOCK: u8 = 0;
 
 /// A request to a switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,67 +42,56 @@ pub enum Request {
     },
 }
 
-fn be32(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4)
-        .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
-}
-
-fn frame(op: u8, body: &[u8]) -> Vec<u8> {
-    let mut v = vec![op];
-    v.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    v.extend_from_slice(body);
-    v
-}
-
-/// `(op, body)` of a framed message whose length field fits.
-fn unframe(b: &[u8]) -> Option<(u8, &[u8])> {
-    let len = be32(b, 1)? as usize;
-    let body = b.get(5..5usize.checked_add(len)?)?;
-    Some((*b.first()?, body))
-}
-
 impl Request {
     /// The framed bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(13);
-        match *self {
-            Request::ReadHead { tag } => {
-                b.extend_from_slice(&tag.to_be_bytes());
-                b.push(ARR_HEAD);
-                b.extend_from_slice(&0u32.to_be_bytes());
-                b.extend_from_slice(&1u32.to_be_bytes());
-                frame(OP_READ_REG, &b)
-            }
-            Request::ReadRing { tag, first, count } => {
-                b.extend_from_slice(&tag.to_be_bytes());
-                b.push(ARR_RING);
-                b.extend_from_slice(&first.to_be_bytes());
-                b.extend_from_slice(&count.to_be_bytes());
-                frame(OP_READ_REG, &b)
-            }
-            Request::Block { tag, src } => {
-                b.extend_from_slice(&tag.to_be_bytes());
-                b.push(0);
-                b.extend_from_slice(&src.to_be_bytes());
-                frame(OP_TABLE_ADD, &b)
-            }
-        }
+        let rpc = match *self {
+            Request::ReadHead { tag } => Rpc::ReadReg {
+                tag,
+                array: ARR_HEAD,
+                start: 0,
+                count: 1,
+            },
+            Request::ReadRing { tag, first, count } => Rpc::ReadReg {
+                tag,
+                array: ARR_RING,
+                start: first,
+                count,
+            },
+            Request::Block { tag, src } => Rpc::TableAdd {
+                tag,
+                table: TABLE_BLOCK,
+                key: src.to_be_bytes().to_vec(),
+            },
+        };
+        rpc.to_vec().expect("a request's body is a few bytes")
     }
 
     /// Decodes a request (None for anything malformed or unknown).
     pub fn decode(b: &[u8]) -> Option<Request> {
-        let (op, body) = unframe(b)?;
-        let tag = be32(body, 0)?;
-        match (op, *body.get(4)?) {
-            (OP_READ_REG, ARR_HEAD) => Some(Request::ReadHead { tag }),
-            (OP_READ_REG, ARR_RING) => Some(Request::ReadRing {
+        match Rpc::parse(b).ok()? {
+            Rpc::ReadReg {
                 tag,
-                first: be32(body, 5)?,
-                count: be32(body, 9)?,
+                array: ARR_HEAD,
+                ..
+            } => Some(Request::ReadHead { tag }),
+            Rpc::ReadReg {
+                tag,
+                array: ARR_RING,
+                start,
+                count,
+            } => Some(Request::ReadRing {
+                tag,
+                first: start,
+                count,
             }),
-            (OP_TABLE_ADD, 0) => Some(Request::Block {
+            Rpc::TableAdd {
                 tag,
-                src: be32(body, 5)?,
+                table: TABLE_BLOCK,
+                key,
+            } => Some(Request::Block {
+                tag,
+                src: u32::from_be_bytes(key.try_into().ok()?),
             }),
             _ => None,
         }
@@ -129,27 +110,20 @@ pub struct Reply {
 impl Reply {
     /// The framed bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = self.tag.to_be_bytes().to_vec();
-        for v in &self.values {
-            b.extend_from_slice(&v.to_be_bytes());
+        Rpc::Values {
+            tag: self.tag,
+            values: self.values.clone(),
         }
-        frame(OP_VALUES, &b)
+        .to_vec()
+        .expect("answers stay under the session's message limit")
     }
 
     /// Decodes an answer (None for anything malformed).
     pub fn decode(b: &[u8]) -> Option<Reply> {
-        let (op, body) = unframe(b)?;
-        if op != OP_VALUES || (body.len() < 4) || (body.len() - 4) % 8 != 0 {
-            return None;
+        match Rpc::parse(b).ok()? {
+            Rpc::Values { tag, values } => Some(Reply { tag, values }),
+            _ => None,
         }
-        let values = body[4..]
-            .chunks_exact(8)
-            .map(|c| u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .collect();
-        Some(Reply {
-            tag: be32(body, 0)?,
-            values,
-        })
     }
 }
 
@@ -180,7 +154,7 @@ mod tests {
             values: vec![1, u64::MAX],
         };
         assert_eq!(Reply::decode(&a.encode()), Some(a));
-        assert_eq!(Reply::decode(&[OP_VALUES, 0xFF, 0xFF, 0xFF, 0xFF]), None);
+        assert_eq!(Reply::decode(&[0x81, 0xFF, 0xFF, 0xFF, 0xFF]), None);
         assert_eq!(Request::decode(&[]), None);
     }
 }

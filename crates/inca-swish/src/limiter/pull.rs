@@ -30,12 +30,14 @@ use inca_switch::{
     Nanos, PacketCtx, PacketKind, ParseError, Program, ProgramReport, RegisterHandle,
 };
 
+use inca_wire::swish::ctl::Rpc;
+
 use super::{take, LimiterStats, UserLimit};
 
-/// RPC op: read the local counters / their values.
-pub const OP_READ: u8 = 1;
-/// RPC op: write the limits.
-pub const OP_WRITE: u8 = 2;
+/// READ_REG array: the local counters.
+pub const ARR_LOCAL: u8 = 0;
+/// WRITE_REG array: the limits.
+pub const ARR_LIMIT: u8 = 1;
 /// The controller's RPC round trip (spec §8.1, [our choice] there).
 pub const RPC_RTT: Nanos = 100_000;
 /// T_ctrl, the spec's [our choice] (§7): 1 s.
@@ -43,27 +45,10 @@ pub const T_CTRL: Nanos = 1_000_000_000;
 /// Reads in flight at a switch, at most (more are refused).
 pub const PENDING_MAX: usize = 16;
 
-/// An RPC frame: `op:u8, len:u32, body`.
-pub fn rpc(op: u8, body: &[u8]) -> Vec<u8> {
-    let mut f = vec![op];
-    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    f.extend_from_slice(body);
-    f
-}
-
-/// Parses an RPC frame (None if malformed): (op, u32 words of the body).
-pub fn parse_rpc(f: &[u8]) -> Option<(u8, Vec<u32>)> {
-    let (&op, rest) = f.split_first()?;
-    let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-    let body = rest.get(4..)?;
-    if body.len() != len || !len.is_multiple_of(4) {
-        return None;
-    }
-    let words = body
-        .chunks_exact(4)
-        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    Some((op, words))
+/// An RPC's bytes (the session's §4.5 framing, `inca_wire::swish::ctl`).
+fn frame(rpc: Rpc) -> Vec<u8> {
+    rpc.to_vec()
+        .expect("the limiter's RPCs are a few hundred bytes")
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -80,8 +65,8 @@ pub struct PullProgram {
     /// Tokens per period it starts with, per user.
     initial: u32,
     regs: Option<Regs>,
-    /// Reads in flight: (request, session).
-    pending: Vec<(u64, SessionId)>,
+    /// Reads in flight: (request, the controller's tag, session).
+    pending: Vec<(u64, u32, SessionId)>,
     stats: LimiterStats,
     /// RPCs that were malformed or over [`PENDING_MAX`].
     pub bad_rpc: u64,
@@ -111,15 +96,31 @@ impl PullProgram {
 
     fn rpc(&mut self, session: SessionId, body: &[u8], cp: &mut ControlPlane<'_>) {
         let Some(r) = self.regs else { return };
-        match parse_rpc(body) {
-            Some((OP_READ, w)) if w.is_empty() && self.pending.len() < PENDING_MAX => {
-                let req = cp.register_read(r.local, 0, u64::from(self.limit.users));
-                self.pending.push((req, session));
+        let users = self.limit.users;
+        match Rpc::parse(body) {
+            Ok(Rpc::ReadReg {
+                tag,
+                array: ARR_LOCAL,
+                start: 0,
+                count,
+            }) if count == users && self.pending.len() < PENDING_MAX => {
+                let req = cp.register_read(r.local, 0, u64::from(users));
+                self.pending.push((req, tag, session));
             }
-            Some((OP_WRITE, w)) if w.len() == self.limit.users as usize => {
-                for (i, v) in w.into_iter().enumerate() {
-                    cp.register_write(r.limit, i as u64, v);
+            Ok(Rpc::WriteReg {
+                tag,
+                array: ARR_LIMIT,
+                start: 0,
+                values,
+            }) if values.len() == users as usize => {
+                for (i, v) in values.into_iter().enumerate() {
+                    cp.register_write(r.limit, i as u64, v as u32);
                 }
+                let done = Rpc::Values {
+                    tag,
+                    values: Vec::new(),
+                };
+                cp.session_send(session, frame(done));
             }
             _ => self.bad_rpc += 1,
         }
@@ -207,12 +208,9 @@ impl Program for PullProgram {
             }
             ControlEvent::RegisterValues { request, values } => {
                 if let Some(k) = self.pending.iter().position(|p| p.0 == request) {
-                    let (_, session) = self.pending.swap_remove(k);
-                    let body: Vec<u8> = values
-                        .iter()
-                        .flat_map(|v| (*v as u32).to_be_bytes())
-                        .collect();
-                    cp.session_send(session, rpc(OP_READ, &body));
+                    let (_, tag, session) = self.pending.swap_remove(k);
+                    let values = values.iter().map(|v| u64::from(*v as u32)).collect();
+                    cp.session_send(session, frame(Rpc::Values { tag, values }));
                 }
             }
             _ => {}
@@ -318,10 +316,16 @@ impl Device for PullController {
                 }
                 self.cycles += 1;
                 for &session in &self.sessions {
+                    let read = Rpc::ReadReg {
+                        tag: self.cycles as u32,
+                        array: ARR_LOCAL,
+                        start: 0,
+                        count: self.users as u32,
+                    };
                     out.push(Output::Session {
                         at: now,
                         session,
-                        body: rpc(OP_READ, &[]),
+                        body: frame(read),
                     });
                 }
             }
@@ -337,20 +341,27 @@ impl Device for PullController {
                         self.got = vec![None; self.sessions.len()];
                         self.written = self.cycles;
                     }
-                    SessionEvent::Message { body, .. } => match parse_rpc(&body) {
-                        Some((OP_READ, w)) if w.len() == self.users => {
+                    SessionEvent::Message { body, .. } => match Rpc::parse(&body) {
+                        // A write's answer: the limits are in.
+                        Ok(Rpc::Values { values, .. }) if values.is_empty() => {}
+                        Ok(Rpc::Values { values, .. }) if values.len() == self.users => {
+                            let w = values.into_iter().map(|v| v as u32).collect();
                             self.got[s] = Some(w);
                             if self.got.iter().all(|g| g.is_some()) {
                                 let counts: Vec<Vec<u32>> =
                                     self.got.iter_mut().filter_map(|g| g.take()).collect();
                                 let limits = self.limits(&counts);
                                 for (k, l) in limits.iter().enumerate() {
-                                    let body: Vec<u8> =
-                                        l.iter().flat_map(|v| v.to_be_bytes()).collect();
+                                    let write = Rpc::WriteReg {
+                                        tag: self.cycles as u32,
+                                        array: ARR_LIMIT,
+                                        start: 0,
+                                        values: l.iter().map(|v| u64::from(*v)).collect(),
+                                    };
                                     out.push(Output::Session {
                                         at: now,
                                         session: self.sessions[k],
-                                        body: rpc(OP_WRITE, &body),
+                                        body: frame(write),
                                     });
                                 }
                                 self.written += 1;
@@ -399,10 +410,16 @@ mod tests {
 
     #[test]
     fn rpc_frames_round_trip_and_refuse_garbage() {
-        let f = rpc(OP_WRITE, &[0, 0, 0, 7, 0, 0, 1, 0]);
-        assert_eq!(parse_rpc(&f), Some((OP_WRITE, vec![7, 256])));
-        assert_eq!(parse_rpc(&f[..7]), None);
-        assert_eq!(parse_rpc(&[]), None);
+        let write = Rpc::WriteReg {
+            tag: 1,
+            array: ARR_LIMIT,
+            start: 0,
+            values: vec![7, 256],
+        };
+        let f = frame(write.clone());
+        assert_eq!(Rpc::parse(&f), Ok(write));
+        assert!(Rpc::parse(&f[..7]).is_err());
+        assert!(Rpc::parse(&[]).is_err());
     }
 
     #[test]

@@ -388,7 +388,10 @@ impl SdwProgram {
                 cp.packet_out(frame, PacketOutDest::Ingress(self.cfg.loop_port));
             }
             Rpc::Heartbeat { .. } => self.answer(Some(session), tag, Vec::new(), cp),
-            Rpc::McastSet { .. } | Rpc::Values { .. } => self.counters.rpc_refused += 1,
+            Rpc::McastSet { .. }
+            | Rpc::TableAdd { .. }
+            | Rpc::TableDel { .. }
+            | Rpc::Values { .. } => self.counters.rpc_refused += 1,
         }
     }
 

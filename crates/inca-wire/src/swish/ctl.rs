@@ -7,6 +7,8 @@
 //! 0 op:u8   1 len:u32 (bytes of body)   5 body
 //! READ_REG   tag:u32 array:u8 start:u32 count:u32
 //! WRITE_REG  tag:u32 array:u8 start:u32 value:u64 × n
+//! TABLE_ADD  tag:u32 table:u8 key bytes
+//! TABLE_DEL  tag:u32 table:u8 key bytes
 //! SET_CFG    tag:u32 name:u8 value bytes
 //! MCAST_SET  tag:u32 group:u16 rid:u16 × n
 //! INJECT     tag:u32 frame bytes
@@ -16,9 +18,9 @@
 //!
 //! The spec names the ops and their arguments; the op codes, the `tag`
 //! that pairs an answer with its request, and the VALUES answer are [our
-//! choice]. TABLE_ADD/TABLE_DEL have codes but no body layout yet: no
-//! SwiSh program has a table the controller writes, so they parse as
-//! `Unsupported`. [`Frame`] is the checked view, [`Rpc`] the repr.
+//! choice], as is the table ops' layout (an exact-match key, no action
+//! data: the DDoS baselines' source block table is the one user).
+//! [`Frame`] is the checked view, [`Rpc`] the repr.
 
 use crate::error::{Result, WireError};
 
@@ -35,9 +37,9 @@ pub mod op {
     pub const READ_REG: u8 = 1;
     /// WRITE_REG(array, start, values).
     pub const WRITE_REG: u8 = 2;
-    /// TABLE_ADD(table, key, action, params) (no layout yet).
+    /// TABLE_ADD(table, key) (no action data).
     pub const TABLE_ADD: u8 = 3;
-    /// TABLE_DEL(table, key) (no layout yet).
+    /// TABLE_DEL(table, key).
     pub const TABLE_DEL: u8 = 4;
     /// MCAST_SET(group, rids).
     pub const MCAST_SET: u8 = 5;
@@ -131,6 +133,25 @@ pub enum Rpc {
         start: u32,
         /// One per entry.
         values: Vec<u64>,
+    },
+    /// Add exact-match `key` to table `table` (the program's code for
+    /// it); answered by an empty VALUES once the entry is in.
+    TableAdd {
+        /// Pairs the answer with the request.
+        tag: u32,
+        /// The table.
+        table: u8,
+        /// The key's bytes.
+        key: Vec<u8>,
+    },
+    /// Delete `key` from table `table`; answered like TABLE_ADD.
+    TableDel {
+        /// Pairs the answer with the request.
+        tag: u32,
+        /// The table.
+        table: u8,
+        /// The key's bytes.
+        key: Vec<u8>,
     },
     /// Set configuration item `name` (the program's code) to `value`.
     SetCfg {
@@ -254,8 +275,21 @@ impl Rpc {
                 tag,
                 values: u64s(&b[4..])?,
             },
-            op::TABLE_ADD | op::TABLE_DEL => {
-                return Err(WireError::Unsupported("SwiSh RPC table ops"))
+            op::TABLE_ADD => {
+                need(5)?;
+                Rpc::TableAdd {
+                    tag,
+                    table: b[4],
+                    key: b[5..].to_vec(),
+                }
+            }
+            op::TABLE_DEL => {
+                need(5)?;
+                Rpc::TableDel {
+                    tag,
+                    table: b[4],
+                    key: b[5..].to_vec(),
+                }
             }
             _ => return Err(WireError::Unsupported("unknown SwiSh RPC op")),
         })
@@ -266,6 +300,8 @@ impl Rpc {
         match self {
             Rpc::ReadReg { .. } => op::READ_REG,
             Rpc::WriteReg { .. } => op::WRITE_REG,
+            Rpc::TableAdd { .. } => op::TABLE_ADD,
+            Rpc::TableDel { .. } => op::TABLE_DEL,
             Rpc::SetCfg { .. } => op::SET_CFG,
             Rpc::McastSet { .. } => op::MCAST_SET,
             Rpc::Inject { .. } => op::INJECT,
@@ -279,6 +315,8 @@ impl Rpc {
         match self {
             Rpc::ReadReg { tag, .. }
             | Rpc::WriteReg { tag, .. }
+            | Rpc::TableAdd { tag, .. }
+            | Rpc::TableDel { tag, .. }
             | Rpc::SetCfg { tag, .. }
             | Rpc::McastSet { tag, .. }
             | Rpc::Inject { tag, .. }
@@ -313,6 +351,10 @@ impl Rpc {
                 for v in values {
                     out.extend_from_slice(&v.to_be_bytes());
                 }
+            }
+            Rpc::TableAdd { table, key, .. } | Rpc::TableDel { table, key, .. } => {
+                out.push(*table);
+                out.extend_from_slice(key);
             }
             Rpc::SetCfg { name, value, .. } => {
                 out.push(*name);
@@ -375,6 +417,16 @@ mod tests {
                 frame: vec![0xAA; 60],
             },
             Rpc::Heartbeat { tag: 12 },
+            Rpc::TableAdd {
+                tag: 13,
+                table: 0,
+                key: vec![10, 1, 0, 7],
+            },
+            Rpc::TableDel {
+                tag: 14,
+                table: 0,
+                key: vec![10, 1, 0, 7],
+            },
             Rpc::Values {
                 tag: 7,
                 values: vec![u64::MAX],

@@ -658,6 +658,7 @@ fn main() {
                 frame: vec![0; 60],
             },
             Rpc::Heartbeat { tag: 6 },
+            Rpc::TableAdd { tag: 7, table: 0, key: vec![10, 1, 0, 7] },
             Rpc::Values {
                 tag: 1,
                 values: vec![7; 4],
