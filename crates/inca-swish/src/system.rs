@@ -3,7 +3,7 @@
 //! campaigns. Each program is built from named parameters by [`build`]; a
 //! run builds them as simulator switches. The campaigns are the protocols'
 //! own seeded runs ([`crate::sro::checks::run_seed`],
-//! [`crate::sdw::campaign::run_seed`] and `run_recovery_seed`,
+//! [`crate::sdw::campaign::run_seed`], `run_recovery_seed` and `run_join_seed`,
 //! [`crate::ewo::campaign::run_seed`]), each judging its §6 properties.
 
 use std::any::Any;
@@ -181,6 +181,11 @@ impl System for SwishSystem {
                 name: "swish-sdw-recovery",
                 about: "SwiSh SDW on symmetric-4 with 1-3 replicas failing and the controller's recovery (SwiSh §5.6); D9 and D1-D3 afterwards",
                 run_seed: |seed| seed_result(seed, crate::sdw::campaign::run_recovery_seed(seed)),
+            },
+            BuiltinCampaign {
+                name: "swish-sdw-join",
+                about: "SwiSh SDW on symmetric-4: 1-3 replicas fail, the controller recovers the rest, then failed replicas restart empty and join again one by one (SwiSh §5.6 Join); D1-D3, D6, D8, D9 and not_ready until the joiner's first window completes",
+                run_seed: |seed| seed_result(seed, crate::sdw::campaign::run_join_seed(seed)),
             },
             BuiltinCampaign {
                 name: "swish-ewo",

@@ -148,3 +148,70 @@ fn broken_recovery_is_caught() {
         "the broken recovery was caught in {caught} of 4 seeds"
     );
 }
+
+/// §5.6 "Join": after the recovery, 1 to all of the failed replicas
+/// restart empty and join again, one by one, their hosts sending all
+/// along; D1–D3, D6, D8, D9 hold around each join, the joiner's queries
+/// carry not_ready exactly until its first window completes, and it ends
+/// with the others' snapshot (SDW_JSEED=n runs one).
+#[test]
+fn join_seeds_hold() {
+    let seeds: Vec<u64> = match std::env::var("SDW_JSEED").ok().and_then(|s| s.parse().ok()) {
+        Some(s) => vec![s],
+        None => (0..6).collect(),
+    };
+    let mut failed = Vec::new();
+    let (mut joins, mut unready, mut snapshots) = (0, 0, 0);
+    for seed in seeds {
+        let r = inca_swish::sdw::campaign::run_join_seed(seed)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        show(&r);
+        let got = |k: &str| r.judged.get(k).copied().unwrap_or(0);
+        joins += got("sdw: joins");
+        unready += got("sdw: join: queries not ready");
+        snapshots += got("sdw: D3 final snapshots");
+        if !r.violations.is_empty() {
+            failed.push(seed);
+        }
+    }
+    assert!(joins > 0 && unready > 0 && snapshots > 0);
+    assert!(failed.is_empty(), "join seeds with violations: {failed:?}");
+}
+
+/// 200 join seeds: `cargo test --release -p inca-swish --test
+/// sdw_campaign join_200 -- --ignored`.
+#[test]
+#[ignore]
+fn join_200_seeds() {
+    let mut failed = Vec::new();
+    for seed in 0..200 {
+        let r = inca_swish::sdw::campaign::run_join_seed(seed)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        show(&r);
+        if !r.violations.is_empty() {
+            failed.push(seed);
+        }
+    }
+    assert!(failed.is_empty(), "join seeds with violations: {failed:?}");
+}
+
+/// A join that leaves M out of the joiner (its R_r stays empty) answers
+/// wrong queries once they are ready: D2 or D3 catch it.
+#[test]
+fn broken_join_is_caught() {
+    let mut caught = 0;
+    for seed in 0..4 {
+        let r = inca_swish::sdw::campaign::run_join_seed_with(seed, true).unwrap();
+        show(&r);
+        if r.violations
+            .iter()
+            .any(|v| v.starts_with("D2") || v.starts_with("D3"))
+        {
+            caught += 1;
+        }
+    }
+    assert!(
+        caught >= 3,
+        "the broken join was caught in {caught} of 4 seeds"
+    );
+}

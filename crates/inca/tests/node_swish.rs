@@ -10,7 +10,9 @@
 //! two windows after the first update (D2). Then replica 1's process is
 //! killed: its session resets, the controller recovers replica 2 alone
 //! over its session (§5.6), and replica 2's windows advance again with
-//! every update still read there.
+//! every update still read there. Then replica 1's process starts again,
+//! empty: the controller joins it (§5.6 "Join") and a query there reads
+//! every update too.
 //!
 //! Timers for a real network [our choice]: T_chk 100 µs, RTO_ready 2 ms and
 //! an assumed RTT of 500 µs (RTO_data ≈ 1 ms) instead of the simulator's
@@ -230,4 +232,34 @@ peer = "{s2}"
         Some(taken),
         "the recovered snapshot keeps every update"
     );
+    // Replica 1's process starts again, empty: its session comes back and
+    // the controller joins it (§5.6 "Join"); h1 comes back querying it.
+    nodes.start("sdw1", &replica(1, m1, s1, sc, (sw_h1, h1_sw), (r1, r2)));
+    wait_for("replica 1's join", 60, || {
+        metric(mc, "ctl", "ctl_joins") == Some(1)
+    });
+    assert_eq!(metric(mc, "ctl", "ctl_joins_aborted"), Some(0));
+    assert_eq!(metric(mc, "ctl", "ctl_failed"), Some(0));
+    let joined = metric(mc, "ctl", "ctl_recovery_wmax").unwrap();
+    println!("replica 1 joined in window {}", joined + 1);
+    wait_for("both replicas advancing after the join", 30, || {
+        [(m1, "sdw1"), (m2, "sdw2")]
+            .iter()
+            .all(|&(m, n)| metric(m, n, "sdw_window").unwrap_or(0) > joined + 5)
+    });
+    nodes.kill("h1");
+    nodes.start(
+        "h1",
+        &host(
+            "h1",
+            "10.0.0.1",
+            mh1,
+            (h1_sw, sw_h1),
+            "kind = \"swish_sdw_app\"\nname = \"q\"\nreplica = 1\nop = \"query\"\nkey = 7\ncount = 4000\ngap = \"5ms\"",
+        ),
+    );
+    wait_for("the joined replica reading every update", 30, || {
+        metric(mh1, "h1", "q_read_last") == Some(taken)
+    });
+    assert!(metric(mh1, "h1", "q_read_max").unwrap() <= taken);
 }

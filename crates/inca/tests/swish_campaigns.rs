@@ -1,5 +1,5 @@
 //! SwiSh's built-in campaigns run through `inca campaign` (the binary, as a
-//! user runs them): each of `swish-sro`, `swish-sdw`, `swish-sdw-recovery`
+//! user runs them): each of `swish-sro`, `swish-sdw`, `swish-sdw-recovery`, `swish-sdw-join`
 //! and `swish-ewo` passes two seeds and says what it judged. The protocols'
 //! own tests run more seeds and show the broken variants caught.
 
@@ -11,6 +11,7 @@ fn swish_campaigns_run_and_judge() {
         ("swish-sro", "sro S1: operations"),
         ("swish-sdw", "sdw: D2 queries"),
         ("swish-sdw-recovery", "sdw: D9 recoveries"),
+        ("swish-sdw-join", "sdw: joins"),
         ("swish-ewo", "ewo: E2 cells compared"),
     ] {
         println!("campaign {name}, seeds 1-2");

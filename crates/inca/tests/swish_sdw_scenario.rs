@@ -131,3 +131,96 @@ fn the_controller_recovers_the_survivor_over_its_session() {
         "the recovered snapshot keeps every update made at the failed replica before it failed"
     );
 }
+
+#[test]
+fn a_restarted_replica_joins_again_through_the_controller() {
+    // Replica 1 crashes at 5 ms and restarts empty at 8 ms; the controller
+    // recovers replica 2 alone, then joins replica 1 again once its
+    // session is back (§5.6 "Join"). h1 updates at replica 1 before the
+    // crash (u); h3, on another port of replica 1, updates it after the
+    // join (v) and queries it from before the join ends (w); h2 queries
+    // replica 2 throughout.
+    let extra = r#"
+[[fault]]
+at = "5ms"
+crash = "sdw1"
+
+[[fault]]
+at = "8ms"
+restart = "sdw1"
+
+[[host]]
+name = "h3"
+ip = "10.0.0.3"
+[[host.workload]]
+name = "v"
+kind = "swish_sdw_app"
+replica = 1
+op = "update"
+key = 7
+value = 1
+count = 50
+gap = "20us"
+start = "14ms"
+[[host.workload]]
+name = "w"
+kind = "swish_sdw_app"
+replica = 1
+op = "query"
+key = 7
+count = 600
+gap = "20us"
+start = "9ms"
+
+[[link]]
+a = "h3:0"
+b = "sdw1:4"
+rate = "100Gbps"
+delay = "500ns"
+"#;
+    let nodes = run(
+        "join",
+        &[
+            ("duration = \"10ms\"", "duration = \"22ms\""),
+            ("count = 400", "count = 1000"),
+        ],
+        extra,
+    );
+    let ctl = counters(&nodes, "ctl");
+    println!("ctl {ctl:?}");
+    assert_eq!(ctl["ctl_recoveries"], 1, "{ctl:?}");
+    assert_eq!(ctl["ctl_joins"], 1, "{ctl:?}");
+    assert_eq!(ctl["ctl_recoveries_aborted"], 0);
+    assert_eq!(ctl["ctl_rpc_timeouts"], 0);
+    assert_eq!(ctl["ctl_failed"], 0, "replica 1 is a member again");
+    let (h1, h2, h3) = (
+        counters(&nodes, "h1"),
+        counters(&nodes, "h2"),
+        counters(&nodes, "h3"),
+    );
+    println!("h1 {h1:?}\nh2 {h2:?}\nh3 {h3:?}");
+    let (sw1, sw2) = (counters(&nodes, "sdw1"), counters(&nodes, "sdw2"));
+    assert!(
+        sw1["sdw_window"] > ctl["ctl_recovery_wmax"] + 2,
+        "the joined replica advances windows with the other: {sw1:?}"
+    );
+    assert!(sw1["sdw_window"].abs_diff(sw2["sdw_window"]) <= 1);
+    assert_eq!(h3["v.accepted"], 50, "the joined replica takes updates");
+    assert!(
+        h3["w.not_ready"] > 0,
+        "queries at the joined replica are not ready until its first window completes"
+    );
+    let total = h1["u.accepted"] + h3["v.accepted"];
+    assert_eq!(
+        h2["q.read_last"], total,
+        "replica 2 reads the updates made at replica 1 before the crash and after the join"
+    );
+    assert_eq!(
+        h3["w.read_last"], total,
+        "the joined replica's snapshot is replica 2's"
+    );
+    assert!(
+        h3["w.read_max"] <= total && h3["w.first_seen_win"] > ctl["ctl_recovery_wmax"],
+        "no ready query at the joined replica read anything before its join"
+    );
+}

@@ -326,6 +326,8 @@ fn star_plan(seed: u64, n: usize, cfg: RigConfig, load: Nanos, gap: (Nanos, Nano
         lossless: true,
         failure: None,
         broken_recovery: false,
+        rejoin: Vec::new(),
+        broken_join: false,
     }
 }
 

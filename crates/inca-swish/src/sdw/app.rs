@@ -6,7 +6,9 @@
 //!
 //! ```text
 //! 0 op:u8 (1 update, 2 query, 3 both)  1 status:u8 (reply: 1 ok, 2 rejected)
-//! 2 reply:u8 (1 in a reply)            3 rid:u8 (low byte of the replica)
+//! 2 reply:u8 (bit 0: a reply; bit 1: not_ready, the query's answer is
+//!   not a snapshot yet — a replica that joined and has not completed its
+//!   first window, §5.6)                 3 rid:u8 (low byte of the replica)
 //! 4 req_id:u32   8 key:u32   12 value:u32   16 win:u32   20 res[3]:u32
 //! ```
 
@@ -28,6 +30,10 @@ pub const OP_QUERY: u8 = 2;
 pub const ST_OK: u8 = 1;
 /// status: the update was rejected (count = B).
 pub const ST_REJECTED: u8 = 2;
+/// Reply byte 2: a reply.
+pub const REPLY: u8 = 1;
+/// Reply byte 2: the query's answer is not ready (§5.6 join).
+pub const REPLY_NOT_READY: u8 = 2;
 
 /// A request's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +67,9 @@ pub struct AppReply {
     pub win: u32,
     /// What the query read, per row.
     pub res: [u32; 3],
+    /// The query's answer is not ready: the replica joined and has not
+    /// completed its first window (§5.6).
+    pub not_ready: bool,
 }
 
 fn be32(b: &[u8], at: usize) -> u32 {
@@ -112,7 +121,7 @@ impl AppReply {
 
     /// Parses a reply's UDP payload (None for a request or a short one).
     pub fn parse_payload(p: &[u8]) -> Option<AppReply> {
-        if p.len() < APP_LEN || p[2] != 1 {
+        if p.len() < APP_LEN || p[2] & !REPLY_NOT_READY != REPLY {
             return None;
         }
         Some(AppReply {
@@ -124,6 +133,7 @@ impl AppReply {
             value: be32(p, 12),
             win: be32(p, 16),
             res: [be32(p, 20), be32(p, 24), be32(p, 28)],
+            not_ready: p[2] & REPLY_NOT_READY != 0,
         })
     }
 
@@ -133,7 +143,11 @@ impl AppReply {
             return;
         }
         p[1] = self.status;
-        p[2] = 1;
+        p[2] = if self.not_ready {
+            REPLY | REPLY_NOT_READY
+        } else {
+            REPLY
+        };
         p[3] = self.rid;
         p[16..20].copy_from_slice(&self.win.to_be_bytes());
         for (i, v) in self.res.iter().enumerate() {

@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::app::{hash_col, AppReply, AppRequest, OP_QUERY, OP_UPDATE, ST_OK, ST_REJECTED};
 use super::config::{Dedup, UNBOUNDED};
-use super::recovery::{recover_with, RecoveryReport};
+use super::recovery::{join, recover_with, RecoveryReport};
 use super::rig::{Rig, RigConfig, Topology};
 use inca_sim::engine::Fault;
 use inca_wire::swish::sdw::win_lt;
@@ -46,7 +46,16 @@ pub struct RunPlan {
     pub failure: Option<(Nanos, Vec<usize>)>,
     /// The broken recovery ([`super::recovery::recover_with`]).
     pub broken_recovery: bool,
+    /// Failed replicas restarted (empty) at these times, each joining
+    /// (§5.6 "Join") [`JOIN_AFTER`] after its restart, in this order.
+    pub rejoin: Vec<(Nanos, usize)>,
+    /// The broken join ([`super::recovery::join`]): the joiner without M.
+    pub broken_join: bool,
 }
+
+/// How long after a replica's restart the controller joins it (its
+/// session is up again; [our choice]).
+pub const JOIN_AFTER: Nanos = 200_000;
 
 /// Distinct keys the workload touches (few, so cells collide and sums
 /// mean something) [our choice].
@@ -137,6 +146,8 @@ pub fn plan(seed: u64, broken: bool) -> RunPlan {
         lossless,
         failure: None,
         broken_recovery: false,
+        rejoin: Vec::new(),
+        broken_join: false,
     }
 }
 
@@ -197,6 +208,65 @@ pub fn plan_recovery(seed: u64) -> RunPlan {
     p
 }
 
+/// Draws a join run from `seed` (§5.6 "Join"): a recovery run
+/// ([`plan_recovery`]) in which 1 to all of the failed replicas restart
+/// empty, a few ms apart after the recovery, and join again, their hosts
+/// sending all along; dense requests around each join.
+pub fn plan_join(seed: u64) -> RunPlan {
+    let mut p = plan_recovery(seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x4A4F_494E);
+    let Some((t_fail, failed)) = p.failure.clone() else {
+        return p;
+    };
+    let k = rng.gen_range(1..=failed.len());
+    let mut who = failed.clone();
+    while who.len() > k {
+        who.swap_remove(rng.gen_range(0..who.len()));
+    }
+    // A recovery or a join of four replicas takes about 10 ms of serial
+    // RPCs (each register operation 50 µs + 2.58 µs per entry, §8.1, and
+    // the 100 µs RTT); restarts come after the one before is done [our
+    // choice: 12–16 ms apart].
+    let mut t = t_fail + p.rig.t_detect;
+    for i in who {
+        t += rng.gen_range(12_000_000..16_000_000);
+        p.rejoin.push((t, i));
+    }
+    let last = p.rejoin.last().map_or(t, |r| r.0);
+    p.quiet_at = p.quiet_at.max(last + 20_000_000);
+    p.end = p.quiet_at + 100_000;
+    let t_detect = p.rig.t_detect;
+    let joins: Vec<Nanos> = p.rejoin.iter().map(|r| r.0).collect();
+    let mut req_id = 0;
+    for (i, s) in p.scripts.iter_mut().enumerate() {
+        s.clear();
+        let mut t = p.rig.start_at + rng.gen_range(0..2_000);
+        while t < p.quiet_at {
+            req_id += 1;
+            let op = [OP_UPDATE, OP_QUERY, OP_UPDATE | OP_QUERY][rng.gen_range(0..3)];
+            s.push((
+                t,
+                AppRequest {
+                    op,
+                    req_id: (i as u32) << 24 | req_id,
+                    key: rng.gen_range(0..KEYS),
+                    value: rng.gen_range(1..1_000),
+                },
+            ));
+            let busy = t < t_fail + t_detect + 2_000_000
+                || joins
+                    .iter()
+                    .any(|&j| t + 500_000 >= j && t < j + JOIN_AFTER + 3_000_000);
+            t += if busy {
+                rng.gen_range(500..4_000)
+            } else {
+                rng.gen_range(50_000..200_000)
+            };
+        }
+    }
+    p
+}
+
 /// What a run recorded.
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
@@ -223,6 +293,8 @@ pub struct Facts {
     pub failed: Vec<usize>,
     /// What the controller's recovery did.
     pub recovery: Option<RecoveryReport>,
+    /// Joins: (replica, its restart time, what the join did).
+    pub joins: Vec<(usize, Nanos, RecoveryReport)>,
     /// Every live replica's whole R_r at the end (rows × cols), with its
     /// window.
     pub final_cells: Vec<Option<(u32, Vec<Vec<u32>>)>>,
@@ -233,26 +305,73 @@ pub struct Facts {
 /// loss].
 pub const LIVENESS_WAIT: Nanos = 10_000_000;
 
+/// Which life of replica `i` a reply at time `t` in window `win` is from:
+/// before its failure (or it never failed), after its restart but before
+/// its join (the replica runs from empty state, then is closed while it is
+/// installed), or after its join (window wmax + 1 on: an update accepted
+/// once its window is written is kept, even before the START).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Life {
+    First,
+    Down,
+    Joined,
+}
+
+impl Facts {
+    fn life(&self, plan: &RunPlan, i: usize, t: Nanos, win: u32) -> Life {
+        let failed_at = plan.failure.as_ref().map(|f| f.0);
+        if !self.failed.contains(&i) || failed_at.is_some_and(|at| t < at) {
+            return Life::First;
+        }
+        match self.joins.iter().find(|j| j.0 == i) {
+            Some(j) if t >= j.1 && win_lt(j.2.wmax, win) => Life::Joined,
+            _ => Life::Down,
+        }
+    }
+
+    /// Whether replica `i` is a member at the end.
+    fn live_at_end(&self, i: usize) -> bool {
+        !self.failed.contains(&i) || self.joins.iter().any(|j| j.0 == i)
+    }
+
+    /// The join of replica `i`, if it joined.
+    fn join_of(&self, i: usize) -> Option<&RecoveryReport> {
+        self.joins.iter().find(|j| j.0 == i).map(|j| &j.2)
+    }
+}
+
 /// Runs `plan` and collects the facts.
 pub fn run(plan: &RunPlan) -> Result<Facts, String> {
     let mut rig = Rig::build(&plan.rig, &plan.scripts)?;
     let n = rig.replicas.len();
     let mut f = Facts::default();
+    // Replicas declared failed now (the controller's view).
+    let mut down: Vec<usize> = Vec::new();
     if let Some((at, failed)) = &plan.failure {
         for &i in failed {
             rig.sim.schedule(*at, Fault::Crash(rig.replicas[i]));
         }
         f.failed = failed.clone();
     }
+    for &(at, i) in &plan.rejoin {
+        rig.sim.schedule(at, Fault::Restart(rig.replicas[i]));
+    }
+    let mut rejoin = plan.rejoin.iter().copied().peekable();
     let mut t = plan.rig.start_at;
-    let mut at_end: Option<Vec<u32>> = None;
-    while t < plan.end + LIVENESS_WAIT {
+    let mut at_end: Option<Vec<Option<u32>>> = None;
+    let mut last: Vec<Option<u32>> = vec![None; n];
+    // The controller's work may outlast the plan: liveness is judged from
+    // 1 ms after its last step at the earliest.
+    let mut end = plan.end;
+    while t < end + LIVENESS_WAIT {
         t += plan.sample_every;
         rig.sim.run_until(t, |_| {});
         if let Some((at, failed)) = &plan.failure {
             if t >= at + plan.rig.t_detect && f.recovery.is_none() {
                 f.recovery = Some(recover_with(&mut rig, failed, plan.broken_recovery)?);
+                down = failed.clone();
                 t = rig.sim.now();
+                end = end.max(t + 1_000_000);
                 continue;
             }
             if t >= *at && f.recovery.is_none() {
@@ -260,18 +379,43 @@ pub fn run(plan: &RunPlan) -> Result<Facts, String> {
                 continue;
             }
         }
-        let w: Vec<u32> = (0..n)
-            .filter(|i| !f.failed.contains(i))
-            .filter_map(|i| rig.window(i))
+        if let Some(&(at, i)) = rejoin.peek() {
+            if t >= at + JOIN_AFTER {
+                if f.recovery.is_none() {
+                    return Err(format!("replica {} restarts before the recovery", i + 1));
+                }
+                rejoin.next();
+                let r = join(&mut rig, &down, i, plan.broken_join)?;
+                f.joins.push((i, at, r));
+                down.retain(|&d| d != i);
+                t = rig.sim.now();
+                end = end.max(t + 1_000_000);
+                continue;
+            }
+        }
+        let all: Vec<Option<u32>> = (0..n)
+            .map(|i| {
+                if down.contains(&i)
+                    || (f.recovery.is_none()
+                        && f.failed.contains(&i)
+                        && plan.failure.as_ref().is_some_and(|x| t >= x.0))
+                {
+                    None
+                } else {
+                    rig.window(i)
+                }
+            })
             .collect();
-        if t >= plan.end {
+        let w: Vec<u32> = all.iter().flatten().copied().collect();
+        last = all.clone();
+        if t >= end {
             // D6's liveness: after the load, every replica must still
             // advance; wait (bounded) until each has moved two windows.
-            let base = at_end.get_or_insert_with(|| w.clone());
-            let done = w
-                .iter()
-                .zip(base.iter())
-                .all(|(a, b)| a.wrapping_sub(*b) >= 2);
+            let base = at_end.get_or_insert_with(|| all.clone());
+            let done = all.iter().zip(base.iter()).all(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => a.wrapping_sub(*b) >= 2,
+                _ => true,
+            });
             f.samples.push((t, w));
             if done {
                 break;
@@ -280,26 +424,17 @@ pub fn run(plan: &RunPlan) -> Result<Facts, String> {
         }
         f.samples.push((t, w));
     }
-    let last = f.samples.last().map(|s| s.1.clone()).unwrap_or_default();
     f.moved_after_end = match at_end {
         Some(b) => last
             .iter()
             .zip(&b)
-            .map(|(a, b)| a.wrapping_sub(*b))
+            .map(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => a.wrapping_sub(*b),
+                _ => 0,
+            })
             .collect(),
         None => vec![0; n],
     };
-    // Back to one entry per replica (failed ones moved nothing).
-    let mut moved = f.moved_after_end.clone().into_iter();
-    f.moved_after_end = (0..n)
-        .map(|i| {
-            if f.failed.contains(&i) {
-                0
-            } else {
-                moved.next().unwrap_or(0)
-            }
-        })
-        .collect();
     for i in 0..n {
         let h = rig.host(i).ok_or("no host")?;
         f.replies.push(h.replies.clone());
@@ -317,7 +452,7 @@ pub fn run(plan: &RunPlan) -> Result<Facts, String> {
     }
     let base = &plan.rig.base;
     for i in 0..n {
-        if f.failed.contains(&i) {
+        if !f.live_at_end(i) {
             f.final_cells.push(None);
             continue;
         }
@@ -334,7 +469,7 @@ pub fn run(plan: &RunPlan) -> Result<Facts, String> {
     }
     for i in 0..n {
         for j in i + 1..n {
-            if f.failed.contains(&i) || f.failed.contains(&j) {
+            if !f.live_at_end(i) || !f.live_at_end(j) {
                 continue;
             }
             if f.final_win[i] != f.final_win[j] {
@@ -380,12 +515,23 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
     for (i, rs) in f.replies.iter().enumerate() {
         // D8, per window at this replica, in processing order (the app
         // link is FIFO and lossless).
-        let mut ok_in: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut ok_in: BTreeMap<(bool, u32), u32> = BTreeMap::new();
         for (t, r) in rs {
             if r.op & OP_UPDATE == 0 {
                 continue;
             }
-            let k = ok_in.entry(r.win).or_default();
+            let life = f.life(plan, i, *t, r.win);
+            // A restarted replica before its join runs from empty state,
+            // then rejects while it is installed: nothing it says then
+            // counts (§5.6 join: its R_u starts empty).
+            if life == Life::Down {
+                j.count(
+                    "sdw: join: updates at a replica before its join (not judged)",
+                    1,
+                );
+                continue;
+            }
+            let k = ok_in.entry((life == Life::Joined, r.win)).or_default();
             match r.status {
                 ST_OK => {
                     if *k >= b {
@@ -402,7 +548,8 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
                     *k += 1;
                     // D9: a failed replica's windows ≥ wmax − 1 were dropped
                     // by the recovery, on purpose (§5.6 step 5).
-                    let dropped = f.failed.contains(&i)
+                    let dropped = life == Life::First
+                        && f.failed.contains(&i)
                         && f.recovery
                             .as_ref()
                             .is_some_and(|rc| r.win.wrapping_add(1) >= rc.wmax);
@@ -453,14 +600,45 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
     let mut seen: BTreeMap<(u32, u32), (usize, [u32; 3])> = BTreeMap::new();
     let bound = 2 * n as u64 * u64::from(b);
     for (i, rs) in f.replies.iter().enumerate() {
-        for (_, q) in rs.iter().filter(|(_, r)| r.op & OP_QUERY != 0) {
+        for (t, q) in rs.iter().filter(|(_, r)| r.op & OP_QUERY != 0) {
+            let life = f.life(plan, i, *t, q.win);
+            let joined_wmax = f.join_of(i).map(|jr| jr.wmax);
+            if life == Life::Down {
+                j.count(
+                    "sdw: join: queries at a replica before its join (not judged)",
+                    1,
+                );
+                continue;
+            }
+            // not_ready exactly until a joined replica completes its first
+            // window (wmax + 1).
+            let unready = life == Life::Joined
+                && joined_wmax.is_some_and(|m| win_lt(q.win, m.wrapping_add(2)));
+            if q.not_ready != unready {
+                v(
+                    &mut j,
+                    format!(
+                        "join: replica {} query {} in window {} not_ready={} (joined at wmax {joined_wmax:?})",
+                        i + 1,
+                        q.req_id,
+                        q.win,
+                        q.not_ready
+                    ),
+                );
+            }
+            if q.not_ready {
+                j.count("sdw: join: queries not ready", 1);
+                continue;
+            }
             // A replica that failed one window ahead of every survivor
             // (in wmax + 1) had already shown its own window wmax − 1,
             // which §5.6 drops, and window number wmax + 1 is reused by
             // the survivors with other contents: §5.6 cannot keep D2/D3
             // for such queries (a spec finding, docs/architecture.md).
             // They are counted, not judged.
-            if f.failed.contains(&i) && f.recovery.as_ref().is_some_and(|rc| win_lt(rc.wmax, q.win))
+            if life == Life::First
+                && f.failed.contains(&i)
+                && f.recovery.as_ref().is_some_and(|rc| win_lt(rc.wmax, q.win))
             {
                 j.count(
                     "sdw: D9 spec finding: queries of a failed replica ahead of wmax",
@@ -533,15 +711,22 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
         j.count("sdw: D3 final snapshots", 1);
     }
     // D6: every window advanced exactly once, in order, and windows moved.
-    let wmax = f.recovery.as_ref().map(|r| r.wmax);
+    let moves: Vec<u32> = f
+        .recovery
+        .iter()
+        .chain(f.joins.iter().map(|j| &j.2))
+        .map(|r| r.wmax)
+        .collect();
     for (i, log) in f.advances.iter().enumerate() {
-        if f.failed.contains(&i) {
+        if !f.live_at_end(i) {
             continue;
         }
         let mut expect = 1u32;
         for (k, &(w, _)) in log.iter().enumerate() {
-            // The controller moves survivors to wmax + 1 without ADVANCE.
-            if let Some(m) = wmax {
+            // The controller moves the members to wmax + 1 without
+            // ADVANCE (recovery and each join; a joiner's log begins at
+            // its restart).
+            for &m in &moves {
                 if w == m.wrapping_add(2) && expect <= m.wrapping_add(1) {
                     expect = w;
                 }
@@ -619,13 +804,26 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
         if f.moved_after_end
             .iter()
             .enumerate()
-            .any(|(i, &m)| !f.failed.contains(&i) && m < 2)
+            .any(|(i, &m)| f.live_at_end(i) && m < 2)
         {
             v(
                 &mut j,
                 format!(
                     "D9: windows did not advance after the recovery at wmax {}",
                     rc.wmax
+                ),
+            );
+        }
+    }
+    for (i, _, jr) in &f.joins {
+        j.count("sdw: joins", 1);
+        if f.moved_after_end.get(*i).copied().unwrap_or(0) < 2 {
+            v(
+                &mut j,
+                format!(
+                    "join: windows did not advance after replica {} joined at wmax {}",
+                    i + 1,
+                    jr.wmax
                 ),
             );
         }
@@ -696,6 +894,40 @@ pub fn run_recovery_seed_with(seed: u64, broken: bool) -> Result<SeedResult, Str
         p.rig.impair.duplicate,
         f.failed,
         f.recovery,
+        f.final_win
+    )];
+    Ok(SeedResult {
+        seed,
+        faults: Vec::new(),
+        kinds: BTreeMap::new(),
+        violations: j.violations,
+        judged: j.judged,
+        notes,
+        events: 0,
+    })
+}
+
+/// One join seed (§5.6 "Join", and D1–D3, D6, D8, D9 around it).
+pub fn run_join_seed(seed: u64) -> Result<SeedResult, String> {
+    run_join_seed_with(seed, false)
+}
+
+/// [`run_join_seed`], or with the broken join (the joiner without M).
+pub fn run_join_seed_with(seed: u64, broken: bool) -> Result<SeedResult, String> {
+    let mut p = plan_join(seed);
+    p.broken_join = broken;
+    let f = run(&p)?;
+    let j = judge(&p, &f);
+    let joins: Vec<(usize, u32)> = f.joins.iter().map(|j| (j.0 + 1, j.2.wmax)).collect();
+    let notes = vec![format!(
+        "join: rows={} cols={} {:?} loss={:?} dup={:.3}; failed {:?} at wmax {:?}; joined (replica, wmax) {joins:?}; windows {:?}",
+        p.rig.base.rows,
+        p.rig.base.cols,
+        p.rig.base.dedup,
+        p.rig.impair.loss,
+        p.rig.impair.duplicate,
+        f.failed.iter().map(|i| i + 1).collect::<Vec<_>>(),
+        f.recovery.as_ref().map(|r| r.wmax),
         f.final_win
     )];
     Ok(SeedResult {

@@ -16,7 +16,13 @@
 //! on the survivors over their sessions — the steps of
 //! [`super::recovery_plan::Recovery`], one RPC at a time (the spec's serial
 //! controller). A failure during a recovery aborts it (counted; not
-//! retried) [our choice].
+//! retried) [our choice]. A replica declared failed whose session comes up
+//! again (it restarted, empty) joins (§5.6 "Join"): the same steps with it
+//! among the live ones, once no recovery or other join is running; its
+//! queries carry not_ready until its first window completes. An RPC not
+//! answered within [`super::recovery::RPC_TIMEOUT`] aborts the recovery or
+//! join it belongs to (counted) [our choice]; a join is tried again when
+//! the replica's session next comes up.
 
 use std::any::Any;
 
@@ -169,6 +175,8 @@ struct Running {
 
 /// Timer token: failure detection.
 const DETECT: u64 = 1;
+/// Timer token: `RPC_DEADLINE | tag`, the deadline of an RPC's answer.
+const RPC_DEADLINE: u64 = 1 << 32;
 
 /// Where one replica is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -201,6 +209,12 @@ pub struct ControllerCounters {
     pub recoveries: u64,
     /// Recoveries abandoned (a failure during one, a replica's error).
     pub recoveries_aborted: u64,
+    /// Joins completed (§5.6).
+    pub joins: u64,
+    /// Joins abandoned (counted in `recoveries_aborted` too).
+    pub joins_aborted: u64,
+    /// RPCs of a recovery or join not answered in time.
+    pub rpc_timeouts: u64,
     /// The last recovery's wmax.
     pub recovery_wmax: u64,
     /// When the last recovery began and when its STARTs went out.
@@ -224,6 +238,11 @@ pub struct SdwController {
     /// A detection timer is set.
     detecting: bool,
     recovery: Option<Running>,
+    /// Failed replicas whose sessions came up again, to join in order.
+    joining: Vec<usize>,
+    /// Replicas whose sessions reset since the last recovery (up again or
+    /// not: a restarted replica lost its state).
+    lost: Vec<usize>,
     /// Counters.
     pub counters: ControllerCounters,
 }
@@ -241,6 +260,8 @@ impl SdwController {
             failed: Vec::new(),
             detecting: false,
             recovery: None,
+            joining: Vec::new(),
+            lost: Vec::new(),
             counters: ControllerCounters::default(),
         }
     }
@@ -345,12 +366,17 @@ impl SdwController {
 
     /// Begins §5.6 recovery of the replicas not declared failed.
     fn recover(&mut self, now: Nanos, out: &mut Vec<Output>) {
-        let down: Vec<usize> = (0..self.state.len())
+        let mut down: Vec<usize> = (0..self.state.len())
             .filter(|&i| !self.state[i].up)
             .collect();
+        down.append(&mut self.lost);
         for i in down {
             if !self.failed.contains(&i) {
                 self.failed.push(i);
+                // Restarted before detection: it joins after the recovery.
+                if self.state[i].up && !self.joining.contains(&i) {
+                    self.joining.push(i);
+                }
             }
         }
         self.failed.sort_unstable();
@@ -363,6 +389,10 @@ impl SdwController {
             merge,
             false,
         );
+        self.run(now, plan, out);
+    }
+
+    fn run(&mut self, now: Nanos, plan: Recovery, out: &mut Vec<Output>) {
         self.counters.recovery_started = now;
         self.recovery = Some(Running {
             plan,
@@ -371,6 +401,40 @@ impl SdwController {
             waiting: None,
         });
         self.pump(now, out);
+    }
+
+    /// Begins the next join, if one waits and nothing else runs.
+    fn maybe_join(&mut self, now: Nanos, out: &mut Vec<Output>) {
+        if self.recovery.is_some() || self.detecting {
+            return;
+        }
+        self.joining
+            .retain(|&i| self.failed.contains(&i) && self.state[i].up);
+        let Some(&i) = self.joining.first() else {
+            return;
+        };
+        self.joining.remove(0);
+        let merge = self.cfg.merge_fn().unwrap_or(Merge::Sum);
+        let plan = Recovery::join(
+            self.state.len(),
+            &self.failed,
+            i,
+            self.cfg.rows,
+            self.cfg.cols,
+            merge,
+            false,
+        );
+        self.run(now, plan, out);
+    }
+
+    /// Abandons the running recovery or join.
+    fn abort(&mut self) {
+        if let Some(r) = self.recovery.take() {
+            self.counters.recoveries_aborted += 1;
+            if r.plan.joiner().is_some() {
+                self.counters.joins_aborted += 1;
+            }
+        }
     }
 
     /// Sends the recovery's calls until one awaits its answer; takes the
@@ -393,15 +457,19 @@ impl SdwController {
                         continue;
                     }
                     Ok(None) => {
-                        self.counters.recoveries += 1;
+                        match run.plan.joiner() {
+                            Some(j) => {
+                                self.counters.joins += 1;
+                                self.failed.retain(|&f| f != j);
+                            }
+                            None => self.counters.recoveries += 1,
+                        }
                         self.counters.recovery_wmax = u64::from(run.plan.wmax());
                         self.counters.recovery_done = now;
                         self.recovery = None;
+                        self.maybe_join(now, out);
                     }
-                    Err(_) => {
-                        self.counters.recoveries_aborted += 1;
-                        self.recovery = None;
-                    }
+                    Err(_) => self.abort(),
                 }
                 return;
             };
@@ -414,6 +482,10 @@ impl SdwController {
             };
             if answered {
                 run.waiting = Some((tag, call.replica));
+                out.push(Output::Timer {
+                    at: now + super::recovery::RPC_TIMEOUT,
+                    token: RPC_DEADLINE | u64::from(tag),
+                });
             } else {
                 run.answers.push(Vec::new());
             }
@@ -453,6 +525,9 @@ impl SdwController {
                 self.state[i].up = true;
                 if self.started_at.is_none() {
                     self.probe(now, i, out);
+                } else if self.failed.contains(&i) && !self.joining.contains(&i) {
+                    self.joining.push(i);
+                    self.maybe_join(now, out);
                 }
             }
             SessionEvent::Reset { .. } => {
@@ -461,9 +536,10 @@ impl SdwController {
                 self.waiting.retain(|w| w.1 != i);
                 if self.started_at.is_some() {
                     self.counters.resets_after_start += 1;
-                    if self.recovery.take().is_some() {
-                        self.counters.recoveries_aborted += 1;
+                    if !self.failed.contains(&i) && !self.lost.contains(&i) {
+                        self.lost.push(i);
                     }
+                    self.abort();
                     if !self.failed.contains(&i) && !self.detecting {
                         self.detecting = true;
                         let at = now + self.cfg.detect_ns().unwrap_or(super::recovery::T_DETECT);
@@ -505,6 +581,18 @@ impl Device for SdwController {
                     self.recover(now, out);
                 }
             }
+            Input::Timer { token } if token & RPC_DEADLINE != 0 => {
+                let tag = token as u32;
+                if self
+                    .recovery
+                    .as_ref()
+                    .is_some_and(|r| r.waiting.is_some_and(|w| w.0 == tag))
+                {
+                    self.counters.rpc_timeouts += 1;
+                    self.abort();
+                    self.maybe_join(now, out);
+                }
+            }
             _ => {}
         }
     }
@@ -537,6 +625,9 @@ impl Node for SdwController {
             ("ctl_starts", c.starts),
             ("ctl_recoveries", c.recoveries),
             ("ctl_recoveries_aborted", c.recoveries_aborted),
+            ("ctl_joins", c.joins),
+            ("ctl_joins_aborted", c.joins_aborted),
+            ("ctl_rpc_timeouts", c.rpc_timeouts),
             ("ctl_recovery_wmax", c.recovery_wmax),
             ("ctl_recovery_started_ns", c.recovery_started),
             ("ctl_recovery_done_ns", c.recovery_done),

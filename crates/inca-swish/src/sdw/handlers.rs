@@ -143,6 +143,10 @@ impl SdwProgram {
             }
             (e.lo, ok)
         })?;
+        let query = r.op & OP_QUERY != 0;
+        // §5.6 join: a joined replica's queries are not ready until its
+        // first window completes.
+        let not_ready = query && dp.register(h.ready_from, 0, |f| w < *f)?;
         let merge = self.cfg.merge;
         let cols = self.cfg.cols;
         let rows = usize::from(self.cfg.rows);
@@ -166,7 +170,7 @@ impl SdwProgram {
             self.counters.rejected += 1;
         }
         let mut res = [0u32; 3];
-        if r.op & OP_QUERY != 0 {
+        if query {
             for (row, out) in res.iter_mut().enumerate().take(rows) {
                 let c = u64::from(hash_col(row, r.key, cols));
                 *out = dp.register(h.p[row], c, |e| half(*e, w.wrapping_add(1)))?;
@@ -189,6 +193,7 @@ impl SdwProgram {
             value: r.value,
             win: w,
             res,
+            not_ready,
         };
         let hd = pkt.header_mut();
         if hd.len() < PAYLOAD_AT + super::app::APP_LEN {

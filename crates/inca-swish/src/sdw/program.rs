@@ -56,12 +56,17 @@ pub const ARR_WINREG: u8 = 0;
 pub const ARR_STATUS: u8 = 1;
 /// Register code: `ready_cnt` (2 entries).
 pub const ARR_READY: u8 = 2;
+/// Register code: `ready_from`, the first window whose queries are ready
+/// (a joining replica's, §5.6; 0 for a member from the start).
+pub const ARR_READY_FROM: u8 = 3;
 /// Register code: `P_r` is `ARR_P + r`.
 pub const ARR_P: u8 = 10;
 /// Register code: `Q_r` is `ARR_Q + r`.
 pub const ARR_Q: u8 = 20;
 /// Register code: `TQ_r` is `ARR_TQ + r`.
 pub const ARR_TQ: u8 = 30;
+/// Register code: `TP_r` is `ARR_TP + r`.
+pub const ARR_TP: u8 = 40;
 /// SET_CFG item (§4.5, on a session): PAUSED := value[0] (as
 /// [`MSG_PAUSE`]).
 pub const CFG_PAUSED: u8 = 1;
@@ -195,6 +200,7 @@ pub struct SdwCounters {
 pub(crate) struct Handles {
     pub paused: RegisterHandle<u32>,
     pub winreg: RegisterHandle<Pair>,
+    pub ready_from: RegisterHandle<u32>,
     pub flags_r: RegisterHandle<u32>,
     pub ready_cnt: RegisterHandle<Pair>,
     pub next_col: Option<RegisterHandle<Pair>>,
@@ -476,10 +482,12 @@ impl SdwProgram {
                         ARR_WINREG => cp.register_read(h.winreg, first, count),
                         ARR_STATUS => cp.register_read(h.status, first, count),
                         ARR_READY => cp.register_read(h.ready_cnt, first, count),
-                        _ => match (row(ARR_P), row(ARR_Q), row(ARR_TQ)) {
-                            (Some(r), _, _) => cp.register_read(h.p[r], first, count),
-                            (_, Some(r), _) => cp.register_read(h.q[r], first, count),
-                            (_, _, Some(r)) => cp.register_read(h.tq[r], first, count),
+                        ARR_READY_FROM => cp.register_read(h.ready_from, first, count),
+                        _ => match (row(ARR_P), row(ARR_Q), row(ARR_TQ), row(ARR_TP)) {
+                            (Some(r), _, _, _) => cp.register_read(h.p[r], first, count),
+                            (_, Some(r), _, _) => cp.register_read(h.q[r], first, count),
+                            (_, _, Some(r), _) => cp.register_read(h.tq[r], first, count),
+                            (_, _, _, Some(r)) => cp.register_read(h.tp[r], first, count),
                             _ => return,
                         },
                     }
@@ -496,9 +504,13 @@ impl SdwProgram {
                         ARR_WINREG => cp.register_write_range(h.winreg, first, vals),
                         ARR_STATUS => cp.register_write_range(h.status, first, vals),
                         ARR_READY => cp.register_write_range(h.ready_cnt, first, vals),
-                        _ => match row(ARR_P) {
-                            Some(r) => cp.register_write_range(h.p[r], first, vals),
-                            None => return,
+                        ARR_READY_FROM => cp.register_write_range(h.ready_from, first, vals),
+                        // A joining replica's tags (§5.6 join).
+                        _ => match (row(ARR_P), row(ARR_TQ), row(ARR_TP)) {
+                            (Some(r), _, _) => cp.register_write_range(h.p[r], first, vals),
+                            (_, Some(r), _) => cp.register_write_range(h.tq[r], first, vals),
+                            (_, _, Some(r)) => cp.register_write_range(h.tp[r], first, vals),
+                            _ => return,
                         },
                     };
                     // The channel is serial: this read completes after the
@@ -561,6 +573,9 @@ impl Program for SdwProgram {
         // whether a sync packet touches anything, so it comes first.
         let paused = d.register::<u32>(reg("paused", 1))?;
         let winreg = d.register::<Pair>(reg("winreg", 1).after(&[paused.id()]))?;
+        // A query reads it right after the window (§5.6 join: not_ready
+        // until the replica's first window completes).
+        let ready_from = d.register::<u32>(reg("ready_from", 1).after(&[winreg.id()]))?;
         let flags_r = d.register::<u32>(reg("flagsR", n).after(&[winreg.id()]))?;
         let ready_cnt = d.register::<Pair>(reg("ready_cnt", 2).after(&[flags_r.id()]))?;
         // No packet touches both the ready counters and the duplicate
@@ -586,7 +601,8 @@ impl Program for SdwProgram {
         let rows = usize::from(self.cfg.rows);
         let (mut tq, mut q) = (Vec::new(), Vec::new());
         for r in 0..rows {
-            let t = d.register::<u16>(reg(&format!("TQ{r}"), c).after(&[before_q]))?;
+            let t =
+                d.register::<u16>(reg(&format!("TQ{r}"), c).after(&[before_q, ready_from.id()]))?;
             q.push(d.register::<Pair>(reg(&format!("Q{r}"), c).after(&[t.id()]))?);
             tq.push(t);
         }
@@ -607,6 +623,7 @@ impl Program for SdwProgram {
         self.h = Some(Handles {
             paused,
             winreg,
+            ready_from,
             flags_r,
             ready_cnt,
             next_col,

@@ -1,5 +1,5 @@
-//! SDW recovery (specs/swish.md §5.6) by the controller, driven from the
-//! rig: after fail-stop of replicas F, pause the survivors, bring a lagging
+//! SDW recovery and join (specs/swish.md §5.6) by the controller, driven
+//! from the rig. Recovery: after fail-stop of replicas F, pause the survivors, bring a lagging
 //! one up to wmax, merge R_r(wmax) with every survivor's R_s-source into
 //! M, install M as the next R_r, drop F from the groups and masks, and
 //! restart everyone in wmax+1 with START. The steps are
@@ -152,7 +152,27 @@ pub fn recover_with(
 ) -> Result<RecoveryReport, String> {
     let n = rig.replicas.len();
     let base = rig.base.clone();
-    let mut plan = Recovery::new(n, failed, base.rows, base.cols, base.merge, broken);
+    let plan = Recovery::new(n, failed, base.rows, base.cols, base.merge, broken);
+    drive(rig, plan)
+}
+
+/// Runs §5.6 "Join" now: replica `joiner` (0-based, one of `failed`, the
+/// replicas declared failed so far; restarted with empty state) joins the
+/// others. `broken` installs it without M, for showing D2/D3 catch it.
+pub fn join(
+    rig: &mut Rig,
+    failed: &[usize],
+    joiner: usize,
+    broken: bool,
+) -> Result<RecoveryReport, String> {
+    let n = rig.replicas.len();
+    let base = rig.base.clone();
+    let plan = Recovery::join(n, failed, joiner, base.rows, base.cols, base.merge, broken);
+    drive(rig, plan)
+}
+
+/// Runs `plan`'s batches as control messages, one call at a time.
+fn drive(rig: &mut Rig, mut plan: Recovery) -> Result<RecoveryReport, String> {
     let started = rig.sim.now();
     let mut c = Ctl { rig, tag: 0 };
     let mut answers: Vec<Vec<u64>> = Vec::new();

@@ -15,11 +15,25 @@
 //! is in the source half read; (5) install M, the members, window wmax+1,
 //! status 0 and ready counts 0 everywhere; (6) START everyone — only once
 //! every survivor is installed.
+//!
+//! A join (§5.6 "Join") is the same batches with the joining replica among
+//! the live ones, and these differences [our choices where the spec is
+//! silent]: in batch 1 the joiner is closed — its `ready_from` set to
+//! "never" and its update count to the most there is, so it rejects
+//! updates and marks queries not ready while it is installed (a restarted
+//! replica runs from its own empty state until then); its window is not
+//! read (wmax is the old members'); it has no source half to read (empty
+//! R_u, §5.6); and in batch 5 it gets, before its window, every TQ tag set
+//! to (wmax − 1) and every TP tag to wmax (its Q halves count as empty, its
+//! merge half as not begun in wmax + 1), and `ready_from` = wmax + 2 (its
+//! queries carry not_ready until its first window completes).
 
 use inca_switch::register::{Pair, RegisterValue};
 
 use super::config::Merge;
-use super::program::{ARR_P, ARR_Q, ARR_READY, ARR_STATUS, ARR_TQ, ARR_WINREG};
+use super::program::{
+    ep8, ARR_P, ARR_Q, ARR_READY, ARR_READY_FROM, ARR_STATUS, ARR_TP, ARR_TQ, ARR_WINREG,
+};
 use crate::addr::Rid;
 
 /// One register-level operation of the controller on a replica's CPU.
@@ -79,15 +93,22 @@ enum Stage {
     Done,
 }
 
-/// One recovery, from detection to START.
+/// One recovery (or join), from detection to START.
 #[derive(Debug, Clone)]
 pub struct Recovery {
+    /// Every replica installed: the survivors and a joiner.
     live: Vec<usize>,
+    /// The members before: their windows make wmax, their sources M.
+    old: Vec<usize>,
+    /// The joining replica.
+    joiner: Option<usize>,
+    /// The members declared failed afterwards.
     failed: Vec<usize>,
     rows: usize,
     cols: u32,
     merge: Merge,
     broken: bool,
+    broken_join: bool,
     stage: Stage,
     wins: Vec<u32>,
     wmax: u32,
@@ -118,6 +139,17 @@ fn call(replica: usize, op: Op) -> Call {
     Call { replica, op }
 }
 
+fn write(replica: usize, arr: u8, vals: Vec<u64>) -> Call {
+    call(
+        replica,
+        Op::Write {
+            arr,
+            first: 0,
+            vals,
+        },
+    )
+}
+
 fn read(replica: usize, arr: u8, cols: u32) -> Call {
     call(
         replica,
@@ -142,19 +174,54 @@ impl Recovery {
         merge: Merge,
         broken: bool,
     ) -> Self {
+        let live: Vec<usize> = (0..n).filter(|i| !failed.contains(i)).collect();
         Recovery {
-            live: (0..n).filter(|i| !failed.contains(i)).collect(),
+            old: live.clone(),
+            live,
+            joiner: None,
             failed: failed.to_vec(),
             rows: usize::from(rows),
             cols,
             merge,
             broken,
+            broken_join: false,
             stage: Stage::Pause,
             wins: Vec::new(),
             wmax: 0,
             lagging: Vec::new(),
             rr: Vec::new(),
         }
+    }
+
+    /// The join (§5.6 "Join") of replica `joiner` (0-based, among the
+    /// `failed`) to the `n` replicas of which `failed` are declared failed:
+    /// steps 1–6 with the joiner among the live ones. `broken` installs
+    /// the joiner without M (its R_r stays empty), for showing D2/D3
+    /// catch it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn join(
+        n: usize,
+        failed: &[usize],
+        joiner: usize,
+        rows: u8,
+        cols: u32,
+        merge: Merge,
+        broken: bool,
+    ) -> Self {
+        let mut r = Recovery::new(n, failed, rows, cols, merge, false);
+        r.failed.retain(|&i| i != joiner);
+        if joiner < n && !r.live.contains(&joiner) {
+            r.live.push(joiner);
+            r.live.sort_unstable();
+            r.joiner = Some(joiner);
+        }
+        r.broken_join = broken;
+        r
+    }
+
+    /// The joining replica, if this is a join.
+    pub fn joiner(&self) -> Option<usize> {
+        self.joiner
     }
 
     /// The largest survivor window (once read).
@@ -191,24 +258,38 @@ impl Recovery {
         let cols = self.cols as usize;
         let batch = match self.stage {
             Stage::Pause => {
-                if self.live.is_empty() {
+                if self.old.is_empty() {
                     return Err("no survivor".into());
                 }
                 self.stage = Stage::Windows;
                 let mut b: Vec<Call> = self.live.iter().map(|&i| call(i, Op::Pause)).collect();
-                b.extend(self.live.iter().map(|&i| read(i, ARR_WINREG, 1)));
+                if let Some(j) = self.joiner {
+                    // Closed while it is installed: queries not ready,
+                    // updates rejected (count at its maximum).
+                    b.push(write(j, ARR_READY_FROM, vec![u64::from(u32::MAX)]));
+                    b.push(write(
+                        j,
+                        ARR_WINREG,
+                        vec![Pair {
+                            lo: 0,
+                            hi: u32::MAX,
+                        }
+                        .to_u64()],
+                    ));
+                }
+                b.extend(self.old.iter().map(|&i| read(i, ARR_WINREG, 1)));
                 b
             }
             Stage::Windows => {
-                let off = self.live.len();
+                let off = self.live.len() + if self.joiner.is_some() { 2 } else { 0 };
                 self.wins = Vec::new();
-                for (k, &i) in self.live.iter().enumerate() {
+                for (k, &i) in self.old.iter().enumerate() {
                     let v = Self::values(answers, off + k, 1, i)?;
                     self.wins.push(Pair::from_u64(v[0]).lo);
                 }
                 let wmax = *self.wins.iter().max().ok_or("no survivor")?;
                 self.wmax = wmax;
-                for (k, &i) in self.live.iter().enumerate() {
+                for (k, &i) in self.old.iter().enumerate() {
                     let w = self.wins[k];
                     if w == wmax.wrapping_sub(1) {
                         self.lagging.push(i);
@@ -216,14 +297,14 @@ impl Recovery {
                         return Err(format!("replica {} in window {w} with wmax {wmax}", i + 1));
                     }
                 }
-                let s = self.live[self.wins.iter().position(|&w| w == wmax).unwrap_or(0)];
+                let s = self.old[self.wins.iter().position(|&w| w == wmax).unwrap_or(0)];
                 self.stage = Stage::Rr;
                 (0..self.rows)
                     .map(|r| read(s, ARR_P + r as u8, self.cols))
                     .collect()
             }
             Stage::Rr => {
-                let s = self.live[self.wins.iter().position(|&w| w == self.wmax).unwrap_or(0)];
+                let s = self.old[self.wins.iter().position(|&w| w == self.wmax).unwrap_or(0)];
                 self.rr = (0..self.rows)
                     .map(|r| {
                         let v = Self::values(answers, r, cols, s)?;
@@ -271,7 +352,7 @@ impl Recovery {
                     ));
                 }
                 if !self.broken {
-                    for &i in &self.live {
+                    for &i in &self.old {
                         for r in 0..self.rows {
                             b.push(read(i, ARR_Q + r as u8, self.cols));
                             b.push(read(i, ARR_TQ + r as u8, self.cols));
@@ -289,7 +370,7 @@ impl Recovery {
                 let mut m = self.rr.clone();
                 let mut at = self.lagging.len() * (self.rows + 1);
                 if !self.broken {
-                    for &i in &self.live {
+                    for &i in &self.old {
                         for mrow in m.iter_mut() {
                             let q = Self::values(answers, at, cols, i)?;
                             let tq = Self::values(answers, at + 1, cols, i)?;
@@ -316,7 +397,23 @@ impl Recovery {
                 .to_u64();
                 let mut b = Vec::new();
                 for &i in &self.live {
+                    let joiner = self.joiner == Some(i);
+                    if joiner {
+                        // Empty R_u and R_s-source: every TQ tag (wmax−1);
+                        // the merge half not begun in wmax + 1: TP tag wmax.
+                        let t = u64::from(ep8(wmax.wrapping_sub(1)));
+                        for r in 0..self.rows {
+                            b.push(write(i, ARR_TQ + r as u8, vec![t << 8 | t; cols]));
+                            let tp = u64::from(ep8(wmax));
+                            b.push(write(i, ARR_TP + r as u8, vec![tp; cols]));
+                        }
+                        let ready = u64::from(wmax.wrapping_add(2));
+                        b.push(write(i, ARR_READY_FROM, vec![ready]));
+                    }
                     for (r, mrow) in m.iter().enumerate() {
+                        if joiner && self.broken_join {
+                            continue;
+                        }
                         let vals = self.rr[r]
                             .iter()
                             .zip(mrow)

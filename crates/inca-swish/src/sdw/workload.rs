@@ -23,7 +23,9 @@
 //! (row 0's cell in the latest reply and the largest seen: with one key,
 //! the sum of the updates the replica's snapshot holds) and
 //! `first_seen_win` (the window of the first query that read a non-zero
-//! value; 0 if none did).
+//! value; 0 if none did), `not_ready` (query replies of a replica that
+//! joined and has not completed its first window, §5.6: they read
+//! nothing).
 
 use inca_sim::metrics::NodeReport;
 use inca_sim::nodes::host::workload::{
@@ -84,6 +86,8 @@ pub struct AppTally {
     pub read_max: u32,
     /// The window of the first query that read non-zero.
     pub first_seen_win: Option<u32>,
+    /// Query replies marked not ready (§5.6 join).
+    pub not_ready: u64,
 }
 
 /// The workload.
@@ -170,7 +174,9 @@ impl SdwApp {
                 _ => {}
             }
         }
-        if r.op & OP_QUERY != 0 {
+        if r.op & OP_QUERY != 0 && r.not_ready {
+            t.not_ready += 1;
+        } else if r.op & OP_QUERY != 0 {
             t.read_last = r.res[0];
             t.read_max = t.read_max.max(r.res[0]);
             if r.res[0] != 0 && t.first_seen_win.is_none() {
@@ -218,6 +224,8 @@ impl Workload for SdwApp {
             return Claim::NotMine;
         }
         match AppReply::parse_payload(d.payload) {
+            // Another workload's (one host may run several per replica).
+            Some(r) if r.op != self.op || r.key != self.key => return Claim::NotMine,
             Some(r) => self.on_reply(&r),
             None => self.tally.unmatched += 1,
         }
@@ -237,6 +245,7 @@ impl Workload for SdwApp {
             ("read_last", u64::from(t.read_last)),
             ("read_max", u64::from(t.read_max)),
             ("first_seen_win", u64::from(t.first_seen_win.unwrap_or(0))),
+            ("not_ready", t.not_ready),
         ] {
             r.counters.insert(format!("{name}.{k}"), v);
         }

@@ -53,10 +53,11 @@ impl Nodes {
         self.children.push((name.to_string(), child));
     }
 
-    /// Kills node `name` (a fail-stop).
+    /// Kills node `name` (a fail-stop); it may be started again.
     #[allow(dead_code)]
     pub fn kill(&mut self, name: &str) {
-        let (_, c) = self.children.iter_mut().find(|(n, _)| n == name).unwrap();
+        let k = self.children.iter().position(|(n, _)| n == name).unwrap();
+        let (_, mut c) = self.children.remove(k);
         c.kill().unwrap();
         c.wait().unwrap();
     }
