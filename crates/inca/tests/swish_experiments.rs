@@ -318,6 +318,19 @@ fn e7_ready_phase_removes_retransmissions() {
 }
 
 #[test]
+fn e7_start_skew_stalls_no_run_with_or_without_the_ready_phase() {
+    // START landing up to 10 us apart: before replicas were loaded paused,
+    // a peer's DATA(0) taken before a replica's own START was ACKed and
+    // then forgotten, and every run without the ready phase stalled in
+    // window 0 (3 of 3 per topology).
+    let out = sweep("e7-start-skew.toml");
+    let stalled = config_points(&out.join("plots/stalled.csv"));
+    println!("E7 start skew: runs stalled {stalled:?}");
+    assert_eq!(stalled.len(), 4, "{stalled:?}");
+    assert!(stalled.iter().all(|p| p.2 == 0.0), "{stalled:?}");
+}
+
+#[test]
 fn e11_star_of_32_holds_d1_to_d8_without_retransmissions() {
     let out = sweep("e11-scale-out.toml");
     let v = config_points(&out.join("plots/violations.csv"));

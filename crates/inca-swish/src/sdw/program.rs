@@ -743,6 +743,16 @@ impl Program for SdwProgram {
         match event {
             ControlEvent::Start => {
                 self.pending.clear();
+                // Loaded paused: no sync packet touches anything before
+                // START clears PAUSED in its own pass. A peer's DATA(0)
+                // taken before this replica's START was ACKed and then
+                // forgotten when START reset `status`, and without the
+                // ready phase the pair stalled (E7 START skew). The write
+                // precedes every answer on the serial control channel, so
+                // it lands before the controller's START.
+                if let Some(h) = &self.h {
+                    cp.register_write(h.paused, 0, 1);
+                }
                 self.install_groups(cp);
                 let g = self.cfg.group_id;
                 let timer = internal_frame(&me, g, T_TIMER, 0, self.cfg.coll_id);
