@@ -306,7 +306,7 @@ pub struct Facts {
 pub const LIVENESS_WAIT: Nanos = 10_000_000;
 
 /// Which life of replica `i` a reply at time `t` in window `win` is from:
-/// before its failure (or it never failed), after its restart but before
+/// up to its restart (or it never restarted), after its restart but before
 /// its join (the replica runs from empty state, then is closed while it is
 /// installed), or after its join (window wmax + 1 on: an update accepted
 /// once its window is written is kept, even before the START).
@@ -318,14 +318,13 @@ enum Life {
 }
 
 impl Facts {
-    fn life(&self, plan: &RunPlan, i: usize, t: Nanos, win: u32) -> Life {
-        let failed_at = plan.failure.as_ref().map(|f| f.0);
-        if !self.failed.contains(&i) || failed_at.is_some_and(|at| t < at) {
-            return Life::First;
-        }
+    fn life(&self, i: usize, t: Nanos, win: u32) -> Life {
+        // Replies in flight when a replica crashes arrive after the crash:
+        // its first life ends at its restart.
         match self.joins.iter().find(|j| j.0 == i) {
             Some(j) if t >= j.1 && win_lt(j.2.wmax, win) => Life::Joined,
-            _ => Life::Down,
+            Some(j) if t >= j.1 => Life::Down,
+            _ => Life::First,
         }
     }
 
@@ -520,7 +519,7 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
             if r.op & OP_UPDATE == 0 {
                 continue;
             }
-            let life = f.life(plan, i, *t, r.win);
+            let life = f.life(i, *t, r.win);
             // A restarted replica before its join runs from empty state,
             // then rejects while it is installed: nothing it says then
             // counts (§5.6 join: its R_u starts empty).
@@ -601,7 +600,7 @@ pub fn judge(plan: &RunPlan, f: &Facts) -> Judgement {
     let bound = 2 * n as u64 * u64::from(b);
     for (i, rs) in f.replies.iter().enumerate() {
         for (t, q) in rs.iter().filter(|(_, r)| r.op & OP_QUERY != 0) {
-            let life = f.life(plan, i, *t, q.win);
+            let life = f.life(i, *t, q.win);
             let joined_wmax = f.join_of(i).map(|jr| jr.wmax);
             if life == Life::Down {
                 j.count(
