@@ -20,12 +20,20 @@
 //! [[port]]
 //! id = 1
 //! udp = { local = "127.0.0.1:40001", peer = "127.0.0.1:40002" }
+//! link = { rate = "10Mbps", delay = "2ms", loss = 0.1 }   # optional
+//! ingress_link = { delay = "2ms" }   # optional: what the peer sends
 //!
 //! session_listen = "127.0.0.1:7700"   # control sessions (TCP) listen here
 //! [[session]]
 //! id = 1                          # what the devices call it
 //! peer = "127.0.0.1:7701"         # the peer node's session_listen
 //! ```
+//!
+//! A port's `link` is a scenario link's model (the fields of a `[[link]]`
+//! but its ends, name and capture) applied to what the port sends: see
+//! [`crate::link`]. `ingress_link` is the same for what the peer sends,
+//! applied as it arrives: for a peer that is no `inca node` and so models
+//! nothing itself (a host of the testbed).
 //!
 //! (`session_listen`, like the other top-level keys, goes before the first
 //! table in a real file.) See [`crate::session`] for how sessions connect.
@@ -45,6 +53,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use inca_sim::scenario::LinkParams;
 use serde::{Deserialize, Serialize};
 
 /// One live node. See the module documentation.
@@ -178,7 +187,7 @@ pub struct NeighbourSpec {
 }
 
 /// One port and what it is bound to: exactly one of `udp` and `interface`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PortSpec {
     /// The device's port number.
@@ -189,6 +198,33 @@ pub struct PortSpec {
     /// A Linux interface (AF_PACKET).
     #[serde(default)]
     pub interface: Option<String>,
+    /// The scenario link model applied to what this port sends (a
+    /// scenario link's fields: `rate`, `delay`, `queue`, `loss`,
+    /// `duplicate`, `reorder`, `reorder_delay`, `jitter`); see
+    /// [`crate::link`]. Absent: frames go out as the device sends them.
+    #[serde(
+        default,
+        deserialize_with = "de_link",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub link: Option<LinkParams>,
+    /// The same for what the peer sends, applied as its frames arrive,
+    /// before the device sees them: for a peer that is not an `inca node`
+    /// (the testbed's hosts are Linux interfaces).
+    #[serde(
+        default,
+        deserialize_with = "de_link",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ingress_link: Option<LinkParams>,
+}
+
+/// A port's `link` table, checked as it is read (so a bad probability is
+/// reported with its line, as a misspelt key is).
+fn de_link<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<LinkParams>, D::Error> {
+    let params = LinkParams::deserialize(d)?;
+    params.channel().map_err(serde::de::Error::custom)?;
+    Ok(Some(params))
 }
 
 /// The two ends of a UDP link.
@@ -295,5 +331,39 @@ udp = { local = "127.0.0.1:40001", peer = "127.0.0.1:40002" }
         let e = NodeConfig::from_toml(&with_sessions.replace("peer", "pear")).unwrap_err();
         assert!(e.contains("pear") && e.contains("line"), "{e}");
         assert_eq!(parse_mac("02:00"), None);
+    }
+
+    #[test]
+    fn a_port_link_reads_the_scenario_vocabulary_and_bad_fields_name_their_line() {
+        let text = r#"
+name = "r"
+[device]
+kind = "router"
+[[port]]
+id = 0
+udp = { local = "127.0.0.1:40001", peer = "127.0.0.1:40002" }
+link = { rate = "10Mbps", delay = "2ms", loss = 0.1, queue = "64KiB" }
+"#;
+        let c = NodeConfig::from_toml(text).unwrap();
+        let link = c.ports[0].link.clone().unwrap();
+        let ch = link.channel().unwrap();
+        assert_eq!(
+            (ch.rate_bps, ch.delay, ch.queue_bytes),
+            (10_000_000, 2_000_000, 65536)
+        );
+        assert_eq!(ch.loss, inca_sim::link::LossModel::Bernoulli { p: 0.1 });
+        // Written back as numbers, read back the same.
+        assert_eq!(NodeConfig::from_toml(&c.to_toml()).unwrap(), c);
+        for (bad, field) in [
+            ("loss = 0.1", "loss = 1.5"),
+            ("delay = \"2ms\"", "delay = \"2 parsecs\""),
+            ("rate = \"10Mbps\"", "rate = 0"),
+            ("queue", "queu"),
+        ] {
+            let e = NodeConfig::from_toml(&text.replace(bad, field)).unwrap_err();
+            assert!(e.contains("line 8"), "{field}: {e}");
+        }
+        let e = NodeConfig::from_toml(&text.replace("loss = 0.1", "duplicate = 2.0")).unwrap_err();
+        assert!(e.contains("duplicate") && e.contains("line 8"), "{e}");
     }
 }

@@ -7,6 +7,8 @@
 //!   across machines); [`packet`] attaches to a Linux interface with
 //!   AF_PACKET (root), so a switch process can sit between namespaces.
 //! - [`capture`] — a pcap of every frame a port carries.
+//! - [`link`] — a scenario link's model (rate, delay, loss…) on a port's
+//!   egress.
 //! - [`config`] — what `inca node --config FILE` reads.
 //! - [`session`] — control sessions between nodes over real TCP.
 //! - [`runner`] — the live driver: wall-clock time, timers, batched frame
@@ -16,6 +18,7 @@
 
 pub mod capture;
 pub mod config;
+pub mod link;
 pub mod packet;
 pub mod port;
 pub mod runner;

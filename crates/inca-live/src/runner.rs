@@ -23,6 +23,15 @@
 //! once (its time is at most a CPU handler's cost away, below what the
 //! runner can time, as with `slack`), and a refusal comes back as an
 //! event in the next step.
+//!
+//! A port given a link model ([`Runner::with_links`], a scenario link's
+//! `rate`, `delay`, `loss`… in the node's configuration) sends through it
+//! ([`crate::link`]): what the device transmits on that port is offered to
+//! the port's channel, dropped or held until the channel says it arrives,
+//! and sent then. A port may also model what its peer sends
+//! ([`Runner::with_ingress_links`], for a peer that is not a runner): what
+//! it receives is offered to that channel and handed to the device when
+//! due. A port without either pays nothing per frame.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -36,6 +45,7 @@ use inca_switch::device::{
     SessionEvent,
 };
 
+use crate::link::LiveLink;
 use crate::port::{Port, BATCH};
 use crate::session::LiveSessions;
 
@@ -128,6 +138,12 @@ pub struct Runner<D: Device> {
     sessions: Option<LiveSessions>,
     /// Session events waiting for the device (refusals, polled events).
     session_events: Vec<SessionEvent>,
+    /// Each port's link model, if any (empty: none has one).
+    links: Vec<Option<LiveLink>>,
+    /// Each port's model of what its peer sends, if any (empty: none).
+    ingress: Vec<Option<LiveLink>>,
+    /// Frames a link model passes on in this step (reused).
+    link_out: Vec<Vec<u8>>,
 }
 
 impl<D: Device> Runner<D> {
@@ -158,7 +174,44 @@ impl<D: Device> Runner<D> {
             next_link_poll: 0,
             sessions: None,
             session_events: Vec::new(),
+            links: Vec::new(),
+            ingress: Vec::new(),
+            link_out: Vec::with_capacity(BATCH),
         }
+    }
+
+    /// The same runner with link models: `links[i]` on port `i`'s egress
+    /// (`None`, or a port past the end: none).
+    pub fn with_links(mut self, links: Vec<Option<LiveLink>>) -> Self {
+        self.links = self.per_port(links);
+        self
+    }
+
+    /// The same runner with models of what each port's peer sends:
+    /// `links[i]` on port `i`'s ingress.
+    pub fn with_ingress_links(mut self, links: Vec<Option<LiveLink>>) -> Self {
+        self.ingress = self.per_port(links);
+        self
+    }
+
+    /// `links` cut to the ports, or empty if none has a model (so the
+    /// per-step loops over them cost nothing).
+    fn per_port(&self, mut links: Vec<Option<LiveLink>>) -> Vec<Option<LiveLink>> {
+        links.truncate(self.ports.len());
+        if links.iter().all(Option::is_none) {
+            links.clear();
+        }
+        links
+    }
+
+    /// Port `i`'s link model, if it has one.
+    pub fn link(&self, port: usize) -> Option<&LiveLink> {
+        self.links.get(port).and_then(Option::as_ref)
+    }
+
+    /// Port `i`'s model of what its peer sends, if it has one.
+    pub fn ingress_link(&self, port: usize) -> Option<&LiveLink> {
+        self.ingress.get(port).and_then(Option::as_ref)
     }
 
     /// The same runner with control sessions.
@@ -344,6 +397,17 @@ impl<D: Device> Runner<D> {
             if n > 0 {
                 worked = true;
             }
+            if let Some(Some(link)) = self.ingress.get_mut(p) {
+                // What arrived joins the channel; what is due goes on.
+                let mut due = std::mem::take(&mut self.link_out);
+                link.release(now, self.config.slack, &mut due);
+                for frame in self.rx.drain(..) {
+                    link.offer(now, frame, self.config.slack, &mut due);
+                }
+                std::mem::swap(&mut self.rx, &mut due);
+                self.link_out = due;
+                worked |= !self.rx.is_empty();
+            }
             // Take the batch out (the device needs `self`), then put the
             // empty vector back so its capacity is kept.
             let mut frames = std::mem::take(&mut self.rx);
@@ -369,6 +433,7 @@ impl<D: Device> Runner<D> {
             };
             self.outbox[usize::from(port)].push(frame);
         }
+        self.through_links(now);
         for (port, batch) in self.ports.iter_mut().zip(self.outbox.iter_mut()) {
             if !batch.is_empty() {
                 worked = true;
@@ -378,10 +443,31 @@ impl<D: Device> Runner<D> {
         Ok(worked)
     }
 
-    /// When the runner next has something to do on its own (a timer or a
-    /// held transmission), if anything.
+    /// Passes each linked port's outbox through its link model: what the
+    /// device sent is offered, what is due (of it or held before) stays.
+    fn through_links(&mut self, now: Nanos) {
+        let slack = self.config.slack;
+        for (link, batch) in self.links.iter_mut().zip(self.outbox.iter_mut()) {
+            let Some(link) = link else { continue };
+            let mut out = std::mem::take(&mut self.link_out);
+            link.release(now, slack, &mut out);
+            for frame in batch.drain(..) {
+                link.offer(now, frame, slack, &mut out);
+            }
+            // `batch` is empty: swap so both keep their capacity.
+            std::mem::swap(batch, &mut out);
+            self.link_out = out;
+        }
+    }
+
+    /// When the runner next has something to do on its own (a timer, a
+    /// held transmission, a frame a link model holds), if anything.
     fn next_due(&self) -> Option<Nanos> {
         let mut t = self.timers.values().copied().min();
+        let links = self.links.iter().chain(&self.ingress).flatten();
+        for due in links.filter_map(LiveLink::next_due) {
+            t = Some(t.map_or(due, |t| t.min(due)));
+        }
         if self.config.link_poll > 0 {
             t = Some(t.map_or(self.next_link_poll, |t| t.min(self.next_link_poll)));
         }

@@ -64,3 +64,65 @@ fn a_live_router_forwards_real_datagrams() {
     assert_eq!(rs.frames_in, u64::from(n));
     assert_eq!(router_stats.tx, u64::from(n));
 }
+
+/// The same router with link models: 3 ms on what arrives at port 0, 5 ms
+/// on what leaves port 1. Every frame takes both, and the loss-free models
+/// pass every frame.
+#[test]
+fn a_live_routers_link_models_delay_both_ways_through() {
+    use inca_live::link::LiveLink;
+    use inca_sim::link::ChannelConfig;
+    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    b.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let p0 = UdpPort::bind("127.0.0.1:0".parse().unwrap(), a.local_addr().unwrap()).unwrap();
+    let p1 = UdpPort::bind("127.0.0.1:0".parse().unwrap(), b.local_addr().unwrap()).unwrap();
+    let to_router = p0.local_addr().unwrap();
+    let mut router = Router::new(
+        RouterConfig::default(),
+        vec![[2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]],
+        vec![[4; 6], [6; 6]],
+    );
+    router.add_route([10, 0, 0, 0], 8, vec![1]).unwrap();
+    let ports: Vec<Box<dyn Port>> = vec![Box::new(p0), Box::new(p1)];
+    let delayed = |delay| ChannelConfig {
+        delay,
+        ..ChannelConfig::default()
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let handle = std::thread::spawn(move || {
+        let mut r = Runner::new(router, ports, 1, RunnerConfig::default())
+            .with_links(vec![None, Some(LiveLink::egress(delayed(5_000_000), 1, 1))])
+            .with_ingress_links(vec![Some(LiveLink::ingress(delayed(3_000_000), 1, 0))]);
+        r.run(&stop2).unwrap();
+        (
+            r.link(1).unwrap().stats(),
+            r.ingress_link(0).unwrap().stats(),
+            r.link(0).is_none(),
+        )
+    });
+    let ep = inca_wire::Endpoints::new(
+        [2; 6],
+        "192.0.2.1".parse().unwrap(),
+        [2, 0, 0, 0, 0, 1],
+        "10.1.2.3".parse().unwrap(),
+    );
+    let n = 50u64;
+    let mut buf = [0u8; 2048];
+    let mut fastest = Duration::MAX;
+    for i in 0..n {
+        let f = inca_wire::build_udp_frame(&ep, 1000 + i as u16, 53, b"live", true).unwrap();
+        let t = Instant::now();
+        a.send_to(&f, to_router).unwrap();
+        b.recv_from(&mut buf).expect("every frame comes through");
+        fastest = fastest.min(t.elapsed());
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (egress, ingress, port0_plain) = handle.join().unwrap();
+    eprintln!("fastest of {n}: {fastest:?} (3 ms in + 5 ms out)");
+    assert!(fastest >= Duration::from_millis(8), "{fastest:?}");
+    assert_eq!(egress.channel.offered, n);
+    assert_eq!(ingress.channel.delivered, n);
+    assert!(port0_plain, "port 0 sends without a model");
+}

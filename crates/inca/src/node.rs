@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use inca_live::capture::CapturePort;
 use inca_live::config::{parse_mac, DeviceSpec, NodeConfig};
+use inca_live::link::LiveLink;
 use inca_live::packet::PacketPort;
 use inca_live::port::Port;
 use inca_live::runner::{Runner, RunnerConfig};
@@ -25,7 +26,7 @@ use inca_live::udp::UdpPort;
 use inca_sim::engine::Node;
 use inca_sim::nodes::host::{Host, HostConfig};
 use inca_sim::nodes::router::{Router, RouterConfig};
-use inca_sim::scenario::SwitchFactory;
+use inca_sim::scenario::{LinkParams, SwitchFactory};
 use inca_switch::Profile;
 
 /// How often the metrics text is refreshed and a summary may be logged.
@@ -58,7 +59,10 @@ pub fn run(config_path: &Path) -> anyhow::Result<()> {
     for p in &ports {
         tracing::info!(node = %config.name, port = %p.describe(), "port");
     }
-    let mut runner = Runner::new(device, ports, config.seed, RunnerConfig::default());
+    let (links, ingress) = build_links(&config)?;
+    let mut runner = Runner::new(device, ports, config.seed, RunnerConfig::default())
+        .with_links(links)
+        .with_ingress_links(ingress);
     if let Some(listen) = config.session_listen {
         let decls: Vec<SessionDecl> = config
             .sessions
@@ -265,6 +269,38 @@ fn build_ports(config: &NodeConfig) -> anyhow::Result<Vec<Box<dyn Port>>> {
     Ok(ports)
 }
 
+/// Link models of the ports, in device-port order.
+type Links = Vec<Option<LiveLink>>;
+
+/// Each port's link models (egress, ingress), in device-port order (the
+/// ports are checked by [`build_ports`]).
+fn build_links(config: &NodeConfig) -> anyhow::Result<(Links, Links)> {
+    let (mut egress, mut ingress): (Links, Links) = (Vec::new(), Vec::new());
+    let channel = |id: u16, field: &str, params: &LinkParams| {
+        let c = params
+            .channel()
+            .map_err(|e| anyhow::anyhow!("port {id}: {field}: {e}"))?;
+        tracing::info!(node = %config.name, port = id, channel = %c, "{field} model");
+        anyhow::Ok(c)
+    };
+    for p in &config.ports {
+        let i = usize::from(p.id);
+        if egress.len() <= i {
+            egress.resize_with(i + 1, || None);
+            ingress.resize_with(i + 1, || None);
+        }
+        if let Some(params) = &p.link {
+            let c = channel(p.id, "link", params)?;
+            egress[i] = Some(LiveLink::egress(c, config.seed, i));
+        }
+        if let Some(params) = &p.ingress_link {
+            let c = channel(p.id, "ingress_link", params)?;
+            ingress[i] = Some(LiveLink::ingress(c, config.seed, i));
+        }
+    }
+    Ok((egress, ingress))
+}
+
 fn value_text(v: &toml::Value) -> String {
     match v {
         toml::Value::String(s) => s.clone(),
@@ -315,6 +351,30 @@ fn prometheus(node: &str, runner: &Runner<Box<dyn Node>>) -> String {
             ("port_rx_malformed", st.rx_malformed),
         ] {
             s.push_str(&format!("inca_{k}{{node=\"{node}\",port=\"{i}\"}} {v}\n"));
+        }
+        let models = [
+            ("link", runner.link(i)),
+            ("ingress_link", runner.ingress_link(i)),
+        ];
+        for (prefix, l) in models {
+            let Some(l) = l.map(LiveLink::stats) else {
+                continue;
+            };
+            for (k, v) in [
+                ("offered", l.channel.offered),
+                ("delivered", l.channel.delivered),
+                ("loss_drops", l.channel.lost),
+                ("queue_drops", l.channel.queue_drops),
+                ("dups", l.channel.duplicated),
+                ("reordered", l.channel.reordered),
+                ("max_queue_bytes", l.channel.max_queue_bytes),
+                ("held_drops", l.held_drops),
+                ("late", l.late),
+            ] {
+                s.push_str(&format!(
+                    "inca_{prefix}_{k}{{node=\"{node}\",port=\"{i}\"}} {v}\n"
+                ));
+            }
         }
     }
     s

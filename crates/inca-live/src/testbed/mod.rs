@@ -42,9 +42,20 @@
 //! [`routes`] is the same computation as a pure function, since the
 //! simulator's routes live inside its `Router`s.
 //!
-//! Not applied live: link rates, delays, queues, loss and the other channel
-//! models (`tc netem` would be the way), faults, host workloads (run real
-//! tools in the namespaces instead) and router forwarding latency.
+//! **Links**: a scenario link that sets any of `rate`, `delay`, `queue`,
+//! `loss`, `duplicate`, `reorder`, `reorder_delay`, `jitter` (itself or
+//! through `[defaults.link]`) gets the simulator's channel model on the
+//! egress of each node port it joins (`link` in the node configuration,
+//! applied by the runner: [`crate::link`]), so a link between two nodes is
+//! modelled in both directions, as in the simulator. What a host sends
+//! leaves a Linux interface, not a runner, so the host → node direction of
+//! a host's link is the same channel on the node port's ingress
+//! (`ingress_link`). `tc netem`/`tbf` on the host's `eth0` would be the
+//! kernel's way, but the kernels this runs on need not have those qdiscs
+//! (the development VM has neither), so the testbed does not rely on them.
+//!
+//! Not applied live: faults, host workloads (run real tools in the
+//! namespaces instead) and router forwarding latency.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -358,10 +369,16 @@ pub fn plan(sc: &Scenario, name: &str, capture_dir: Option<&Path>) -> Result<Pla
     let mut host_if: BTreeMap<usize, String> = BTreeMap::new();
     let mut pairs = Vec::new();
     for (k, &((a, pa), (b, pb))) in t.links.iter().enumerate() {
+        // The scenario's link model, on each node's egress (see the
+        // module docs for the direction a host sends).
+        let params = sc.link[k].params().over(&sc.defaults.link);
+        let link = (!params.is_empty()).then_some(params);
         let port = |id: u16, interface: String| PortSpec {
             id,
             udp: None,
             interface: Some(interface),
+            link: link.clone(),
+            ingress_link: None,
         };
         match (t.kinds[a] == Kind::Host, t.kinds[b] == Kind::Host) {
             (true, true) => bail!(
@@ -391,7 +408,13 @@ pub fn plan(sc: &Scenario, name: &str, capture_dir: Option<&Path>) -> Result<Pla
                     bail!("host {} is linked twice", t.names[h]);
                 }
                 let root = format!("{prefix}-{k}");
-                ports.entry(n).or_default().push(port(np, root.clone()));
+                // The host is a Linux interface: the node models what it
+                // sends as it arrives.
+                let node_port = PortSpec {
+                    ingress_link: link.clone(),
+                    ..port(np, root.clone())
+                };
+                ports.entry(n).or_default().push(node_port);
                 host_if.insert(h, root);
             }
         }

@@ -258,3 +258,52 @@ fn host_to_host_links_and_extra_host_ports_are_refused() {
     let loaded = Loaded::from_str(&bad, "bad.toml", &[]).unwrap();
     assert!(plan(&loaded.scenario, "bad", None).is_err());
 }
+
+#[test]
+fn a_links_model_goes_on_both_node_ends_and_defaults_count() {
+    // r1—nat1 sets its own delay and loss; the defaults give every link a
+    // rate, so each node port carries a link model.
+    let text = NAT
+        .replace(
+            "a = \"r1:0\"\nb = \"nat1:1\"",
+            "a = \"r1:0\"\nb = \"nat1:1\"\ndelay = \"2ms\"\nloss = 0.1",
+        )
+        .replace(
+            "[[switch]]",
+            "[defaults.link]\nrate = \"10Gbps\"\n[[switch]]",
+        );
+    let loaded = Loaded::from_str(&text, "nat.toml", &[]).unwrap();
+    let p = plan(&loaded.scenario, "nat", None).unwrap();
+    let link = |node: usize, port: u16| {
+        p.nodes[node]
+            .ports
+            .iter()
+            .find(|x| x.id == port)
+            .and_then(|x| x.link.clone())
+            .map(|l| l.channel().unwrap())
+    };
+    for (node, port) in [(0, 1), (1, 0)] {
+        let c = link(node, port).unwrap();
+        assert_eq!((c.rate_bps, c.delay), (10_000_000_000, 2_000_000));
+        assert_eq!(c.loss, inca_sim::link::LossModel::Bernoulli { p: 0.1 });
+    }
+    // A host's link: the node's end models both directions, what the host
+    // sends as it arrives.
+    let c = link(1, 1).unwrap();
+    assert_eq!(
+        (c.rate_bps, c.loss),
+        (10_000_000_000, inca_sim::link::LossModel::None)
+    );
+    let client = p.nodes[1].ports.iter().find(|x| x.id == 1).unwrap();
+    assert_eq!(client.ingress_link, client.link);
+    // Between two nodes, each end models its own sending only.
+    assert!(p.nodes[0].ports[1].link.is_some() && p.nodes[0].ports[1].ingress_link.is_none());
+    // Without any link field anywhere, no port pays for a model.
+    let plain = Loaded::from_str(NAT, "nat.toml", &[]).unwrap();
+    let p = plan(&plain.scenario, "nat", None).unwrap();
+    assert!(p
+        .nodes
+        .iter()
+        .flat_map(|n| &n.ports)
+        .all(|x| x.link.is_none() && x.ingress_link.is_none()));
+}

@@ -251,34 +251,84 @@ pub struct RouterSpec {
 }
 
 /// Link properties (each optional: unset ones come from the defaults, then
-/// from [`ChannelConfig::default`]).
-#[derive(Debug, Default, Clone, Deserialize)]
+/// from [`ChannelConfig::default`]). A live node's port takes the same
+/// table (`link = { rate = "10Mbps", delay = "2ms", loss = 0.1 }`), so it
+/// serialises too: quantities as bare numbers (bps, ns, bytes), which read
+/// back as the same values.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkParams {
     /// Rate, both directions.
-    #[serde(default, deserialize_with = "de_opt_rate")]
+    #[serde(
+        default,
+        deserialize_with = "de_opt_rate",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub rate: Option<u64>,
     /// Propagation delay.
-    #[serde(default, deserialize_with = "de_opt_time")]
+    #[serde(
+        default,
+        deserialize_with = "de_opt_time",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub delay: Option<Nanos>,
     /// Queue in front of each direction.
-    #[serde(default, deserialize_with = "de_opt_size")]
+    #[serde(
+        default,
+        deserialize_with = "de_opt_size",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub queue: Option<u64>,
     /// Loss model.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<LossSpec>,
     /// Duplication probability.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate: Option<f64>,
     /// Reordering probability.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<f64>,
     /// Extra delay of a reordered frame.
-    #[serde(default, deserialize_with = "de_opt_time")]
+    #[serde(
+        default,
+        deserialize_with = "de_opt_time",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub reorder_delay: Option<Nanos>,
     /// Uniform delay jitter bound.
-    #[serde(default, deserialize_with = "de_opt_time")]
+    #[serde(
+        default,
+        deserialize_with = "de_opt_time",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub jitter: Option<Nanos>,
+}
+
+impl LinkParams {
+    /// These fields laid over `defaults` (each unset one taken from there).
+    pub fn over(&self, defaults: &LinkParams) -> LinkParams {
+        LinkParams {
+            rate: self.rate.or(defaults.rate),
+            delay: self.delay.or(defaults.delay),
+            queue: self.queue.or(defaults.queue),
+            loss: self.loss.clone().or_else(|| defaults.loss.clone()),
+            duplicate: self.duplicate.or(defaults.duplicate),
+            reorder: self.reorder.or(defaults.reorder),
+            reorder_delay: self.reorder_delay.or(defaults.reorder_delay),
+            jitter: self.jitter.or(defaults.jitter),
+        }
+    }
+
+    /// Whether no field is set (the link is [`ChannelConfig::default`]).
+    pub fn is_empty(&self) -> bool {
+        *self == LinkParams::default()
+    }
+
+    /// The channel these fields describe (unset ones from
+    /// [`ChannelConfig::default`]); an error names the bad field.
+    pub fn channel(&self) -> Result<ChannelConfig, String> {
+        channel_config(&LinkParams::default(), self)
+    }
 }
 
 /// A link.
@@ -323,7 +373,8 @@ pub struct LinkSpec {
 }
 
 impl LinkSpec {
-    fn params(&self) -> LinkParams {
+    /// The link's own properties (without the scenario's defaults).
+    pub fn params(&self) -> LinkParams {
         LinkParams {
             rate: self.rate,
             delay: self.delay,
@@ -338,7 +389,7 @@ impl LinkSpec {
 }
 
 /// A loss model as written: a probability, or Gilbert–Elliott parameters.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(untagged)]
 pub enum LossSpec {
     /// Bernoulli loss with this probability.
