@@ -63,6 +63,7 @@ pub const PARAMS: &[&str] = &[
     "qps",
     "cache",
     "epoch_us",
+    "grace_us",
     "t_hot",
     "trailer",
     "entries",
@@ -128,6 +129,12 @@ fn config(p: &Params, key_len: usize, value_len: usize) -> Result<TeaConfig, Str
     // Time-scaled experiments need epochs shorter than the sources' 100 ms.
     c.t_epoch = p
         .number("epoch_us", c.t_epoch / 1_000, 1_000, 10_000_000)
+        .map_err(e)?
+        * 1_000;
+    // T_GRACE (default 100 µs, the simulator's): live runs between
+    // processes set it to their real round trip [our choice].
+    c.t_grace = p
+        .number("grace_us", c.t_grace / 1_000, 1, 10_000_000)
         .map_err(e)?
         * 1_000;
     c.t_hot = p

@@ -11,6 +11,11 @@
 //! [our choice] The cache is off (`cache = 0`), so every packet of a
 //! learned flow is looked up in DRAM: the count of READ RESPONSEs is then a
 //! count of lookups.
+//!
+//! T_GRACE is 20 ms here (`grace_us`), not the simulator's 100 µs: a round
+//! trip between debug processes over loopback took longer than 100 µs on a
+//! slower 2-core VM, so every response was late, every lookup redone and
+//! no packet reached the sink (seen 2026-11-28).
 
 #[path = "common/nodes.rs"]
 mod nodes;
@@ -117,7 +122,7 @@ capture_dir = "{cap}"
 [device]
 kind = "switch"
 program = "tea_nat"
-params = {{ servers = "2/10.0.0.1,3/10.0.0.2", replication = 2, cache = 0, entries = 4096, outside_port = 1, inside_port = 0 }}
+params = {{ servers = "2/10.0.0.1,3/10.0.0.2", replication = 2, cache = 0, entries = 4096, outside_port = 1, inside_port = 0, grace_us = 20000 }}
 {p0}{p1}{p2}{p3}"#,
             cap = captures.display(),
             p0 = port(0, tea_gen, gen_tea),
