@@ -86,19 +86,27 @@ fn broken_duplicate_filter_is_caught() {
 #[test]
 #[ignore]
 fn recovery_200_seeds() {
+    let failed = seeds_with_violations(0..200, inca_swish::sdw::campaign::run_recovery_seed);
+    assert!(
+        failed.is_empty(),
+        "recovery seeds with violations: {failed:?}"
+    );
+}
+
+/// Runs `run` on every seed, showing each; the seeds with violations.
+fn seeds_with_violations(
+    seeds: std::ops::Range<u64>,
+    run: fn(u64) -> Result<SeedResult, String>,
+) -> Vec<u64> {
     let mut failed = Vec::new();
-    for seed in 0..200 {
-        let r = inca_swish::sdw::campaign::run_recovery_seed(seed)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    for seed in seeds {
+        let r = run(seed).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         show(&r);
         if !r.violations.is_empty() {
             failed.push(seed);
         }
     }
-    assert!(
-        failed.is_empty(),
-        "recovery seeds with violations: {failed:?}"
-    );
+    failed
 }
 
 /// D9: 1–3 of symmetric-4's replicas fail-stop, the controller recovers
@@ -183,15 +191,7 @@ fn join_seeds_hold() {
 #[test]
 #[ignore]
 fn join_200_seeds() {
-    let mut failed = Vec::new();
-    for seed in 0..200 {
-        let r = inca_swish::sdw::campaign::run_join_seed(seed)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        show(&r);
-        if !r.violations.is_empty() {
-            failed.push(seed);
-        }
-    }
+    let failed = seeds_with_violations(0..200, inca_swish::sdw::campaign::run_join_seed);
     assert!(failed.is_empty(), "join seeds with violations: {failed:?}");
 }
 

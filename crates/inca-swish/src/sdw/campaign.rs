@@ -179,11 +179,28 @@ pub fn plan_recovery(seed: u64) -> RunPlan {
     let t_detect = p.rig.t_detect;
     p.quiet_at = t_fail + t_detect + 20_000_000;
     p.end = p.quiet_at + 100_000;
-    let mut scripts = vec![Vec::new(); 4];
+    // Dense around the failure and the recovery, sparse later.
+    let dense_until = t_fail + t_detect + 2_000_000;
+    p.scripts = mixed_scripts(&mut rng, 4, p.rig.start_at, p.quiet_at, |t| t < dense_until);
+    p.failure = Some((t_fail, failed));
+    p
+}
+
+/// Request scripts for `n` app hosts from `start` to `quiet`: updates,
+/// queries or both on [`KEYS`] keys, every 0.5–4 µs while `dense(t)` and
+/// every 50–200 µs otherwise.
+fn mixed_scripts(
+    rng: &mut ChaCha8Rng,
+    n: usize,
+    start: Nanos,
+    quiet: Nanos,
+    dense: impl Fn(Nanos) -> bool,
+) -> Vec<Vec<(Nanos, AppRequest)>> {
+    let mut scripts = vec![Vec::new(); n];
     let mut req_id = 0;
     for (i, s) in scripts.iter_mut().enumerate() {
-        let mut t = p.rig.start_at + rng.gen_range(0..2_000);
-        while t < p.quiet_at {
+        let mut t = start + rng.gen_range(0..2_000);
+        while t < quiet {
             req_id += 1;
             let op = [OP_UPDATE, OP_QUERY, OP_UPDATE | OP_QUERY][rng.gen_range(0..3)];
             s.push((
@@ -195,17 +212,14 @@ pub fn plan_recovery(seed: u64) -> RunPlan {
                     value: rng.gen_range(1..1_000),
                 },
             ));
-            // Dense around the failure and the recovery, sparse later.
-            t += if t < t_fail + t_detect + 2_000_000 {
+            t += if dense(t) {
                 rng.gen_range(500..4_000)
             } else {
                 rng.gen_range(50_000..200_000)
             };
         }
     }
-    p.scripts = scripts;
-    p.failure = Some((t_fail, failed));
-    p
+    scripts
 }
 
 /// Draws a join run from `seed` (§5.6 "Join"): a recovery run
@@ -237,33 +251,12 @@ pub fn plan_join(seed: u64) -> RunPlan {
     p.end = p.quiet_at + 100_000;
     let t_detect = p.rig.t_detect;
     let joins: Vec<Nanos> = p.rejoin.iter().map(|r| r.0).collect();
-    let mut req_id = 0;
-    for (i, s) in p.scripts.iter_mut().enumerate() {
-        s.clear();
-        let mut t = p.rig.start_at + rng.gen_range(0..2_000);
-        while t < p.quiet_at {
-            req_id += 1;
-            let op = [OP_UPDATE, OP_QUERY, OP_UPDATE | OP_QUERY][rng.gen_range(0..3)];
-            s.push((
-                t,
-                AppRequest {
-                    op,
-                    req_id: (i as u32) << 24 | req_id,
-                    key: rng.gen_range(0..KEYS),
-                    value: rng.gen_range(1..1_000),
-                },
-            ));
-            let busy = t < t_fail + t_detect + 2_000_000
-                || joins
-                    .iter()
-                    .any(|&j| t + 500_000 >= j && t < j + JOIN_AFTER + 3_000_000);
-            t += if busy {
-                rng.gen_range(500..4_000)
-            } else {
-                rng.gen_range(50_000..200_000)
-            };
-        }
-    }
+    p.scripts = mixed_scripts(&mut rng, 4, p.rig.start_at, p.quiet_at, |t| {
+        t < t_fail + t_detect + 2_000_000
+            || joins
+                .iter()
+                .any(|&j| t + 500_000 >= j && t < j + JOIN_AFTER + 3_000_000)
+    });
     p
 }
 
