@@ -391,7 +391,10 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
             self.stats.rx_unknown_port += 1;
             return;
         }
-        let core = self.rss.queue(&frame);
+        let core = match self.nf.rss_input(&frame) {
+            Some(input) => self.rss.queue_of_input(&input),
+            None => self.rss.queue(&frame),
+        };
         let q = self.queue_index(port, core);
         let len = frame.len() as u64;
         if self.buffer_used + len > self.config.nic.rx_buffer_bytes {

@@ -26,6 +26,16 @@ pub trait SoftwareNf {
     /// frame is the NF's to count and drop, never a panic.
     fn process(&mut self, core: usize, port: PortId, frame: Vec<u8>, out: &mut Vec<NfOutput>);
 
+    /// The bytes the NIC's RSS hashes for `frame`, when the NF defines them
+    /// (a CLIP server hashes the flow key behind its shim: real NICs cannot
+    /// hash past an unknown EtherType, so this models flexible-parser RSS
+    /// or a dispatcher core). None (the default): the NIC's own IPv4
+    /// 4-tuple hash ([`crate::rss`]).
+    fn rss_input(&self, frame: &[u8]) -> Option<Vec<u8>> {
+        let _ = frame;
+        None
+    }
+
     /// Its counters, for the node report (names without a prefix; the
     /// server adds `nf_`).
     fn counters(&self) -> Vec<(String, u64)>;

@@ -115,8 +115,20 @@ impl Rss {
 
     /// The queue `frame` goes to.
     pub fn queue(&self, frame: &[u8]) -> usize {
-        let h = self.hash(frame).unwrap_or(0) as usize;
-        usize::from(self.reta[h & (self.reta.len() - 1)])
+        self.queue_of_hash(self.hash(frame).unwrap_or(0))
+    }
+
+    /// The queue of the Toeplitz hash of `input` (at most
+    /// [`toeplitz::MAX_INPUT`] bytes are hashed): RSS over fields the NF
+    /// names rather than the IPv4 4-tuple.
+    pub fn queue_of_input(&self, input: &[u8]) -> usize {
+        let n = input.len().min(toeplitz::MAX_INPUT);
+        self.queue_of_hash(toeplitz::hash(&self.key, &input[..n]))
+    }
+
+    /// The queue RETA gives hash `h`.
+    pub fn queue_of_hash(&self, h: u32) -> usize {
+        usize::from(self.reta[h as usize & (self.reta.len() - 1)])
     }
 }
 

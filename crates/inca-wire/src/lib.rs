@@ -13,6 +13,7 @@
 //! - [`roce`] — RoCEv2 BTH, RETH, AETH, opcodes, whole-packet view.
 //! - [`icrc`] — the RoCEv2 invariant CRC (IBA Annex A17).
 //! - [`builder`] — whole frames: UDP, TCP and RoCEv2 WRITE/READ/response/ACK.
+//! - [`clip`] — CLIP request/response shim.
 //! - [`exoplane`] — ExoPlane shim, merge body and control protocol.
 //! - [`redplane`] — RedPlane request/ack/chain messages, serial numbers, frames.
 //! - [`swish`] — SwiSh common header and its SRO, EWO and SDW bodies.
@@ -30,6 +31,7 @@
 
 pub mod builder;
 pub mod checksum;
+pub mod clip;
 mod error;
 pub mod ethernet;
 pub mod exoplane;

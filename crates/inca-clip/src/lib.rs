@@ -1,0 +1,18 @@
+//! CLIP (specs/clip.md; Xu et al., "CLIP: Accelerating Features Deployment
+//! for Programmable Switch"): one network function written as a switch
+//! `pre_processing`, a `remote_handler` on a cluster of commodity servers
+//! and a switch `post_processing`. The switch invokes the handler like an
+//! RPC through its data plane: it wraps the packet and a typed request in a
+//! shim, sends it to one server of a group, and finishes the packet when
+//! the response comes back. Heavy flows are promoted into switch tables;
+//! servers join and leave without moving state.
+//!
+//! - [`flow`] — the flow key and the four switch hashes over it (§4.1).
+//! - [`app`] — the programming abstraction (§5.1): an app's switch half
+//!   and its remote handler.
+
+pub mod app;
+pub mod flow;
+
+pub use app::{Entry, HandlerCtx, HandlerStatus, PostPath, PreOutcome, RemoteHandler, SwitchApp};
+pub use flow::{FlowHashes, FlowKey, FLOW_KEY_LEN};
