@@ -231,7 +231,7 @@ pub fn params_range(frame: &[u8]) -> Result<std::ops::Range<usize>> {
 /// unchanged, if `params` is not a whole number of words, too long, or the
 /// frame already carries a header.
 pub fn push(frame: &mut Vec<u8>, repr: ClipRepr, params: &[u8]) -> Result<()> {
-    if params.len() % 4 != 0 || COMMON_LEN + params.len() > MAX_HEADER {
+    if !params.len().is_multiple_of(4) || COMMON_LEN + params.len() > MAX_HEADER {
         return Err(WireError::Malformed("CLIP params length"));
     }
     let at = ethertype_offset(frame)?;
