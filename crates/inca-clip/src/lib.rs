@@ -10,9 +10,13 @@
 //! - [`flow`] — the flow key and the four switch hashes over it (§4.1).
 //! - [`app`] — the programming abstraction (§5.1): an app's switch half
 //!   and its remote handler.
+//! - [`apps`] — NULL, MFWD, SNAT (spec §7).
+//! - [`switch`] — the generated switch program and its driver.
 
 pub mod app;
+pub mod apps;
 pub mod flow;
+pub mod switch;
 
 pub use app::{Entry, HandlerCtx, HandlerStatus, PostPath, PreOutcome, RemoteHandler, SwitchApp};
 pub use flow::{FlowHashes, FlowKey, FLOW_KEY_LEN};
