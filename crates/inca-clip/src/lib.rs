@@ -12,11 +12,15 @@
 //!   and its remote handler.
 //! - [`apps`] — NULL, MFWD, SNAT (spec §7).
 //! - [`switch`] — the generated switch program and its driver.
+//! - [`params`] — the programs built from named parameters.
+//! - [`system`] — CLIP as an inca system (`inca check`, scenarios).
 
 pub mod app;
 pub mod apps;
 pub mod flow;
+pub mod params;
 pub mod switch;
+pub mod system;
 
 pub use app::{Entry, HandlerCtx, HandlerStatus, PostPath, PreOutcome, RemoteHandler, SwitchApp};
 pub use flow::{FlowHashes, FlowKey, FLOW_KEY_LEN};

@@ -111,7 +111,10 @@ fn null_round_trip_equals_the_fast_path_and_never_loops() {
         assert!(port == SRV1 || port == SRV2);
         per_server[usize::from(port - SRV1)] += 1;
         let (_, r) = shim::shim_of(&req[0].frame).unwrap().unwrap();
-        assert_eq!((r.kind, r.sel, r.load_type, r.app_id), (Kind::Request, Sel::Cur, 0x0800, 1));
+        assert_eq!(
+            (r.kind, r.sel, r.load_type, r.app_id),
+            (Kind::Request, Sel::Cur, 0x0800, 1)
+        );
         assert_eq!(r.server_id, (port - SRV1 + 1) as u8);
         assert_eq!(r.grp_ver, 1);
         assert_eq!(r.parsed_len, 40);
@@ -122,8 +125,14 @@ fn null_round_trip_equals_the_fast_path_and_never_loops() {
         clip.advance_to(t);
         let out = clip.take();
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].port, NET_OUT, "a response is never sent to a server port");
-        assert_eq!(out[0].frame, want[0].frame, "delivered frame equals the fast path's");
+        assert_eq!(
+            out[0].port, NET_OUT,
+            "a response is never sent to a server port"
+        );
+        assert_eq!(
+            out[0].frame, want[0].frame,
+            "delivered frame equals the fast path's"
+        );
     }
     assert!(per_server.iter().all(|&n| n > 60), "{per_server:?}");
     // A response from a network port, and a request coming back, are invalid.
@@ -158,13 +167,30 @@ fn mfwd_and_snat_give_the_same_output_on_both_paths() {
     let req = h.take().remove(0);
     assert_eq!(req.port, SRV1);
     let r = shim::params_range(&req.frame).unwrap();
-    assert_eq!(&req.frame[r.start..r.start + 16], &key.0, "the request carries the flow");
-    h.send(6_100_000, SRV1, respond(req.frame, Status::Ok, &[0x02, 0x03, 1]));
+    assert_eq!(
+        &req.frame[r.start..r.start + 16],
+        &key.0,
+        "the request carries the flow"
+    );
+    h.send(
+        6_100_000,
+        SRV1,
+        respond(req.frame, Status::Ok, &[0x02, 0x03, 1]),
+    );
     h.advance_to(6_200_000);
     let slow = h.take().remove(0);
-    assert_eq!(&slow.frame[18..20], &[0x02, 0x03], "the next hop in the IPv4 id");
-    assert!(inca_wire::Ipv4Packet::new_checked(&slow.frame[14..]).unwrap().verify_checksum());
-    h.control(6_200_000, Command::AppInstall(mfwd::entry(&key, 0x0203)).message());
+    assert_eq!(
+        &slow.frame[18..20],
+        &[0x02, 0x03],
+        "the next hop in the IPv4 id"
+    );
+    assert!(inca_wire::Ipv4Packet::new_checked(&slow.frame[14..])
+        .unwrap()
+        .verify_checksum());
+    h.control(
+        6_200_000,
+        Command::AppInstall(mfwd::entry(&key, 0x0203)).message(),
+    );
     h.advance_to(7_000_000);
     h.send(7_000_000, NET_IN, f);
     h.advance_to(7_100_000);
@@ -185,7 +211,9 @@ fn mfwd_and_snat_give_the_same_output_on_both_paths() {
     let slow = h.take().remove(0);
     let p = inca_apps::headers::parse(&slow.frame).unwrap();
     assert_eq!((p.src, p.sport), ([198, 51, 100, 7], 5555));
-    assert!(inca_wire::Ipv4Packet::new_checked(&slow.frame[14..]).unwrap().verify_checksum());
+    assert!(inca_wire::Ipv4Packet::new_checked(&slow.frame[14..])
+        .unwrap()
+        .verify_checksum());
     h.control(6_200_000, Command::AppInstall(e).message());
     h.advance_to(7_000_000);
     h.send(7_000_000, NET_IN, f);
@@ -209,7 +237,15 @@ fn pins_bloom_and_the_flip_steer_flows() {
     let (port, r) = send(&mut h, &mut t, 1);
     assert_eq!((port, r.sel, r.grp_ver), (SRV1, Sel::Cur, 1));
     // Prepare slot 1 with {2} and flip.
-    h.control(t, Command::SetSlot { slot: 1, ver: 2, members: vec![2] }.message());
+    h.control(
+        t,
+        Command::SetSlot {
+            slot: 1,
+            ver: 2,
+            members: vec![2],
+        }
+        .message(),
+    );
     h.control(t, Command::SetCur(1).message());
     t += 1_000_000;
     h.advance_to(t);
@@ -220,7 +256,14 @@ fn pins_bloom_and_the_flip_steer_flows() {
     assert_eq!((port, r.sel, r.grp_ver), (SRV2, Sel::Cur, 2));
     // A pin overrides everything.
     let key = FlowKey::of_parsed(&inca_apps::headers::parse(&tcp(2, b"p")).unwrap(), 0);
-    h.control(t, Command::PinAdd { flow: key, server: 1 }.message());
+    h.control(
+        t,
+        Command::PinAdd {
+            flow: key,
+            server: 1,
+        }
+        .message(),
+    );
     t += 1_000_000;
     h.advance_to(t);
     let (port, r) = send(&mut h, &mut t, 2);
@@ -246,5 +289,8 @@ fn pins_bloom_and_the_flip_steer_flows() {
         .iter()
         .filter_map(|m| inca_clip::switch::Report::decode(&m.body))
         .collect();
-    assert!(reports.contains(&inca_clip::switch::Report::Barrier(42)), "{reports:?}");
+    assert!(
+        reports.contains(&inca_clip::switch::Report::Barrier(42)),
+        "{reports:?}"
+    );
 }

@@ -20,6 +20,7 @@ pub fn all() -> Vec<Arc<dyn System>> {
         Arc::new(inca_tea::system::TeaSystem),
         Arc::new(inca_exoplane::system::ExoPlaneSystem),
         Arc::new(inca_swish::system::SwishSystem),
+        Arc::new(inca_clip::system::ClipSystem),
     ]
 }
 

@@ -9,8 +9,8 @@
 //! routing then proceeds as usual.
 
 use inca_apps::headers::Parsed;
-use inca_wire::checksum;
 use inca_switch::{AccessError, ControlPlane, DataPlane, Declare, DeclareError};
+use inca_wire::checksum;
 
 use crate::app::{params_len, Entry, PostPath, PreOutcome, SwitchApp};
 use crate::apps::table::FlowTable;
@@ -24,7 +24,6 @@ pub const P: usize = params_len(128, 24);
 pub const SWITCH_ENTRIES: usize = 1024;
 /// The action id of a forwarding entry.
 pub const ACTION_NEXTHOP: u8 = 1;
-
 
 /// The entry of `flow` → `nh` (table 0).
 pub fn entry(flow: &FlowKey, nh: u16) -> Entry {
@@ -136,7 +135,9 @@ impl SwitchApp for MfwdSwitch {
     }
 
     fn uninstall(&self, cp: &mut ControlPlane<'_>, table: u8, key: &[u8]) -> Option<u64> {
-        (table == 0).then(|| self.table.uninstall(cp, key)).flatten()
+        (table == 0)
+            .then(|| self.table.uninstall(cp, key))
+            .flatten()
     }
 
     fn poll(&self, cp: &mut ControlPlane<'_>, table: u8, key: &[u8]) -> Option<u64> {

@@ -131,7 +131,9 @@ impl SwitchApp for SnatSwitch {
     }
 
     fn uninstall(&self, cp: &mut ControlPlane<'_>, table: u8, key: &[u8]) -> Option<u64> {
-        (table == 0).then(|| self.table.uninstall(cp, key)).flatten()
+        (table == 0)
+            .then(|| self.table.uninstall(cp, key))
+            .flatten()
     }
 
     fn poll(&self, cp: &mut ControlPlane<'_>, table: u8, key: &[u8]) -> Option<u64> {

@@ -3,8 +3,8 @@
 //! [`Entry`]s, polled for idle time.
 
 use inca_switch::{
-    ControlPlane, DataPlane, Declare, DeclareError, MatchKind, MatchSpec, TableDecl, TableHandle,
-    AccessError,
+    AccessError, ControlPlane, DataPlane, Declare, DeclareError, MatchKind, MatchSpec, TableDecl,
+    TableHandle,
 };
 
 use crate::app::Entry;
@@ -48,7 +48,11 @@ impl<const N: usize> FlowTable<N> {
     }
 
     /// Looks a flow key up.
-    pub fn lookup(&self, dp: &mut DataPlane<'_>, key: &[u8]) -> Result<Option<[u8; N]>, AccessError> {
+    pub fn lookup(
+        &self,
+        dp: &mut DataPlane<'_>,
+        key: &[u8],
+    ) -> Result<Option<[u8; N]>, AccessError> {
         match self.handle {
             Some(h) => dp.lookup(h, key),
             None => Ok(None),

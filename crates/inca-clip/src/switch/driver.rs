@@ -273,11 +273,12 @@ impl Driver {
                 None => self.stats.refused += 1,
             },
             ControlEvent::Digest(d) => Self::up(cp, &Report::Overflow(d)),
-            ControlEvent::IdleTimeout { table, spec } if table == scale.pin_table.id() => {
-                if let MatchSpec::Exact(k) = spec {
-                    if let Ok(k) = <[u8; 16]>::try_from(&k[..]) {
-                        Self::up(cp, &Report::PinIdle(FlowKey(k)));
-                    }
+            ControlEvent::IdleTimeout {
+                table,
+                spec: MatchSpec::Exact(k),
+            } if table == scale.pin_table.id() => {
+                if let Ok(k) = <[u8; 16]>::try_from(&k[..]) {
+                    Self::up(cp, &Report::PinIdle(FlowKey(k)));
                 }
             }
             ControlEvent::PacketIn {
@@ -302,7 +303,13 @@ impl Driver {
                 if let Some(i) = self.polls.iter().position(|(r, _)| *r == request) {
                     // A polled entry that is gone: idle for ever.
                     let (_, key) = self.polls.remove(i);
-                    Self::up(cp, &Report::Activity { key, idle: Nanos::MAX });
+                    Self::up(
+                        cp,
+                        &Report::Activity {
+                            key,
+                            idle: Nanos::MAX,
+                        },
+                    );
                 } else {
                     Self::up(cp, &Report::Failed(error));
                 }
@@ -312,10 +319,14 @@ impl Driver {
     }
 
     fn install_static(&mut self, cp: &mut ControlPlane<'_>, fwd: &Forwarding, scale: &Scalability) {
+        let (Some(server_t), Some(member_t), Some(slot_t)) = (fwd.server, fwd.member, fwd.slot)
+        else {
+            return;
+        };
         self.known_servers = self.config.servers.iter().map(|s| s.id).collect();
         for s in &self.config.servers {
             cp.table_add(
-                fwd.server,
+                server_t,
                 MatchSpec::Exact(vec![s.id].into()),
                 ServerEntry {
                     port: s.port,
@@ -333,16 +344,24 @@ impl Driver {
         // slot is rewritten with modifies only.
         for slot in 0..2u8 {
             for i in 0..MAX_MEMBERS {
-                let m = if slot == 0 { g.get(i).copied().unwrap_or(0) } else { 0 };
-                cp.table_add(fwd.member, MatchSpec::Exact(vec![slot, i as u8].into()), m);
+                let m = if slot == 0 {
+                    g.get(i).copied().unwrap_or(0)
+                } else {
+                    0
+                };
+                cp.table_add(member_t, MatchSpec::Exact(vec![slot, i as u8].into()), m);
             }
         }
         let slot0 = SlotEntry {
             n: g.len() as u8,
             ver: if g.is_empty() { 0 } else { 1 },
         };
-        cp.table_add(fwd.slot, MatchSpec::Exact(vec![0].into()), slot0);
-        cp.table_add(fwd.slot, MatchSpec::Exact(vec![1].into()), SlotEntry::default());
+        cp.table_add(slot_t, MatchSpec::Exact(vec![0].into()), slot0);
+        cp.table_add(
+            slot_t,
+            MatchSpec::Exact(vec![1].into()),
+            SlotEntry::default(),
+        );
         cp.register_write(scale.cur, 0, 0);
         cp.register_write(scale.rec, 0, 0);
     }
@@ -361,14 +380,18 @@ impl Driver {
         scale: &Scalability,
     ) {
         let exact = |b: Vec<u8>| MatchSpec::Exact(b.into());
+        let (Some(server_t), Some(member_t), Some(slot_t)) = (fwd.server, fwd.member, fwd.slot)
+        else {
+            return;
+        };
         match c {
             Command::SetServer { id, port, valid } => {
                 let entry = ServerEntry { port, valid };
                 if self.known_servers.contains(&id) {
-                    cp.table_modify(fwd.server, exact(vec![id]), entry);
+                    cp.table_modify(server_t, exact(vec![id]), entry);
                 } else {
                     self.known_servers.push(id);
-                    cp.table_add(fwd.server, exact(vec![id]), entry);
+                    cp.table_add(server_t, exact(vec![id]), entry);
                     cp.table_add(fwd.server_port, exact(port.to_be_bytes().to_vec()), id);
                 }
             }
@@ -378,20 +401,20 @@ impl Driver {
                     return;
                 }
                 for (i, m) in members.iter().enumerate() {
-                    cp.table_modify(fwd.member, exact(vec![slot, i as u8]), *m);
+                    cp.table_modify(member_t, exact(vec![slot, i as u8]), *m);
                 }
                 let entry = SlotEntry {
                     n: members.len() as u8,
                     ver,
                 };
-                cp.table_modify(fwd.slot, exact(vec![slot]), entry);
+                cp.table_modify(slot_t, exact(vec![slot]), entry);
             }
             Command::SetMember { slot, idx, server } => {
                 if slot > 1 || usize::from(idx) >= MAX_MEMBERS {
                     self.stats.refused += 1;
                     return;
                 }
-                cp.table_modify(fwd.member, exact(vec![slot, idx]), server);
+                cp.table_modify(member_t, exact(vec![slot, idx]), server);
             }
             Command::SetCur(c) => {
                 cp.register_write(scale.cur, 0, c & 1);
@@ -467,7 +490,8 @@ impl<'a> Reader<'a> {
         self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
     }
     fn u64(&mut self) -> Option<u64> {
-        self.take(8).map(|b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])))
+        self.take(8)
+            .map(|b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])))
     }
     fn flow(&mut self) -> Option<FlowKey> {
         self.take(16).and_then(|b| b.try_into().ok()).map(FlowKey)
@@ -505,7 +529,9 @@ impl Command {
                 o.extend_from_slice(&ver.to_be_bytes());
                 put_bytes(&mut o, members);
             }
-            Command::SetMember { slot, idx, server } => o.extend_from_slice(&[3, *slot, *idx, *server]),
+            Command::SetMember { slot, idx, server } => {
+                o.extend_from_slice(&[3, *slot, *idx, *server])
+            }
             Command::SetCur(c) => o.extend_from_slice(&[4, *c]),
             Command::SetRec(r) => o.extend_from_slice(&[5, u8::from(*r)]),
             Command::PinAdd { flow, server } => {
@@ -684,9 +710,21 @@ mod tests {
     fn commands_and_reports_round_trip() {
         let f = FlowKey([7; 16]);
         let cmds = vec![
-            Command::SetServer { id: 3, port: 9, valid: true },
-            Command::SetSlot { slot: 1, ver: 7, members: vec![1, 2, 3] },
-            Command::SetMember { slot: 0, idx: 2, server: 5 },
+            Command::SetServer {
+                id: 3,
+                port: 9,
+                valid: true,
+            },
+            Command::SetSlot {
+                slot: 1,
+                ver: 7,
+                members: vec![1, 2, 3],
+            },
+            Command::SetMember {
+                slot: 0,
+                idx: 2,
+                server: 5,
+            },
             Command::SetCur(1),
             Command::SetRec(true),
             Command::PinAdd { flow: f, server: 2 },
@@ -694,10 +732,24 @@ mod tests {
             Command::ClearBloom(1),
             Command::ClearPinCache,
             Command::ClearCms,
-            Command::AppInstall(Entry { table: 0, key: vec![1; 16], action: 1, data: vec![9, 9] }),
-            Command::AppUninstall { table: 0, key: vec![2; 16] },
-            Command::AppPoll { table: 0, key: vec![3; 16] },
-            Command::PacketOut { port: 4, frame: vec![0; 60] },
+            Command::AppInstall(Entry {
+                table: 0,
+                key: vec![1; 16],
+                action: 1,
+                data: vec![9, 9],
+            }),
+            Command::AppUninstall {
+                table: 0,
+                key: vec![2; 16],
+            },
+            Command::AppPoll {
+                table: 0,
+                key: vec![3; 16],
+            },
+            Command::PacketOut {
+                port: 4,
+                frame: vec![0; 60],
+            },
             Command::Barrier(u64::MAX),
         ];
         for c in cmds {
@@ -711,10 +763,20 @@ mod tests {
         let reps = vec![
             Report::Barrier(5),
             Report::Failed("table full".into()),
-            Report::Overflow(PinOverflow { flow: f, server: 3, grp_ver: 2 }),
+            Report::Overflow(PinOverflow {
+                flow: f,
+                server: 3,
+                grp_ver: 2,
+            }),
             Report::PinIdle(f),
-            Report::Activity { key: vec![1, 2], idle: 77 },
-            Report::Ctl { port: 3, frame: vec![1; 80] },
+            Report::Activity {
+                key: vec![1, 2],
+                idle: 77,
+            },
+            Report::Ctl {
+                port: 3,
+                frame: vec![1; 80],
+            },
         ];
         for r in reps {
             assert_eq!(Report::decode(&r.encode()), Some(r.clone()), "{r:?}");

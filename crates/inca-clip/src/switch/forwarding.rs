@@ -9,7 +9,7 @@
 
 use inca_apps::headers::Parsed;
 use inca_apps::l2l3::L2L3;
-use inca_switch::objects::Handle;
+use inca_switch::objects::{Handle, ObjectId};
 use inca_switch::placement::Gress;
 use inca_switch::{
     AccessError, DataPlane, Declare, DeclareError, MatchKind, PacketCtx, PortId, Program,
@@ -53,17 +53,20 @@ pub struct Forwarding {
     /// FH_A, shared.
     pub fh_a: Handle,
     /// `clip_slot`: slot → (n, version).
-    pub slot: TableHandle<SlotEntry>,
+    pub slot: Option<TableHandle<SlotEntry>>,
     /// `clip_member`: (slot, index) → server id.
-    pub member: TableHandle<u8>,
+    pub member: Option<TableHandle<u8>>,
     /// `clip_server`: server id → port.
-    pub server: TableHandle<ServerEntry>,
+    pub server: Option<TableHandle<ServerEntry>>,
     /// `server_port`: which ports are server ports (port → server id).
     pub server_port: TableHandle<u8>,
 }
 
 impl Forwarding {
-    /// Declares the module around `l2l3`'s tables.
+    /// Declares the regular half (L2/L3, FH_A, the server-port table);
+    /// the slots come later, after what selects them
+    /// ([`declare_slots`](Self::declare_slots)), and the server links after
+    /// the pin cache ([`declare_servers`](Self::declare_servers)).
     pub fn declare(d: &mut Declare, mut l2l3: L2L3) -> Result<Forwarding, DeclareError> {
         l2l3.declare(d)?;
         let fh_a = d.hash("fh_a", FH_A, 32, Gress::Ingress, &[])?;
@@ -74,23 +77,44 @@ impl Forwarding {
             7,
             MAX_SERVERS + 1,
         ))?;
-        let slot = d.table(TableDecl::new("clip_slot", MatchKind::Exact, 1, 21, 2))?;
-        let member = d.table(
-            TableDecl::new("clip_member", MatchKind::Exact, 2, 7, 2 * MAX_MEMBERS)
-                .after(&[slot.id(), fh_a.id()]),
-        )?;
-        let server = d.table(
-            TableDecl::new("clip_server", MatchKind::Exact, 1, 10, MAX_SERVERS + 1)
-                .after(&[member.id()]),
-        )?;
         Ok(Forwarding {
             l2l3,
             fh_a,
-            slot,
-            member,
-            server,
+            slot: None,
+            member: None,
+            server: None,
             server_port,
         })
+    }
+
+    /// Declares `clip_slot` and `clip_member`, after `after` (`cur` and
+    /// the Bloom ways, which pick the slot); returns the member table's id.
+    pub fn declare_slots(
+        &mut self,
+        d: &mut Declare,
+        after: &[ObjectId],
+    ) -> Result<ObjectId, DeclareError> {
+        let slot = d.table(TableDecl::new("clip_slot", MatchKind::Exact, 1, 21, 2).after(after))?;
+        let member = d.table(
+            TableDecl::new("clip_member", MatchKind::Exact, 2, 7, 2 * MAX_MEMBERS)
+                .after(&[slot.id(), self.fh_a.id()]),
+        )?;
+        self.slot = Some(slot);
+        self.member = Some(member);
+        Ok(member.id())
+    }
+
+    /// Declares `clip_server`, after `after` (the pin cache, which may
+    /// choose the server).
+    pub fn declare_servers(
+        &mut self,
+        d: &mut Declare,
+        after: &[ObjectId],
+    ) -> Result<(), DeclareError> {
+        self.server = Some(d.table(
+            TableDecl::new("clip_server", MatchKind::Exact, 1, 10, MAX_SERVERS + 1).after(after),
+        )?);
+        Ok(())
     }
 
     /// The server id of port `port`, if it is a server port.
@@ -115,7 +139,10 @@ impl Forwarding {
         slot: u8,
         fh_a: u32,
     ) -> Result<Option<(u8, u16)>, AccessError> {
-        let Some(s) = dp.lookup(self.slot, &[slot])? else {
+        let (Some(slot_t), Some(member_t)) = (self.slot, self.member) else {
+            return Ok(None);
+        };
+        let Some(s) = dp.lookup(slot_t, &[slot])? else {
             return Ok(None);
         };
         if s.n == 0 {
@@ -128,7 +155,7 @@ impl Forwarding {
             d: 0,
         };
         let idx = h.member(u32::from(s.n)) as u8;
-        Ok(dp.lookup(self.member, &[slot, idx])?.map(|m| (m, s.ver)))
+        Ok(dp.lookup(member_t, &[slot, idx])?.map(|m| (m, s.ver)))
     }
 
     /// The port of server `id` (None if unknown or out of service).
@@ -137,8 +164,11 @@ impl Forwarding {
         dp: &mut DataPlane<'_>,
         id: u8,
     ) -> Result<Option<PortId>, AccessError> {
+        let Some(server_t) = self.server else {
+            return Ok(None);
+        };
         Ok(dp
-            .lookup(self.server, &[id])?
+            .lookup(server_t, &[id])?
             .filter(|s| s.valid)
             .map(|s| s.port))
     }

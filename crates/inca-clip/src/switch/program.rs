@@ -29,7 +29,7 @@ use crate::app::{PostPath, SwitchApp};
 use crate::flow::FlowKey;
 use crate::switch::driver::Driver;
 use crate::switch::forwarding::Forwarding;
-use crate::switch::scalability::{ScaleSizes, Scalability};
+use crate::switch::scalability::{Scalability, ScaleSizes};
 use crate::switch::selection::Selection;
 use crate::switch::stats::SwitchStats;
 
@@ -83,7 +83,7 @@ impl<A: SwitchApp> ClipSwitch<A> {
     /// The program over `app`, routing regular traffic with `l2l3`, driven
     /// by `driver`.
     pub fn new(app: A, l2l3: inca_apps::l2l3::L2L3, sizes: ScaleSizes, driver: Driver) -> Self {
-        assert!(app.params_len() <= MAX_PARAMS && app.params_len() % 4 == 0);
+        assert!(app.params_len() <= MAX_PARAMS && app.params_len().is_multiple_of(4));
         ClipSwitch {
             app,
             sizes,
@@ -142,7 +142,10 @@ impl<A: SwitchApp> ClipSwitch<A> {
         }
         let start = usize::from(start);
         let mut res = [0u8; MAX_PARAMS];
-        match pkt.header().get(start + COMMON_LEN..start + COMMON_LEN + p_len) {
+        match pkt
+            .header()
+            .get(start + COMMON_LEN..start + COMMON_LEN + p_len)
+        {
             Some(r) => res[..p_len].copy_from_slice(r),
             None => {
                 self.stats.invalid_drop += 1;
@@ -158,10 +161,7 @@ impl<A: SwitchApp> ClipSwitch<A> {
         // The original headers sit behind the shim; the parser extracted
         // them at their shifted offsets, which is what parsing the window
         // again without the shim gives.
-        let p = match headers::parse(pkt.header()) {
-            Ok(p) => p,
-            Err(_) => Parsed::default(),
-        };
+        let p = headers::parse(pkt.header()).unwrap_or_default();
         let res = (repr.status == Status::Ok).then_some(&res[..p_len]);
         self.app
             .post(&p, pkt.header_mut(), res, PostPath::Response, dp)?;
@@ -184,14 +184,17 @@ impl<A: SwitchApp> ClipSwitch<A> {
         let out = self
             .app
             .pre(&p, pkt.header(), dp, &mut req[..p_len], &mut res[..p_len])?;
-        let (Some(fwd), Some(selection), Some(scale)) =
-            (self.fwd.as_mut(), self.selection.as_ref(), self.scale.as_ref())
-        else {
+        let (Some(fwd), Some(selection), Some(scale)) = (
+            self.fwd.as_mut(),
+            self.selection.as_ref(),
+            self.scale.as_ref(),
+        ) else {
             return Ok(());
         };
         if !out.flight {
             let res = out.res_set.then_some(&res[..p_len]);
-            self.app.post(&p, pkt.header_mut(), res, PostPath::Fast, dp)?;
+            self.app
+                .post(&p, pkt.header_mut(), res, PostPath::Fast, dp)?;
             fwd.regular(pkt, p, dp)?;
             self.stats.fast += 1;
             return Ok(());
@@ -264,14 +267,20 @@ impl<A: SwitchApp> Program for ClipSwitch<A> {
     }
 
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
-        let fwd = d.in_block("fwd", &[], |d| Forwarding::declare(d, self.l2l3.clone()))?;
-        let fh_a = fwd.fh_a;
-        self.selection = Some(d.in_block("select", &[], Selection::declare)?);
-        let (sizes, idle) = (self.sizes, self.pin_idle_timeout);
-        self.scale = Some(d.in_block("scale", &[], |d| {
-            Scalability::declare(d, sizes, fh_a, idle)
-        })?);
+        // The modules interleave in stage order (forwarding's group tables
+        // sit between the filters that pick a slot and the pin cache that
+        // records the member), so they share one namespace; the app is a
+        // block of its own. `module_of` maps an object to its module.
         d.in_block("app", &[], |d| self.app.declare(d))?;
+        let mut fwd = Forwarding::declare(d, self.l2l3.clone())?;
+        let fh_a = fwd.fh_a;
+        self.selection = Some(Selection::declare(d)?);
+        let scale =
+            Scalability::declare(d, self.sizes, fh_a, self.pin_idle_timeout, |d, after| {
+                fwd.declare_slots(d, after)
+            })?;
+        fwd.declare_servers(d, &[scale.pin_cache[0].id(), scale.pin_cache[1].id()])?;
+        self.scale = Some(scale);
         self.fwd = Some(fwd);
         Ok(())
     }
@@ -320,9 +329,11 @@ impl<A: SwitchApp> Program for ClipSwitch<A> {
         if let (ControlEvent::Start, Some(fwd)) = (&event, self.fwd.as_mut()) {
             fwd.l2l3.control(ControlEvent::Start, cp);
         }
-        let (Some(fwd), Some(selection), Some(scale)) =
-            (self.fwd.as_ref(), self.selection.as_ref(), self.scale.as_ref())
-        else {
+        let (Some(fwd), Some(selection), Some(scale)) = (
+            self.fwd.as_ref(),
+            self.selection.as_ref(),
+            self.scale.as_ref(),
+        ) else {
             return;
         };
         self.driver

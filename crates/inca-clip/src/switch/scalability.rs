@@ -16,11 +16,11 @@
 //!
 //! Every register array is touched at most once per pass, in stage order.
 
-use inca_switch::objects::Handle;
+use inca_switch::objects::{Handle, ObjectId};
 use inca_switch::placement::Gress;
 use inca_switch::{
-    AccessError, ArrayDecl, DataPlane, Declare, DeclareError, MatchKind, RegisterHandle,
-    TableDecl, TableHandle,
+    AccessError, ArrayDecl, DataPlane, Declare, DeclareError, MatchKind, RegisterHandle, TableDecl,
+    TableHandle,
 };
 use inca_wire::clip::shim::Sel;
 
@@ -100,11 +100,15 @@ pub struct Selected {
 
 impl Scalability {
     /// Declares the module; `fh_a` is forwarding's FH_A unit (shared).
+    /// `slots` declares the group tables between the filters (which pick
+    /// the slot) and the pin cache (which records the member): it gets the
+    /// ids they depend on and returns the member table's.
     pub fn declare(
         d: &mut Declare,
         sizes: ScaleSizes,
         fh_a: Handle,
         pin_idle_timeout: u64,
+        slots: impl FnOnce(&mut Declare, &[ObjectId]) -> Result<ObjectId, DeclareError>,
     ) -> Result<Scalability, DeclareError> {
         let fh_b = d.hash("fh_b", FH_B, 32, Gress::Ingress, &[])?;
         let fh_d = d.hash("fh_d", FH_D, 32, Gress::Ingress, &[])?;
@@ -133,9 +137,11 @@ impl Scalability {
                 way(d, 1, 2, &after_b)?,
             ],
         ];
+        let mut all_bm: Vec<_> = bm.iter().flatten().map(|h| h.id()).collect();
+        all_bm.push(cur.id());
+        let member = slots(d, &all_bm)?;
         let rec = d.register::<u8>(ArrayDecl::new("rec", 1))?;
-        let all_bm: Vec<_> = bm.iter().flatten().map(|h| h.id()).collect();
-        let mut after_pc = vec![fh_d.id(), fh_a.id(), rec.id()];
+        let mut after_pc = vec![fh_d.id(), fh_a.id(), rec.id(), member];
         after_pc.extend(all_bm);
         let pc0 = d.register::<u32>(
             ArrayDecl::new("pin_cache_w0", sizes.pin_cache as usize).after(&after_pc),

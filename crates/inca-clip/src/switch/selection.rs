@@ -38,7 +38,12 @@ impl Selection {
     /// `min` of the two incremented cells and the flow's FH_C.
     pub fn count(&self, dp: &mut DataPlane<'_>, key: &[u8]) -> Result<u32, AccessError> {
         let c = dp.hash(self.fh_c, key)? as u32;
-        let h = FlowHashes { a: 0, b: 0, c, d: 0 };
+        let h = FlowHashes {
+            a: 0,
+            b: 0,
+            c,
+            d: 0,
+        };
         let mut est = u32::MAX;
         for (row, reg) in self.rows.iter().enumerate() {
             let v = dp.register(*reg, u64::from(h.cms(row, CMS_WIDTH)), |cell| {

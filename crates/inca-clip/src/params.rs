@@ -1,0 +1,177 @@
+//! The CLIP switch programs built from named parameters (`inca check`,
+//! scenarios): `clip_null`, `clip_mfwd` and `clip_snat`.
+//!
+//! Parameters: `servers` (`id:port` pairs, comma separated, e.g.
+//! `1:2,2:3`; default none), `group` (the first group's member ids, e.g.
+//! `1,2`; default every server), `route_port` (where regular traffic is
+//! routed: a default route; default 1), `bloom_bits` (bits per Bloom way,
+//! default 65,536), `pin_cache` (cells per pin-cache way, default 16,384),
+//! `pins` (pin-table entries, default 16,384), `entries` (the app's switch
+//! table, default 1,024), `flight` (NULL only: 1 sends every packet to a
+//! server, 0 none — "Ideal"; default 1), `t_exp_ms` (server flow expiry,
+//! default 10,000).
+
+use inca_apps::l2l3::{Entry as L3Entry, NextHop, L2L3};
+use inca_apps::params::{ParamError, Params};
+
+use crate::apps::{mfwd, null, snat};
+use crate::switch::scalability::{ScaleSizes, BLOOM_BITS, PIN_CACHE_CELLS, PIN_TABLE_ENTRIES};
+use crate::switch::{ClipSwitch, Driver, DriverConfig, ServerLink};
+
+/// The NULL program's name.
+pub const NULL_PROGRAM: &str = "clip_null";
+/// The MFWD program's name.
+pub const MFWD_PROGRAM: &str = "clip_mfwd";
+/// The SNAT program's name.
+pub const SNAT_PROGRAM: &str = "clip_snat";
+
+/// Parameter names.
+pub const PARAMS: &[&str] = &[
+    "servers",
+    "group",
+    "route_port",
+    "bloom_bits",
+    "pin_cache",
+    "pins",
+    "entries",
+    "flight",
+    "t_exp_ms",
+];
+
+/// One of the programs, built.
+#[derive(Debug, Clone)]
+pub enum Built {
+    /// `clip_null`.
+    Null(Box<ClipSwitch<null::NullSwitch>>),
+    /// `clip_mfwd`.
+    Mfwd(Box<ClipSwitch<mfwd::MfwdSwitch>>),
+    /// `clip_snat`.
+    Snat(Box<ClipSwitch<snat::SnatSwitch>>),
+}
+
+fn bad(name: &str, reason: impl ToString) -> ParamError {
+    ParamError::Value {
+        name: name.into(),
+        reason: reason.to_string(),
+    }
+}
+
+fn list(p: &Params, name: &str) -> Result<Vec<u64>, ParamError> {
+    let Some(t) = p.text(name) else {
+        return Ok(Vec::new());
+    };
+    t.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            s.trim()
+                .parse::<u64>()
+                .map_err(|_| bad(name, format!("{s:?} is not a number")))
+        })
+        .collect()
+}
+
+fn servers(p: &Params) -> Result<Vec<ServerLink>, ParamError> {
+    let Some(t) = p.text("servers") else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<ServerLink> = Vec::new();
+    for item in t.split(',').filter(|s| !s.trim().is_empty()) {
+        let (id, port) = item
+            .trim()
+            .split_once(':')
+            .ok_or_else(|| bad("servers", format!("{item:?} is not id:port")))?;
+        let id: u8 = id
+            .parse()
+            .ok()
+            .filter(|i| (1..=127).contains(i))
+            .ok_or_else(|| bad("servers", format!("server id {id:?} is not in 1..=127")))?;
+        let port: u16 = port
+            .parse()
+            .ok()
+            .filter(|p| *p < 512)
+            .ok_or_else(|| bad("servers", format!("port {port:?} is not in 0..512")))?;
+        if out.iter().any(|s| s.id == id || s.port == port) {
+            return Err(bad("servers", format!("{item:?} repeats an id or a port")));
+        }
+        out.push(ServerLink { id, port });
+    }
+    Ok(out)
+}
+
+fn pow2(p: &Params, name: &str, default: u64, max: u64) -> Result<u32, ParamError> {
+    let v = p.count(name, default, max)?;
+    if !v.is_power_of_two() {
+        return Err(bad(name, format!("{v} is not a power of two")));
+    }
+    Ok(v as u32)
+}
+
+/// Builds `program` from `p`; None if the name is not CLIP's.
+pub fn build(program: &str, p: &Params) -> Option<Result<Built, ParamError>> {
+    if ![NULL_PROGRAM, MFWD_PROGRAM, SNAT_PROGRAM].contains(&program) {
+        return None;
+    }
+    Some(build_known(program, p))
+}
+
+fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
+    p.check_known(program, PARAMS)?;
+    let servers = servers(p)?;
+    let group = match p.text("group") {
+        Some(_) => list(p, "group")?.into_iter().map(|v| v as u8).collect(),
+        None => servers.iter().map(|s| s.id).collect(),
+    };
+    let cfg = DriverConfig {
+        servers,
+        initial_group: group,
+        t_exp_ns: p.count("t_exp_ms", 10_000, 3_600_000)? * 1_000_000,
+    };
+    cfg.check().map_err(|e| bad("group", e))?;
+    let route_port = p.number("route_port", 1, 0, 511)? as u16;
+    let mut l3 = L2L3::new(64, 64, 16);
+    l3.entries = vec![
+        L3Entry::NextHop {
+            id: 1,
+            hop: NextHop {
+                port: route_port,
+                dst_mac: [0x02, 0, 0, 0, 0, 0xFE],
+                src_mac: [0x02, 0, 0, 0, 0, 0xFD],
+            },
+        },
+        L3Entry::Route {
+            prefix: [0; 4],
+            len: 0,
+            nexthop: 1,
+        },
+    ];
+    let sizes = ScaleSizes {
+        bloom_bits: pow2(p, "bloom_bits", u64::from(BLOOM_BITS), 65_536)?,
+        pin_cache: pow2(p, "pin_cache", u64::from(PIN_CACHE_CELLS), 16_384)?,
+        pin_table: p.count("pins", PIN_TABLE_ENTRIES as u64, 1 << 20)? as usize,
+    };
+    let entries = p.count("entries", 1024, 1 << 20)? as usize;
+    let driver = Driver::new(cfg);
+    Ok(match program {
+        NULL_PROGRAM => {
+            let flight = p.number("flight", 1, 0, 1)? == 1;
+            Built::Null(Box::new(ClipSwitch::new(
+                null::NullSwitch { flight },
+                l3,
+                sizes,
+                driver,
+            )))
+        }
+        MFWD_PROGRAM => Built::Mfwd(Box::new(ClipSwitch::new(
+            mfwd::MfwdSwitch::new(entries),
+            l3,
+            sizes,
+            driver,
+        ))),
+        _ => Built::Snat(Box::new(ClipSwitch::new(
+            snat::SnatSwitch::new(entries),
+            l3,
+            sizes,
+            driver,
+        ))),
+    })
+}

@@ -1,0 +1,120 @@
+//! CLIP as an inca system ([`inca_system::System`]): its switch programs
+//! in `inca check --list`, `inca check` (placement and the load-time
+//! check) and scenarios.
+
+use std::any::Any;
+
+use inca_apps::params::Params;
+use inca_sim::engine::Node;
+use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
+use inca_switch::placement::Placement;
+use inca_switch::{Profile, Switch};
+use inca_system::{CheckError, ProgramInfo, RunMode, System, SystemError, SystemRun};
+
+use crate::params::{build, Built, MFWD_PROGRAM, NULL_PROGRAM, PARAMS, SNAT_PROGRAM};
+
+/// CLIP, registered in the binary's list of systems.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ClipSystem;
+
+fn built(program: &str, params: &Params) -> Result<Built, SystemError> {
+    match build(program, params) {
+        Some(r) => r.map_err(SystemError::Param),
+        None => Err(SystemError::UnknownProgram {
+            program: program.to_string(),
+            known: [NULL_PROGRAM, MFWD_PROGRAM, SNAT_PROGRAM].join(", "),
+        }),
+    }
+}
+
+fn check_error(e: SystemError) -> CheckError {
+    match e {
+        SystemError::UnknownProgram { program, known } => {
+            CheckError::UnknownProgram { program, known }
+        }
+        SystemError::Param(e) => CheckError::Param(e),
+        SystemError::Load(e) => CheckError::DoesNotFit(e),
+        e => CheckError::Refused(e.to_string()),
+    }
+}
+
+impl System for ClipSystem {
+    fn name(&self) -> &'static str {
+        "clip"
+    }
+
+    fn programs(&self) -> Vec<ProgramInfo> {
+        vec![
+            ProgramInfo {
+                name: NULL_PROGRAM,
+                about: "CLIP with the NULL app: every packet (flight=1) or none (flight=0, Ideal) visits a server; CMS, pins, two Bloom filters, pin cache, server slots (CLIP §5.2, §5.4)",
+                params: PARAMS.to_vec(),
+            },
+            ProgramInfo {
+                name: MFWD_PROGRAM,
+                about: "CLIP with MFWD: a flow-keyed forwarding table cached in the switch (1,024 entries), all entries mirrored on servers (CLIP §7.3)",
+                params: PARAMS.to_vec(),
+            },
+            ProgramInfo {
+                name: SNAT_PROGRAM,
+                about: "CLIP with state-heavy SNAT: nat_table in the switch (1,024), translations allocated by servers from their pool slices (CLIP §7.1)",
+                params: PARAMS.to_vec(),
+            },
+        ]
+    }
+
+    fn check(
+        &self,
+        program: &str,
+        params: &Params,
+        profile: &Profile,
+    ) -> Result<Placement, CheckError> {
+        let placed = match built(program, params).map_err(check_error)? {
+            Built::Null(mut p) => inca_switch::check(profile, &mut *p),
+            Built::Mfwd(mut p) => inca_switch::check(profile, &mut *p),
+            Built::Snat(mut p) => inca_switch::check(profile, &mut *p),
+        };
+        placed.map_err(CheckError::DoesNotFit)
+    }
+
+    fn load_check(
+        &self,
+        program: &str,
+        params: &Params,
+        profile: &Profile,
+        opts: LoadCheckOptions,
+    ) -> Result<LoadCheckReport, CheckError> {
+        let report = match built(program, params).map_err(check_error)? {
+            Built::Null(p) => load_check(profile, *p, opts),
+            Built::Mfwd(p) => load_check(profile, *p, opts),
+            Built::Snat(p) => load_check(profile, *p, opts),
+        };
+        report.map_err(CheckError::DoesNotFit)
+    }
+
+    fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
+        Box::new(ClipRun)
+    }
+}
+
+/// One run's CLIP devices.
+struct ClipRun;
+
+impl SystemRun for ClipRun {
+    fn build_switch(
+        &mut self,
+        program: &str,
+        params: &Params,
+        profile: Profile,
+    ) -> Result<Box<dyn Node>, SystemError> {
+        Ok(match built(program, params)? {
+            Built::Null(p) => Box::new(Switch::new(profile, *p)?),
+            Built::Mfwd(p) => Box::new(Switch::new(profile, *p)?),
+            Built::Snat(p) => Box::new(Switch::new(profile, *p)?),
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
