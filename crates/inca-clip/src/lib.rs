@@ -10,9 +10,15 @@
 //! - [`flow`] — the flow key and the four switch hashes over it (§4.1).
 //! - [`app`] — the programming abstraction (§5.1): an app's switch half
 //!   and its remote handler.
+//! - [`server`] — the server runtime (§5.3): [`server::ClipRuntime`], a
+//!   software NF for `inca_server::MultiCoreServer` around a remote
+//!   handler, with its sans-IO control API.
+//! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT).
 
 pub mod app;
+pub mod apps;
 pub mod flow;
+pub mod server;
 
 pub use app::{Entry, HandlerCtx, HandlerStatus, PostPath, PreOutcome, RemoteHandler, SwitchApp};
 pub use flow::{FlowHashes, FlowKey, FLOW_KEY_LEN};
