@@ -198,6 +198,17 @@ pub trait RemoteHandler: std::fmt::Debug + 'static {
     /// The params region's length `P` (the switch half's).
     fn params_len(&self) -> usize;
 
+    /// The flow key of a request whose original packet has EtherType
+    /// `load_type` and starts its L3 header at `l3` (the bytes behind the
+    /// shim and params). It must equal the switch half's
+    /// [`SwitchApp::flow_key`] of the original packet: the server runtime
+    /// keys its RSS and flow records with it. Default: the outer IPv4
+    /// 5-tuple ([`FlowKey::of_l3`]); TRD overrides it with the inner
+    /// headers.
+    fn flow_key(&self, load_type: u16, l3: &[u8]) -> FlowKey {
+        FlowKey::of_l3(load_type, l3)
+    }
+
     /// `remote_handler`: reads the request from `params`, writes the
     /// result over it from offset 0. Malformed input is the handler's to
     /// refuse ([`HandlerStatus::Drop`]), never a panic.

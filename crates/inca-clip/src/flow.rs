@@ -61,6 +61,27 @@ impl FlowKey {
         FlowKey::new(ctx, p.proto, p.src, p.dst, sport, dport)
     }
 
+    /// The default key of a packet whose L3 header starts `l3` and whose
+    /// EtherType is `load_type` — what a server sees behind a CLIP shim.
+    /// Equal to [`FlowKey::of_parsed`] of the original frame: the same
+    /// parser runs over an Ethernet header rebuilt around the L3 bytes (no
+    /// VLAN tag: the key does not include it). A malformed IPv4 header
+    /// gives the all-zero key, as non-IPv4 does.
+    pub fn of_l3(load_type: u16, l3: &[u8]) -> FlowKey {
+        // The parser reads at most an IPv4 header with options (60) and a
+        // TCP header (20): copy that much, not the whole packet.
+        const ETH: usize = 14;
+        const WINDOW: usize = 60 + 20;
+        let mut buf = [0u8; ETH + WINDOW];
+        buf[12..14].copy_from_slice(&load_type.to_be_bytes());
+        let n = l3.len().min(WINDOW);
+        buf[ETH..ETH + n].copy_from_slice(&l3[..n]);
+        match inca_apps::headers::parse(&buf[..ETH + n]) {
+            Ok(p) => FlowKey::of_parsed(&p, 0),
+            Err(_) => FlowKey::default(),
+        }
+    }
+
     /// The 24-bit context (VNI).
     pub fn ctx(&self) -> u32 {
         u32::from_be_bytes([0, self.0[0], self.0[1], self.0[2]])
@@ -222,6 +243,27 @@ mod tests {
         assert!(h.cms(1, 1024) < 1024);
         assert!(h.pin_way(1, 16_384) < 16_384);
         assert_eq!(h.member(0), 0);
+    }
+
+    #[test]
+    fn the_key_behind_a_shim_is_the_original_frame_s() {
+        use inca_wire::{build_udp_frame, Endpoints};
+        let ep = Endpoints::new(
+            [2; 6],
+            std::net::Ipv4Addr::new(10, 0, 0, 1),
+            [4; 6],
+            std::net::Ipv4Addr::new(10, 0, 0, 2),
+        );
+        let f = build_udp_frame(&ep, 1234, 53, &[7; 300], false).unwrap();
+        let p = inca_apps::headers::parse(&f).unwrap();
+        let k = FlowKey::of_l3(0x0800, &f[14..]);
+        assert_eq!(k, FlowKey::of_parsed(&p, 0));
+        assert_eq!(k.sport(), 1234);
+        assert_eq!(FlowKey::of_l3(0x86DD, &f[14..]), FlowKey::default());
+        assert_eq!(FlowKey::of_l3(0x0800, &f[14..20]), FlowKey::default());
+        // Ports cut off: the addresses still key it, ports 0.
+        let short = FlowKey::of_l3(0x0800, &f[14..36]);
+        assert_eq!((short.src(), short.sport()), ([10, 0, 0, 1], 0));
     }
 
     #[test]

@@ -10,15 +10,19 @@
 //! - [`flow`] — the flow key and the four switch hashes over it (§4.1).
 //! - [`app`] — the programming abstraction (§5.1): an app's switch half
 //!   and its remote handler.
-//! - [`apps`] — NULL, MFWD, SNAT (spec §7).
 //! - [`switch`] — the generated switch program and its driver.
 //! - [`params`] — the programs built from named parameters.
 //! - [`system`] — CLIP as an inca system (`inca check`, scenarios).
+//! - [`server`] — the server runtime (§5.3): [`server::ClipRuntime`], a
+//!   software NF for `inca_server::MultiCoreServer` around a remote
+//!   handler, with its sans-IO control API.
+//! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT).
 
 pub mod app;
 pub mod apps;
 pub mod flow;
 pub mod params;
+pub mod server;
 pub mod switch;
 pub mod system;
 

@@ -189,7 +189,7 @@ fn mfwd_and_snat_give_the_same_output_on_both_paths() {
         .verify_checksum());
     h.control(
         6_200_000,
-        Command::AppInstall(mfwd::entry(&key, 0x0203)).message(),
+        Command::AppInstall(mfwd::MfwdHandler::entry(key, 0x0203)).message(),
     );
     h.advance_to(7_000_000);
     h.send(7_000_000, NET_IN, f);
@@ -205,7 +205,7 @@ fn mfwd_and_snat_give_the_same_output_on_both_paths() {
     h.send(6_000_000, NET_IN, f.clone());
     h.advance_to(6_100_000);
     let req = h.take().remove(0);
-    let e = snat::entry(&key, public);
+    let e = snat::SnatHandler::entry(key, public);
     h.send(6_100_000, req.port, respond(req.frame, Status::Ok, &e.data));
     h.advance_to(6_200_000);
     let slow = h.take().remove(0);

@@ -28,6 +28,14 @@
 //! So CPU time is on every frame's latency path, not only a spacing between
 //! frames. Internal steps run from one time-ordered agenda (one device
 //! timer), so PCIe transfers are reserved in time order.
+//!
+//! The NF sees time: the core passes the time it takes a frame
+//! ([`SoftwareNf::process_at`]). An NF with a
+//! [`SoftwareNf::housekeeping_interval`] gets
+//! [`SoftwareNf::housekeeping`] on the agenda every interval, the first one
+//! an interval after the server starts (and again after each restart);
+//! what it sends goes out through core 0's transmit path (step 4 on),
+//! without CPU time.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -201,6 +209,8 @@ enum Step {
     },
     /// A direction of the PCIe link is free again: start what waits.
     PciePump { dir: Dir },
+    /// The NF's periodic work is due.
+    Housekeeping,
 }
 
 #[derive(Debug)]
@@ -265,6 +275,12 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
             )));
         }
         config.nic.check().map_err(ServerError)?;
+        if nf.housekeeping_interval() == Some(0) {
+            return Err(ServerError(format!(
+                "NF {} asks for housekeeping every 0 ns",
+                nf.name()
+            )));
+        }
         let rss = Rss::new(&config.rss, config.cores).map_err(|e| ServerError(e.to_string()))?;
         let rate = config.nic.line_rate_bps();
         let queues = ports.len() * config.cores;
@@ -309,6 +325,11 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
     /// The NF.
     pub fn nf(&self) -> &N {
         &self.nf
+    }
+
+    /// The NF, to change (a control channel's glue calls its methods).
+    pub fn nf_mut(&mut self) -> &mut N {
+        &mut self.nf
     }
 
     /// Each core's counters.
@@ -503,11 +524,34 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
             Err(_) => now + cost, // cannot happen: the core is idle
         };
         let mut outputs = Vec::new();
-        self.nf.process(core, port, frame, &mut outputs);
+        self.nf.process_at(now, core, port, frame, &mut outputs);
         self.schedule(done, Step::CpuDone { core, outputs });
     }
 
     fn cpu_done(&mut self, now: Nanos, core: usize, outputs: Vec<NfOutput>) {
+        self.transmit(now, core, outputs);
+        self.start_next(now, core);
+    }
+
+    /// Schedules the NF's next housekeeping, an interval after `now`, if
+    /// it wants one.
+    fn schedule_housekeeping(&mut self, now: Nanos) {
+        if let Some(every) = self.nf.housekeeping_interval() {
+            // `new` refused 0; an NF changing its mind later still must
+            // not stall time.
+            self.schedule(now.saturating_add(every.max(1)), Step::Housekeeping);
+        }
+    }
+
+    fn housekeeping(&mut self, now: Nanos) {
+        let mut outputs = Vec::new();
+        self.nf.housekeeping(now, &mut outputs);
+        self.transmit(now, 0, outputs);
+        self.schedule_housekeeping(now);
+    }
+
+    /// Hands what core `core` sent at `now` to the NIC's transmit path.
+    fn transmit(&mut self, now: Nanos, core: usize, outputs: Vec<NfOutput>) {
         for (port, mut frame) in outputs {
             let Some(macs) = self.ports.get(usize::from(port)) else {
                 self.stats.bad_output_drops += 1;
@@ -534,7 +578,6 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
                 self.schedule(now + self.config.nic.pcie.write_latency_ns, next);
             }
         }
-        self.start_next(now, core);
     }
 
     fn tx_wire(
@@ -592,6 +635,7 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
                 }
                 Step::TxWire { port, core, frame } => self.tx_wire(t, port, core, frame, out),
                 Step::PciePump { dir } => self.pcie_pump(t, dir),
+                Step::Housekeeping => self.housekeeping(t),
             }
         }
         if let Some((&(next, _), _)) = self.agenda.first_key_value() {
@@ -607,6 +651,11 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
 }
 
 impl<N: SoftwareNf> Device for MultiCoreServer<N> {
+    fn start(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
+        self.schedule_housekeeping(now);
+        self.run_agenda(now, out);
+    }
+
     fn handle(&mut self, now: Nanos, input: Input, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         match input {
             Input::Frame { port, frame } => {
@@ -625,7 +674,7 @@ impl<N: SoftwareNf> Device for MultiCoreServer<N> {
         self.run_agenda(now, out);
     }
 
-    fn restart(&mut self, _now: Nanos, _rng: &mut DeviceRng, _out: &mut Vec<Output>) {
+    fn restart(&mut self, now: Nanos, _rng: &mut DeviceRng, out: &mut Vec<Output>) {
         // Everything in flight is lost: frames in the NIC, the rings, the
         // cores; the NF loses its state. Counters survive.
         self.agenda.clear();
@@ -647,5 +696,8 @@ impl<N: SoftwareNf> Device for MultiCoreServer<N> {
         // time on a port.
         self.pcie.reset();
         self.nf.reset();
+        // The NF's timers restart with it.
+        self.schedule_housekeeping(now);
+        self.run_agenda(now, out);
     }
 }

@@ -7,8 +7,14 @@
 //! keeps per-core state (a core's own allocation range, its own counters)
 //! without locks, and shares what it must (a flow table reached by any core
 //! that sees the flow's reply).
+//!
+//! Time: the server hands the NF the time a core takes a frame
+//! ([`SoftwareNf::process_at`]), and an NF that keeps timers (flow expiry,
+//! batched reports) names an interval ([`SoftwareNf::housekeeping_interval`])
+//! at which the server calls [`SoftwareNf::housekeeping`] from its agenda.
+//! NFs without either keep the defaults and see no change.
 
-use inca_switch::device::PortId;
+use inca_switch::device::{Nanos, PortId};
 
 /// A frame an NF sends: the port and the frame. The server sets its
 /// Ethernet addresses (source: the port's MAC, destination: the neighbour's)
@@ -25,6 +31,40 @@ pub trait SoftwareNf {
     /// frames to send onto `out` (none: the frame is dropped). A malformed
     /// frame is the NF's to count and drop, never a panic.
     fn process(&mut self, core: usize, port: PortId, frame: Vec<u8>, out: &mut Vec<NfOutput>);
+
+    /// [`SoftwareNf::process`] at time `now`, the time the core takes the
+    /// frame (its state changes then; what it sends leaves when the CPU
+    /// time is over). The server calls this one; the default forgets the
+    /// time, so an NF that needs no clock implements only `process`.
+    fn process_at(
+        &mut self,
+        now: Nanos,
+        core: usize,
+        port: PortId,
+        frame: Vec<u8>,
+        out: &mut Vec<NfOutput>,
+    ) {
+        let _ = now;
+        self.process(core, port, frame, out)
+    }
+
+    /// How often the server runs [`SoftwareNf::housekeeping`]: None (the
+    /// default) never. Read when the server starts and restarts and after
+    /// each run, so an NF may change it. A zero interval is refused when
+    /// the server is built (it would never let time advance).
+    fn housekeeping_interval(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// Periodic work at time `now` (expiry, batching reports), pushing the
+    /// frames to send onto `out`. The server sends them through core 0's
+    /// transmit path (descriptor, doorbell, DMA) as if core 0 had sent
+    /// them at `now`, without charging core 0 CPU time [our choice: a
+    /// DPDK app runs its timers on a control thread, or between bursts at a
+    /// cost that is small next to the per-packet work].
+    fn housekeeping(&mut self, now: Nanos, out: &mut Vec<NfOutput>) {
+        let _ = (now, out);
+    }
 
     /// The bytes the NIC's RSS hashes for `frame`, when the NF defines them
     /// (a CLIP server hashes the flow key behind its shim: real NICs cannot

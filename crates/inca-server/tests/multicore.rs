@@ -237,3 +237,119 @@ fn a_restart_loses_frames_in_flight_and_keeps_counters() {
     let times: Vec<u64> = h.transmitted.iter().map(|t| t.at).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]));
 }
+
+/// Counts housekeeping calls, sends a frame from each, and remembers the
+/// time it was handed with each frame.
+#[derive(Debug, Default)]
+struct Ticker {
+    calls: Vec<u64>,
+    seen_at: Vec<u64>,
+}
+
+impl SoftwareNf for Ticker {
+    fn name(&self) -> &str {
+        "ticker"
+    }
+    fn process(&mut self, _core: usize, _port: PortId, _frame: Vec<u8>, _out: &mut Vec<NfOutput>) {
+        unreachable!("the server calls process_at");
+    }
+    fn process_at(
+        &mut self,
+        now: u64,
+        _core: usize,
+        _port: PortId,
+        frame: Vec<u8>,
+        out: &mut Vec<NfOutput>,
+    ) {
+        self.seen_at.push(now);
+        out.push((1, frame));
+    }
+    fn housekeeping_interval(&self) -> Option<u64> {
+        Some(1_000_000)
+    }
+    fn housekeeping(&mut self, now: u64, out: &mut Vec<NfOutput>) {
+        self.calls.push(now);
+        out.push((0, frame(4242, 64)));
+    }
+    fn counters(&self) -> Vec<(String, u64)> {
+        vec![("housekeeping".into(), self.calls.len() as u64)]
+    }
+    fn reset(&mut self) {
+        self.calls.clear();
+    }
+}
+
+#[test]
+fn housekeeping_runs_every_interval_from_start_and_after_a_restart() {
+    println!("seed {SEED}");
+    let port = |i: u8| PortMacs {
+        mac: [2, 0, 0, 0, 9, i],
+        neighbour: [2, 0, 0, 0, 8, i],
+    };
+    let s = MultiCoreServer::new(
+        ServerConfig {
+            cores: 2,
+            ..ServerConfig::default()
+        },
+        vec![port(0), port(1)],
+        Ticker::default(),
+    )
+    .unwrap();
+    let mut h = Harness::new(s, SEED);
+    h.send(2_500_000, 0, frame(7, 100));
+    h.advance_to(5_500_000);
+    let nf = h.device.nf();
+    assert_eq!(
+        nf.calls,
+        vec![1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000]
+    );
+    // The core took the frame after its RX DMA, not at its arrival.
+    assert_eq!(nf.seen_at.len(), 1);
+    assert!(nf.seen_at[0] > 2_500_000 && nf.seen_at[0] < 2_510_000);
+    // Each housekeeping frame left on port 0 after its call, through the
+    // transmit DMA (later than the call, within microseconds).
+    let sent: Vec<_> = h.transmitted.iter().filter(|t| t.port == 0).collect();
+    assert_eq!(sent.len(), 5);
+    for (t, call) in sent.iter().zip(&h.device.nf().calls) {
+        assert!(
+            t.at > *call && t.at < call + 10_000,
+            "{} after {call}",
+            t.at
+        );
+        assert_eq!(
+            &t.frame[0..6],
+            &[2, 0, 0, 0, 8, 0],
+            "MACs set as for frames"
+        );
+    }
+    assert_eq!(h.transmitted.iter().filter(|t| t.port == 1).count(), 1);
+    assert_eq!(h.device.counters()["nf_housekeeping"], 5);
+    // A restart forgets the schedule and starts it again from the restart.
+    h.restart(5_700_000);
+    h.advance_to(8_000_000);
+    assert_eq!(h.device.nf().calls, vec![6_700_000, 7_700_000]);
+}
+
+#[test]
+fn a_zero_housekeeping_interval_is_refused() {
+    #[derive(Debug)]
+    struct Zero;
+    impl SoftwareNf for Zero {
+        fn name(&self) -> &str {
+            "zero"
+        }
+        fn process(&mut self, _: usize, _: PortId, _: Vec<u8>, _: &mut Vec<NfOutput>) {}
+        fn housekeeping_interval(&self) -> Option<u64> {
+            Some(0)
+        }
+        fn counters(&self) -> Vec<(String, u64)> {
+            Vec::new()
+        }
+        fn reset(&mut self) {}
+    }
+    let port = PortMacs {
+        mac: [2; 6],
+        neighbour: [4; 6],
+    };
+    assert!(MultiCoreServer::new(ServerConfig::default(), vec![port], Zero).is_err());
+}
