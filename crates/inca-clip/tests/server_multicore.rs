@@ -121,11 +121,7 @@ fn each_flow_stays_on_one_core_and_cores_are_balanced() {
         shim::pop(&mut original).unwrap();
         let sport = inca_apps::headers::parse(&original).unwrap().sport;
         let i = sport - 1024;
-        assert_eq!(
-            tx.port,
-            u16::from(i.is_multiple_of(50)),
-            "the arrival port"
-        );
+        assert_eq!(tx.port, u16::from(i.is_multiple_of(50)), "the arrival port");
         assert_eq!(tx.frame.len(), request(i, 1).len());
         if params[2] == 1 {
             assert_eq!(r.status, Status::Ok);
