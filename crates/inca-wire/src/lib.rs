@@ -16,6 +16,8 @@
 //! - [`exoplane`] — ExoPlane shim, merge body and control protocol.
 //! - [`redplane`] — RedPlane request/ack/chain messages, serial numbers, frames.
 //! - [`swish`] — SwiSh common header and its SRO, EWO and SDW bodies.
+//! - [`clip`] — CLIP data-plane shim and params packing, CLIP-CTL control
+//!   protocol, pin-overflow digest.
 //! - [`udp_frame`] — the one parser of whole Ethernet/IPv4/UDP frames.
 //! - [`probe`] — the traffic generators' probe header (flow, sequence, send time).
 //! - [`pcap`] — pcap writer, pcap/pcapng reader.
@@ -30,6 +32,7 @@
 
 pub mod builder;
 pub mod checksum;
+pub mod clip;
 mod error;
 pub mod ethernet;
 pub mod exoplane;
