@@ -13,10 +13,11 @@
 //! - [`roce`] — RoCEv2 BTH, RETH, AETH, opcodes, whole-packet view.
 //! - [`icrc`] — the RoCEv2 invariant CRC (IBA Annex A17).
 //! - [`builder`] — whole frames: UDP, TCP and RoCEv2 WRITE/READ/response/ACK.
-//! - [`clip`] — CLIP request/response shim.
 //! - [`exoplane`] — ExoPlane shim, merge body and control protocol.
 //! - [`redplane`] — RedPlane request/ack/chain messages, serial numbers, frames.
 //! - [`swish`] — SwiSh common header and its SRO, EWO and SDW bodies.
+//! - [`clip`] — CLIP data-plane shim and params packing, CLIP-CTL control
+//!   protocol, pin-overflow digest.
 //! - [`udp_frame`] — the one parser of whole Ethernet/IPv4/UDP frames.
 //! - [`probe`] — the traffic generators' probe header (flow, sequence, send time).
 //! - [`pcap`] — pcap writer, pcap/pcapng reader.

@@ -1,6 +1,7 @@
 //! Property tests: every header round-trips through emit/parse, and no view,
-//! repr parser (RedPlane's included), ICRC helper or capture reader (pcap
-//! and pcapng, whatever follows the magic) panics on arbitrary bytes.
+//! repr parser (RedPlane's and CLIP's included), ICRC helper or capture
+//! reader (pcap and pcapng, whatever follows the magic) panics on arbitrary
+//! bytes.
 
 use std::net::Ipv4Addr;
 
@@ -558,6 +559,137 @@ mod swish_ewo {
                 prop_assert_eq!(BodyRepr::parse(&r.to_vec().unwrap()).unwrap(), r);
             } else {
                 prop_assert!(BodyRepr::parse(&b).is_err());
+            }
+        }
+    }
+}
+
+mod clip {
+    use inca_wire::clip::ctl::{CtlBody, CtlMessage, FlowInfo, MAX_DATAGRAM};
+    use inca_wire::clip::shim::{self, ClipRepr, Kind, Sel, Status};
+    use inca_wire::clip::{PinOverflow, ETHERTYPE};
+    use proptest::prelude::*;
+
+    fn repr() -> impl Strategy<Value = ClipRepr> {
+        (
+            (
+                proptest::sample::select(Kind::ALL.to_vec()),
+                any::<u8>(),
+                any::<u16>(),
+                any::<u8>(),
+                any::<u8>(),
+                any::<u16>(),
+            ),
+            (
+                any::<u8>(),
+                proptest::sample::select(Sel::ALL.to_vec()),
+                proptest::sample::select(Status::ALL.to_vec()),
+                any::<u16>(),
+                any::<u32>(),
+            ),
+        )
+            .prop_map(
+                |(
+                    (kind, flags, load_type, app_id, hdr_words, parsed_len),
+                    (server_id, sel, status, grp_ver, cms_est),
+                )| ClipRepr {
+                    kind,
+                    flags: flags & shim::FLAGS_MASK,
+                    load_type,
+                    app_id,
+                    hdr_words,
+                    parsed_len,
+                    server_id,
+                    sel,
+                    status,
+                    grp_ver,
+                    cms_est,
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn clip_header_roundtrip(r in repr()) {
+            let mut b = [0u8; 16];
+            r.emit(&mut b).unwrap();
+            prop_assert_eq!(b, r.to_bytes());
+            prop_assert_eq!(ClipRepr::parse(&b).unwrap(), r);
+        }
+
+        #[test]
+        fn clip_push_pop_inverse(r in repr(), tagged in any::<bool>(),
+                                 et in any::<u16>().prop_filter("not VLAN or CLIP",
+                                     |e| *e != 0x8100 && *e != ETHERTYPE),
+                                 words in 0usize..=20,
+                                 payload in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let mut f = vec![2u8; 12];
+            if tagged { f.extend_from_slice(&[0x81, 0x00, 0x00, 0x2A]); }
+            f.extend_from_slice(&et.to_be_bytes());
+            f.extend_from_slice(&payload);
+            let orig = f.clone();
+            let params: Vec<u8> = (0..words * 4).map(|i| i as u8).collect();
+            shim::push(&mut f, r, &params).unwrap();
+            prop_assert_eq!(f.len(), orig.len() + 16 + params.len());
+            prop_assert_eq!(&f[shim::params_range(&f).unwrap()], &params[..]);
+            let (popped, p) = shim::pop(&mut f).unwrap();
+            prop_assert_eq!(popped, ClipRepr { load_type: et, hdr_words: (4 + words) as u8, ..r });
+            prop_assert_eq!(p, params);
+            prop_assert_eq!(f, orig);
+        }
+
+        #[test]
+        fn pack_unpack_roundtrip(fields in proptest::collection::vec((any::<u64>(), 0u8..=64), 0..12)) {
+            let fields: Vec<(u64, u8)> = fields
+                .into_iter()
+                .map(|(v, w)| (if w == 64 { v } else { v & ((1u64 << w) - 1) }, w))
+                .collect();
+            let bits: usize = fields.iter().map(|f| usize::from(f.1)).sum();
+            let mut out = vec![0xFFu8; bits.div_ceil(8)];
+            shim::pack(&fields, &mut out).unwrap();
+            let widths: Vec<u8> = fields.iter().map(|f| f.1).collect();
+            let values: Vec<u64> = fields.iter().map(|f| f.0).collect();
+            prop_assert_eq!(shim::unpack(&out, &widths).unwrap(), values);
+            if !bits.is_multiple_of(8) {
+                prop_assert_eq!(out[out.len() - 1] & (0xFF >> (bits % 8)), 0, "padding is zero");
+            }
+        }
+
+        #[test]
+        fn clip_ctl_split_and_roundtrip(n in 0usize..200, ts in any::<u64>()) {
+            let items: Vec<FlowInfo> = (0..n)
+                .map(|i| FlowInfo { flow: [i as u8; 16], first_seen: ts, last_seen: ts ^ i as u64,
+                                    offloaded: i % 2 == 0 })
+                .collect();
+            let parts = inca_wire::clip::ctl::split(CtlBody::FlowQueryReply { items: items.clone() }, MAX_DATAGRAM);
+            let mut back = Vec::new();
+            for (i, p) in parts.iter().enumerate() {
+                let m = CtlMessage { txn_id: i as u32, sender: 1, reply: true, more: i + 1 < parts.len(),
+                                     body: p.clone() };
+                let b = m.encode();
+                prop_assert!(b.len() <= MAX_DATAGRAM);
+                prop_assert_eq!(CtlMessage::decode(&b).unwrap(), m);
+                if let CtlBody::FlowQueryReply { items } = p { back.extend_from_slice(items); }
+            }
+            prop_assert_eq!(back, items);
+        }
+
+        #[test]
+        fn clip_parsers_never_panic(data in proptest::collection::vec(any::<u8>(), 0..80)) {
+            let _ = ClipRepr::parse(&data);
+            let _ = shim::shim_of(&data);
+            let _ = shim::params_range(&data);
+            if let Ok(m) = CtlMessage::decode(&data) { prop_assert_eq!(m.encode(), data.clone()); }
+            if let Ok(d) = PinOverflow::parse(&data) { prop_assert_eq!(&d.to_bytes()[..], &data[..20]); }
+            let mut f = data.clone();
+            if shim::pop(&mut f).is_err() { prop_assert_eq!(&f, &data); }
+            let mut g = data.clone();
+            let r = ClipRepr::parse(&[0x11, 0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+            match shim::push(&mut g, r, &[1, 2, 3, 4]) {
+                Ok(()) => prop_assert_eq!(g.len(), data.len() + 20),
+                Err(_) => prop_assert_eq!(&g, &data),
             }
         }
     }

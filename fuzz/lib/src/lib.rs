@@ -9,7 +9,7 @@
 //! writes inputs in the formats [`input`] reads.
 //!
 //! - [`parsers`] — one target per inca-wire parser (ExoPlane's control
-//!   protocol included), and the TEA agent protocol.
+//!   protocol and CLIP's included), and the TEA agent protocol.
 //! - [`devices`] — one target per device frame handler: the switch with each
 //!   catalog program (inca-apps, RedPlane, TEA), the ExoPlane switch and
 //!   device programs, the RedPlane state store,
@@ -48,6 +48,8 @@ pub const TARGETS: &[&str] = &[
     "swish_ewo",
     "swish_ddos",
     "swish_ctl",
+    "clip_shim",
+    "clip_ctl",
     "switch_apps",
     "switch_redplane",
     "switch_tea",
@@ -57,7 +59,7 @@ pub const TARGETS: &[&str] = &[
 ];
 
 /// How many of [`TARGETS`] are parser targets.
-pub const PARSER_TARGETS: usize = 19;
+pub const PARSER_TARGETS: usize = 21;
 
 /// Runs target `name` on `data`. Panics on a finding (and on an unknown
 /// name, a bug in the caller).
@@ -82,6 +84,8 @@ pub fn run(name: &str, data: &[u8]) {
         "swish_ewo" => parsers::swish_ewo(data),
         "swish_ddos" => parsers::swish_ddos(data),
         "swish_ctl" => parsers::swish_ctl(data),
+        "clip_shim" => parsers::clip_shim(data),
+        "clip_ctl" => parsers::clip_ctl(data),
         "switch_apps" => devices::switch_apps(data),
         "switch_redplane" => devices::switch_redplane(data),
         "switch_tea" => devices::switch_tea(data),

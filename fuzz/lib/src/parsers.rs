@@ -691,3 +691,204 @@ pub fn swish_ewo(data: &[u8]) {
         assert_eq!(back.values.get(1..), r.values.get(1..));
     }
 }
+
+/// The CLIP shim (specs/clip.md §4.2): the view agrees with the repr and
+/// the repr re-emits the header (reserved bits as zero); setters write
+/// what getters read; on a whole frame a refused pop or push leaves it
+/// unchanged, a pop followed by a push of what it returned restores the
+/// frame, and a push followed by a pop restores it too. The params
+/// packing round-trips (widths and values from the input).
+pub fn clip_shim(data: &[u8]) {
+    use inca_wire::clip::shim::{self, ClipHeader, ClipRepr, Kind, Sel, Status};
+    use inca_wire::clip::ETHERTYPE;
+    if let Ok(h) = ClipHeader::new_checked(data) {
+        let r = ClipRepr::parse(data).expect("a checked header parses");
+        assert_eq!(
+            (
+                r.kind,
+                r.flags,
+                r.load_type,
+                r.app_id,
+                r.hdr_words,
+                r.parsed_len
+            ),
+            (
+                h.kind(),
+                h.flags(),
+                h.load_type(),
+                h.app_id(),
+                h.hdr_words(),
+                h.parsed_len()
+            )
+        );
+        assert_eq!(
+            (r.server_id, r.sel, r.status, r.grp_ver, r.cms_est),
+            (h.server_id(), h.sel(), h.status(), h.grp_ver(), h.cms_est())
+        );
+        assert_eq!(r.params_len(), h.params_len());
+        let mut masked = [0u8; 16];
+        masked.copy_from_slice(&data[..16]);
+        masked[1] &= shim::FLAGS_MASK;
+        masked[9] &= 0xF8;
+        assert_eq!(r.to_bytes(), masked, "emit keeps every field");
+        assert_eq!(ClipRepr::parse(&r.to_bytes()), Ok(r));
+        let mut b = masked;
+        let mut v = ClipHeader::new_checked(&mut b[..]).expect("same bytes");
+        v.set_kind(Kind::Response);
+        v.set_status(Status::NoResult);
+        v.set_sel(Sel::Hint);
+        v.set_load_type(!r.load_type);
+        v.set_server_id(!r.server_id);
+        v.set_cms_est(!r.cms_est);
+        let back = ClipRepr::parse(&b).expect("still a header");
+        assert_eq!(
+            back,
+            ClipRepr {
+                kind: Kind::Response,
+                status: Status::NoResult,
+                sel: Sel::Hint,
+                load_type: !r.load_type,
+                server_id: !r.server_id,
+                cms_est: !r.cms_est,
+                ..r
+            }
+        );
+    }
+    // Pop, then push back what came off.
+    let mut f = data.to_vec();
+    match shim::pop(&mut f) {
+        Err(_) => assert_eq!(f, data, "a refused pop leaves the frame alone"),
+        Ok((r, params)) => {
+            let (start, _) = shim::shim_of(data)
+                .expect("a popped frame had a shim")
+                .expect("a popped frame had a shim");
+            assert_eq!(params.len(), r.params_len());
+            assert_eq!(f.len() + 16 + params.len(), data.len());
+            assert_eq!(f[start - 2..start], r.load_type.to_be_bytes());
+            if r.load_type != ETHERTYPE && shim::ethertype_offset(&f) == Ok(start - 2) {
+                shim::push(&mut f, r, &params).expect("what was popped pushes back");
+                let mut want = data.to_vec();
+                want[start + 1] &= shim::FLAGS_MASK;
+                want[start + 9] &= 0xF8;
+                assert_eq!(f, want, "pop then push restores the frame");
+            }
+        }
+    }
+    // Push, then pop.
+    let r = ClipRepr {
+        kind: Kind::Request,
+        flags: shim::FLAG_CMS_VALID,
+        load_type: 0,
+        app_id: 3,
+        hdr_words: 0,
+        parsed_len: 40,
+        server_id: 1,
+        sel: Sel::Cur,
+        status: Status::Ok,
+        grp_ver: 1,
+        cms_est: 9,
+    };
+    let plen = data
+        .first()
+        .map_or(0, |b| usize::from(b % 9) * 4 + usize::from(b >> 7));
+    let params: Vec<u8> = data.iter().rev().copied().cycle().take(plen).collect();
+    let mut g = data.to_vec();
+    match shim::push(&mut g, r, &params) {
+        Err(_) => assert_eq!(g, data, "a refused push leaves the frame alone"),
+        Ok(()) => {
+            assert_eq!(g.len(), data.len() + 16 + plen);
+            let (back, p) = shim::pop(&mut g).expect("a pushed shim pops");
+            assert_eq!((back.app_id, back.parsed_len, back.cms_est), (3, 40, 9));
+            assert_eq!(p, params);
+            assert_eq!(g, data, "push then pop restores the frame");
+        }
+    }
+    // Params packing: widths from the odd bytes, values from the even ones.
+    let fields: Vec<(u64, u8)> = data
+        .chunks(2)
+        .take(16)
+        .map(|c| {
+            let w = c[0] % 65;
+            let v = u64::from(c.get(1).copied().unwrap_or(0)).wrapping_mul(0x0101_0101_0101_0101);
+            (if w == 64 { v } else { v & ((1u64 << w) - 1) }, w)
+        })
+        .collect();
+    let bits: usize = fields.iter().map(|f| usize::from(f.1)).sum();
+    let mut out = vec![0xA5u8; bits.div_ceil(8)];
+    shim::pack(&fields, &mut out).expect("fitting fields pack");
+    let widths: Vec<u8> = fields.iter().map(|f| f.1).collect();
+    let got = shim::unpack(&out, &widths).expect("they unpack");
+    assert!(
+        got.iter().zip(&fields).all(|(g, f)| *g == f.0),
+        "pack/unpack round trip"
+    );
+    if !bits.is_multiple_of(8) {
+        assert_eq!(
+            out[out.len() - 1] & (0xFF >> (bits % 8)),
+            0,
+            "padding is zero"
+        );
+    }
+    let _ = shim::unpack(data, &widths);
+}
+
+/// CLIP-CTL (specs/clip.md §4.5) and the pin-overflow digest (§4.4): a
+/// datagram `decode` accepts re-encodes to exactly its bytes, and its
+/// body split to datagram size comes back item for item; a body decoded
+/// on its own re-encodes to its payload; the header view agrees with the
+/// header repr; a parsed digest emits back to its 20 bytes.
+pub fn clip_ctl(data: &[u8]) {
+    use inca_wire::clip::ctl::{
+        split, CtlBody, CtlHeader, CtlHeaderRepr, CtlMessage, MsgType, HEADER_LEN, MAX_DATAGRAM,
+    };
+    use inca_wire::clip::PinOverflow;
+    if let Ok(m) = CtlMessage::decode(data) {
+        assert_eq!(m.try_encode().expect("a decoded message encodes"), data);
+        let parts = split(m.body.clone(), MAX_DATAGRAM);
+        assert_eq!(
+            parts.iter().map(CtlBody::item_count).sum::<usize>(),
+            m.body.item_count()
+        );
+        for p in parts {
+            let part = CtlMessage {
+                body: p,
+                ..m.clone()
+            };
+            let bytes = part.try_encode().expect("a part encodes");
+            assert_eq!(CtlMessage::decode(&bytes).as_ref(), Ok(&part));
+        }
+    }
+    if let Ok(h) = CtlHeader::new_checked(data) {
+        let _ = (
+            h.txn_id(),
+            h.sender(),
+            h.reply(),
+            h.more(),
+            h.payload().len(),
+        );
+        assert!(h.payload().len() <= usize::from(h.payload_len()));
+        if let Ok(r) = CtlHeaderRepr::parse(data) {
+            let mut want = [0u8; HEADER_LEN];
+            want.copy_from_slice(&data[..HEADER_LEN]);
+            want[11] &= 0x03;
+            assert_eq!(r.to_bytes(), want);
+        }
+    }
+    if let Some((&first, rest)) = data.split_first() {
+        if let Ok(b) = MsgType::from_u8(first).and_then(|t| CtlBody::decode(t, rest)) {
+            let m = CtlMessage {
+                txn_id: 0,
+                sender: 0,
+                reply: true,
+                more: false,
+                body: b,
+            };
+            let bytes = m.try_encode().expect("a decoded body encodes");
+            assert_eq!(&bytes[HEADER_LEN..], rest);
+        }
+    }
+    if let Ok(d) = PinOverflow::parse(data) {
+        assert_eq!(d.to_bytes()[..], data[..20]);
+        assert_eq!(PinOverflow::parse(&d.to_bytes()), Ok(d));
+    }
+}

@@ -7,7 +7,7 @@
 use inca_server::multicore::MAX_CORES;
 use inca_server::{NfOutput, SoftwareNf};
 use inca_switch::device::{Nanos, PortId};
-use inca_wire::clip::shim::{Status, COMMON_LEN, FLAG_CMS_VALID, MAX_HEADER};
+use inca_wire::clip::shim::{Status, FLAG_CMS_VALID, MAX_PARAMS_LEN};
 
 use super::config::RuntimeConfig;
 use super::flows::{FlowTable, Seen};
@@ -62,12 +62,12 @@ impl<H: RemoteHandler> ClipRuntime<H> {
             )));
         }
         let p = handler.params_len();
-        if !p.is_multiple_of(4) || COMMON_LEN + p > MAX_HEADER {
+        if !p.is_multiple_of(4) || p > MAX_PARAMS_LEN {
             return Err(RuntimeError(format!(
                 "app {} has a params region of {p} bytes: it must be a multiple of 4 \
                  and at most {}",
                 handler.app_id(),
-                MAX_HEADER - COMMON_LEN
+                MAX_PARAMS_LEN
             )));
         }
         if handler.app_id() == 0 {

@@ -35,8 +35,6 @@ use crate::switch::stats::SwitchStats;
 
 /// Punt reason of a CLIP-CTL datagram from a server.
 pub const REASON_CTL: u16 = 1;
-/// The controller's CLIP-CTL UDP port (§4.5).
-pub const CTL_CONTROLLER_PORT: u16 = 47100;
 /// Longest params region an app may declare.
 pub const MAX_PARAMS: usize = 64;
 
@@ -314,7 +312,10 @@ impl<A: SwitchApp> Program for ClipSwitch<A> {
         }
         if from_server {
             let p = pkt.meta.p;
-            if p.ipv4 && p.proto == headers::PROTO_UDP && p.dport == CTL_CONTROLLER_PORT {
+            if p.ipv4
+                && p.proto == headers::PROTO_UDP
+                && p.dport == inca_wire::clip::ctl::CONTROLLER_PORT
+            {
                 pkt.to_cpu(REASON_CTL);
                 self.stats.ctl_in += 1;
             } else {

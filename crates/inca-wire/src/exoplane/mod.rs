@@ -21,7 +21,8 @@ use crate::telemetry::{StampPoint, TelemetryStack};
 
 /// EtherType of the EXO shim (§4.1) [our choice]: IEEE 802 Local
 /// Experimental EtherType 2. The spec's 0x88B5 (Local Experimental 1) is
-/// taken by CLIP (specs/clip.md §4) and by the LB app's marker frames.
+/// taken by the LB app's marker frames (and named by CLIP's spec too,
+/// specs/clip.md §4.2; inca's CLIP uses [`crate::clip::ETHERTYPE`]).
 pub const ETHERTYPE: u16 = 0x88B6;
 
 /// TCP port the hub listens on for device daemons (§4.6) [our choice].

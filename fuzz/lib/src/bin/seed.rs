@@ -3,7 +3,7 @@
 //! `*.pcapng` under REPO, found by `fuzz/seed-corpus.sh`) and from frames
 //! built the way the tests build them: UDP and TCP flows, RoCEv2 WRITEs and
 //! READs, RedPlane requests, acks, chain messages and heartbeats, ExoPlane
-//! control frames, TEA agent messages, and for the DRAM server a whole
+//! control frames, CLIP shims and CLIP-CTL datagrams, TEA agent messages, and for the DRAM server a whole
 //! session (region, QP, WRITE, READ) whose keys and addresses come from
 //! running the server itself.
 //!
@@ -501,6 +501,126 @@ fn exoplane_control_seeds() -> Vec<Vec<u8>> {
     v
 }
 
+/// A CLIP request header (specs/clip.md §4.2) for app `app_id`.
+fn clip_request(app_id: u8) -> inca_wire::clip::ClipRepr {
+    use inca_wire::clip::shim::{ClipRepr, Kind, Sel, Status, FLAG_CMS_VALID};
+    ClipRepr {
+        kind: Kind::Request,
+        flags: FLAG_CMS_VALID,
+        load_type: 0,
+        app_id,
+        hdr_words: 0,
+        parsed_len: 40,
+        server_id: 1,
+        sel: Sel::Cur,
+        status: Status::Ok,
+        grp_ver: 1,
+        cms_est: 3,
+    }
+}
+
+/// One CLIP-CTL datagram of every type (specs/clip.md §4.5), an ack, and
+/// a pin-overflow digest.
+fn clip_ctl_seeds() -> Vec<Vec<u8>> {
+    use inca_wire::clip::ctl::{CtlBody, CtlMessage, FlowInfo, MirrorEntry, MsgType, PoolKind};
+    let flow = |i: u8| [i; 16];
+    let entry = MirrorEntry {
+        key: vec![10, 0, 0, 1, 0x30, 0x39],
+        action_id: 1,
+        data: vec![0, 7, 1],
+    };
+    let bodies = [
+        CtlBody::Register {
+            server_id: 1,
+            n_cores: 8,
+            mac: [2, 0, 0, 0, 0, 1],
+            switch_port: 4,
+        },
+        CtlBody::Heartbeat {
+            timestamp_ns: 1_000_000,
+        },
+        CtlBody::MirrorInsert {
+            table_id: 1,
+            entries: vec![entry.clone(), entry.clone()],
+        },
+        CtlBody::MirrorDelete {
+            table_id: 1,
+            keys: vec![vec![1, 2], vec![]],
+        },
+        CtlBody::EntryCreated {
+            table_id: 2,
+            entries: vec![entry],
+        },
+        CtlBody::EntryOffloaded {
+            table_id: 2,
+            keys: vec![vec![3; 16]],
+        },
+        CtlBody::EntryExpired {
+            table_id: 2,
+            keys: vec![vec![4; 16]],
+        },
+        CtlBody::TopnRequest {
+            period_id: 7,
+            n: 256,
+        },
+        CtlBody::TopnReport {
+            period_id: 7,
+            items: vec![(flow(1), 90), (flow(2), 9)],
+        },
+        CtlBody::FlowQuery { grp_ver: 1 },
+        CtlBody::FlowQueryReply {
+            items: vec![FlowInfo {
+                flow: flow(3),
+                first_seen: 1,
+                last_seen: 2,
+                offloaded: true,
+            }],
+        },
+        CtlBody::FlowExpired {
+            flows: vec![flow(4)],
+        },
+        CtlBody::PoolAssign {
+            app_id: 3,
+            kind: PoolKind::SnatPorts,
+            base_ip: [198, 51, 100, 1],
+            lo: 1024,
+            hi: 2047,
+        },
+        CtlBody::ConnNew {
+            flow: flow(5),
+            idx: 6,
+        },
+        CtlBody::ConnRelease {
+            flow: flow(5),
+            idx: 6,
+        },
+        CtlBody::Ack {
+            of: MsgType::Register,
+        },
+    ];
+    let mut v: Vec<Vec<u8>> = bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, body)| {
+            CtlMessage {
+                txn_id: i as u32,
+                sender: 1,
+                reply: false,
+                more: i.is_multiple_of(3),
+                body,
+            }
+            .encode()
+        })
+        .collect();
+    let d = inca_wire::clip::PinOverflow {
+        flow: flow(6),
+        server_id: 2,
+        grp_ver: 1,
+    };
+    v.push(d.to_bytes().to_vec());
+    v
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
@@ -538,6 +658,14 @@ fn main() {
         };
         if inca_wire::exoplane::shim::push(&mut shimmed, to_dev).is_ok() {
             out.put("exoplane_shim", &shimmed);
+        }
+        out.put("clip_shim", f);
+        for (app_id, p) in [(1u8, 0usize), (3, 16), (4, 28)] {
+            let mut clipped = f.clone();
+            let req = clip_request(app_id);
+            if inca_wire::clip::shim::push(&mut clipped, req, &vec![0x5A; p]).is_ok() {
+                out.put("clip_shim", &clipped);
+            }
         }
         out.put("icrc", f);
         out.put("redplane", f);
@@ -658,7 +786,11 @@ fn main() {
                 frame: vec![0; 60],
             },
             Rpc::Heartbeat { tag: 6 },
-            Rpc::TableAdd { tag: 7, table: 0, key: vec![10, 1, 0, 7] },
+            Rpc::TableAdd {
+                tag: 7,
+                table: 0,
+                key: vec![10, 1, 0, 7],
+            },
             Rpc::Values {
                 tag: 1,
                 values: vec![7; 4],
@@ -666,6 +798,9 @@ fn main() {
         ] {
             out.put("swish_ctl", &r.to_vec().expect("small RPCs emit"));
         }
+    }
+    for s in clip_ctl_seeds() {
+        out.put("clip_ctl", &s);
     }
     for s in exoplane_control_seeds() {
         out.put("exoplane_control", &s);
