@@ -1,15 +1,19 @@
 //! CLIP as an inca system ([`inca_system::System`]): its switch programs
 //! in `inca check --list`, `inca check` (placement and the load-time
-//! check) and scenarios.
+//! check) and scenarios, and its server kind `clip_server`
+//! ([`crate::scenario`]).
 
 use std::any::Any;
 
 use inca_apps::params::Params;
 use inca_sim::engine::Node;
+use inca_sim::scenario::ServerSetup;
 use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::{Profile, Switch};
-use inca_system::{CheckError, ProgramInfo, RunMode, System, SystemError, SystemRun};
+use inca_system::{
+    CheckError, ProgramInfo, RunMode, ServerKindInfo, System, SystemError, SystemRun,
+};
 
 use crate::params::{build, Built, MFWD_PROGRAM, NULL_PROGRAM, PARAMS, SNAT_PROGRAM};
 
@@ -95,6 +99,13 @@ impl System for ClipSystem {
     fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
         Box::new(ClipRun)
     }
+
+    fn server_kinds(&self) -> Vec<ServerKindInfo> {
+        vec![ServerKindInfo {
+            kind: crate::scenario::KIND,
+            about: "a CLIP server: the runtime (§5.3) with the NULL, MFWD or SNAT handler on a multi-core server with a 40 GbE NIC, each request priced per §8.1 (I/O, shim, lookup, allocation)",
+        }]
+    }
 }
 
 /// One run's CLIP devices.
@@ -112,6 +123,20 @@ impl SystemRun for ClipRun {
             Built::Mfwd(p) => Box::new(Switch::new(profile, *p)?),
             Built::Snat(p) => Box::new(Switch::new(profile, *p)?),
         })
+    }
+
+    fn build_server(
+        &mut self,
+        kind: &str,
+        setup: &ServerSetup,
+    ) -> Result<Box<dyn Node>, SystemError> {
+        if kind != crate::scenario::KIND {
+            return Err(SystemError::UnknownServerKind {
+                kind: kind.to_string(),
+                known: crate::scenario::KIND.into(),
+            });
+        }
+        crate::scenario::build(setup)
     }
 
     fn as_any(&self) -> &dyn Any {
