@@ -17,11 +17,13 @@
 //!   software NF for `inca_server::MultiCoreServer` around a remote
 //!   handler, with its sans-IO control API.
 //! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT).
+//! - [`experiments`] — the §8.2 experiments built in for `inca sweep`.
 //! - [`scenario`] — `[[server]] kind = "clip_server"`: the runtime on a
 //!   multi-core server in scenarios, priced per request (§8.1).
 
 pub mod app;
 pub mod apps;
+pub mod experiments;
 pub mod flow;
 pub mod params;
 pub mod scenario;

@@ -4,6 +4,7 @@
 //! ([`crate::scenario`]).
 
 use std::any::Any;
+use std::sync::Arc;
 
 use inca_apps::params::Params;
 use inca_sim::engine::Node;
@@ -98,6 +99,16 @@ impl System for ClipSystem {
 
     fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
         Box::new(ClipRun)
+    }
+
+    /// §8.2's E1 and E5, each run handed this system to build its CLIP
+    /// devices with.
+    fn experiments(&self) -> Vec<inca_system::BuiltinExperiment> {
+        use crate::experiments::{forwarding, snat_latency};
+        vec![
+            forwarding::experiment(|p, seed| forwarding::run(p, seed, Arc::new(ClipSystem))),
+            snat_latency::experiment(|p, seed| snat_latency::run(p, seed, Arc::new(ClipSystem))),
+        ]
     }
 
     fn server_kinds(&self) -> Vec<ServerKindInfo> {
