@@ -9,13 +9,15 @@
 //! Parameters: `servers` (0 = Ideal, 1, 2), `size` (the frame in bytes
 //! with FCS, as the spec counts it: 64-1518; the simulator's frames carry
 //! no FCS, so `size - 4`, and at least 66 to hold the generator's probe),
-//! `flows` (1,024), `max_mpps` (25), `warmup_us` (200), `window_us`
-//! (2,000).
+//! `flows` (1,024), `max_mpps` (25), `setup_us` (2,000: traffic starts
+//! once the switch driver has installed its static set-up over the
+//! control channel, about 1 ms of 20 µs writes), `warmup_us` (200),
+//! `window_us` (2,000).
 //!
 //! Reports under `result`: `offered_pps` and `delivered_pps` (frames per
 //! second in the window), `delivered_l2_mbps` (frames with FCS, Mbit/s),
 //! `generator_pps` (the rate asked of the generator), `frame_bytes`,
-//! `server_drops` (receive-ring and buffer drops on the CLIP servers).
+//! `server_drops` (receive-ring and buffer drops on the testbed's servers).
 
 use std::sync::Arc;
 
@@ -105,7 +107,7 @@ pub fn run(p: &Params, seed: u64, clip: Arc<dyn System>) -> Result<ExperimentRun
     let server_drops: u64 = run
         .nodes
         .iter()
-        .filter(|(name, _, _)| name.starts_with("clip") && name.len() > 4)
+        .filter(|(_, kind, _)| *kind == "server")
         .map(|(_, _, r)| {
             let c = |k: &str| r.counters.get(k).copied().unwrap_or(0);
             c("rx_ring_drops") + c("rx_buffer_drops")

@@ -119,7 +119,7 @@ pub fn window(before: &LatencyHistogram, after: &LatencyHistogram) -> LatencyHis
             .into_iter()
             .map(|(v, f)| {
                 let cum = (f * n).round() as u64;
-                let c = cum - prev.min(cum);
+                let c = cum.saturating_sub(prev);
                 prev = cum;
                 (v, c)
             })

@@ -102,8 +102,7 @@ pub struct PoolParams {
 }
 
 /// A `clip_server`'s `params` as written. See the module documentation.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub struct ClipServerParams {
     /// The app.
     pub app: Option<String>,
@@ -167,11 +166,35 @@ pub struct ClipServerConfig {
 }
 
 impl ClipServerParams {
-    /// Reads `params`; errors name the field.
+    /// Reads `params`, field by field so that an error names its field.
     pub fn from_table(params: &toml::Table) -> Result<Self, String> {
-        toml::Value::Table(params.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| e.message().to_string())
+        fn get<T: serde::de::DeserializeOwned>(k: &str, v: &toml::Value) -> Result<T, String> {
+            v.clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| format!("{k}: {}", e.message()))
+        }
+        let mut p = ClipServerParams::default();
+        for (k, v) in params {
+            match k.as_str() {
+                "app" => p.app = Some(get(k, v)?),
+                "server_id" => p.server_id = Some(get(k, v)?),
+                "cores" => p.cores = get(k, v)?,
+                "rss" => p.rss = get(k, v)?,
+                "costs" => p.costs = get(k, v)?,
+                "clip_costs" => p.clip_costs = get(k, v)?,
+                "nic" => p.nic = get(k, v)?,
+                "runtime" => p.runtime = Some(get(k, v)?),
+                "mirror_capacity" => p.mirror_capacity = get(k, v)?,
+                "pool" => p.pool = Some(get(k, v)?),
+                _ => {
+                    return Err(format!(
+                        "{k}: unknown field (the fields: app, server_id, cores, rss, costs, \
+                         clip_costs, nic, runtime, mirror_capacity, pool)"
+                    ))
+                }
+            }
+        }
+        Ok(p)
     }
 
     /// Checks every field and resolves the defaults; errors name the field.
@@ -202,6 +225,13 @@ impl ClipServerParams {
                 format!("runtime.{e}")
             }
         })?;
+        if !(1..=inca_server::multicore::MAX_CORES).contains(&self.cores) {
+            return Err(format!(
+                "cores must be from 1 to {}, not {}",
+                inca_server::multicore::MAX_CORES,
+                self.cores
+            ));
+        }
         self.nic.check()?;
         self.clip_costs.check()?;
         if !(1..=MAX_MIRROR).contains(&self.mirror_capacity) {
@@ -285,4 +315,83 @@ pub fn build(setup: &ServerSetup) -> Result<Box<dyn Node>, SystemError> {
         _ => node(&cfg, ports, SnatHandler::new(cap)),
     }
     .map_err(refuse)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(text: &str) -> Result<ClipServerConfig, String> {
+        let t: toml::Table = toml::from_str(text).unwrap();
+        ClipServerParams::from_table(&t).and_then(ClipServerParams::resolve)
+    }
+
+    #[test]
+    fn defaults_are_the_spec_s_testbed() {
+        let c = resolve("app = \"null\"\nserver_id = 3").unwrap();
+        assert_eq!((c.app, c.runtime.server_id), ("null", 3));
+        assert_eq!(c.server.cores, 8);
+        assert_eq!(c.server.costs.fixed_ns, 400);
+        assert_eq!(c.clip_costs, ClipCosts::default());
+        assert_eq!(c.server.nic.line_rate_gbps, 40.0);
+        assert_eq!(c.server.nic.pcie.rate_bps(), 126_030_769_231);
+        let c = resolve(
+            "app = \"snat\"\nserver_id = 2\ncores = 1\nruntime = { t_exp_ns = 5 }\n\
+             pool = { base_ip = \"198.51.100.1\", lo = 1024, hi = 2047 }",
+        )
+        .unwrap();
+        assert_eq!((c.server.cores, c.runtime.t_exp_ns), (1, 5));
+        assert_eq!(c.pool.map(|p| (p.lo, p.hi)), Some((1024, 2047)));
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let ok = "app = \"null\"\nserver_id = 1\n";
+        for (text, field) in [
+            ("server_id = 1", "app"),
+            ("app = \"nat\"\nserver_id = 1", "app"),
+            ("app = \"null\"", "server_id"),
+            ("app = \"null\"\nserver_id = 300", "server_id"),
+            ("app = \"null\"\nserver_id = 0", "server_id"),
+            (&format!("{ok}nic = {{ line_rate_gbps = \"x\" }}"), "nic"),
+            (
+                &format!("{ok}nic = {{ line_rate_gbps = 0.0 }}"),
+                "nic.line_rate_gbps",
+            ),
+            (&format!("{ok}costs = {{ fixed = 3 }}"), "costs"),
+            (
+                &format!("{ok}clip_costs = {{ alloc_ns = 9999999 }}"),
+                "clip_costs.alloc_ns",
+            ),
+            (
+                &format!("{ok}runtime = {{ t_exp_ns = 0 }}"),
+                "runtime.t_exp_ns",
+            ),
+            (
+                &format!("{ok}runtime = {{ server_id = 1 }}"),
+                "runtime.server_id",
+            ),
+            (&format!("{ok}runtime = {{ t_exp = 1 }}"), "runtime"),
+            (&format!("{ok}mirror_capacity = 0"), "mirror_capacity"),
+            (
+                &format!("{ok}pool = {{ base_ip = \"1.2.3.4\", lo = 1, hi = 2 }}"),
+                "pool",
+            ),
+            ("app = \"snat\"\nserver_id = 1", "pool"),
+            (
+                "app = \"snat\"\nserver_id = 1\npool = { base_ip = \"1.2.3.4\", lo = 0, hi = 2 }",
+                "pool",
+            ),
+            (
+                "app = \"snat\"\nserver_id = 1\npool = { base_ip = \"x\", lo = 1, hi = 2 }",
+                "pool",
+            ),
+            (&format!("{ok}bogus = 1"), "bogus"),
+        ] {
+            let e = resolve(text)
+                .err()
+                .unwrap_or_else(|| panic!("{text} accepted"));
+            assert!(e.starts_with(field), "{text}: {e}");
+        }
+    }
 }
