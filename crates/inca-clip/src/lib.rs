@@ -10,6 +10,9 @@
 //! - [`flow`] — the flow key and the four switch hashes over it (§4.1).
 //! - [`app`] — the programming abstraction (§5.1): an app's switch half
 //!   and its remote handler.
+//! - [`campaign`] — the membership campaign (properties 4 and 6).
+//! - [`controller`] — transitions, pins, failures, promotion (§5.5–§5.6).
+//! - [`ctl`] — CLIP-CTL datagrams and reliable delivery, both ends.
 //! - [`switch`] — the generated switch program and its driver.
 //! - [`params`] — the programs built from named parameters.
 //! - [`system`] — CLIP as an inca system (`inca check`, scenarios).
@@ -20,6 +23,9 @@
 
 pub mod app;
 pub mod apps;
+pub mod campaign;
+pub mod controller;
+pub mod ctl;
 pub mod flow;
 pub mod params;
 pub mod server;

@@ -9,7 +9,9 @@ use inca_sim::engine::Node;
 use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::{Profile, Switch};
-use inca_system::{CheckError, ProgramInfo, RunMode, System, SystemError, SystemRun};
+use inca_system::{
+    BuiltinCampaign, CheckError, ProgramInfo, RunMode, System, SystemError, SystemRun,
+};
 
 use crate::params::{build, Built, MFWD_PROGRAM, NULL_PROGRAM, PARAMS, SNAT_PROGRAM};
 
@@ -90,6 +92,14 @@ impl System for ClipSystem {
             Built::Snat(p) => load_check(profile, *p, opts),
         };
         report.map_err(CheckError::DoesNotFit)
+    }
+
+    fn campaigns(&self) -> Vec<BuiltinCampaign> {
+        vec![BuiltinCampaign {
+            name: "clip-membership",
+            about: "CLIP membership changes: 2-4 servers, 20-80 flows with idle gaps, 2-6 random transitions (scale-out/in, same group, back to back), Bloom filters shrunk to 64-4,096 bits, a server failing now and then; flow affinity per server-state lifetime, no halt, no ver_mismatch (CLIP §5.6, §6 P4, P6)",
+            run_seed: |seed| Ok(crate::campaign::run_seed(seed)),
+        }]
     }
 
     fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
