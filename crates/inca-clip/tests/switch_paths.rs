@@ -352,7 +352,12 @@ fn l2_switch(flight: bool) -> Harness<Switch<ClipSwitch<null::NullSwitch>>> {
         initial_group: vec![1, 2],
         ..DriverConfig::default()
     };
-    let prog = ClipSwitch::new(null::NullSwitch { flight }, l, ScaleSizes::default(), Driver::new(cfg));
+    let prog = ClipSwitch::new(
+        null::NullSwitch { flight },
+        l,
+        ScaleSizes::default(),
+        Driver::new(cfg),
+    );
     let mut h = Harness::new(Switch::new(Profile::tofino(), prog).unwrap(), SEED);
     h.advance_to(5_000_000);
     h
@@ -384,7 +389,10 @@ fn random_frames_and_statuses_visit_one_server_and_round_trip() {
         assert!(req[0].port == SRV1 || req[0].port == SRV2);
         let (at, r) = shim::shim_of(&req[0].frame).unwrap().unwrap();
         let et = u16::from_be_bytes([f[at - 2], f[at - 1]]);
-        assert_eq!(r.load_type, et, "frame {i}: load_type is the original EtherType");
+        assert_eq!(
+            r.load_type, et,
+            "frame {i}: load_type is the original EtherType"
+        );
         assert_eq!(req[0].frame.len(), f.len() + 16);
         let status = match rng.gen_range(0..3) {
             0 => Status::Ok,
@@ -392,14 +400,21 @@ fn random_frames_and_statuses_visit_one_server_and_round_trip() {
             _ => Status::NoResult,
         };
         let resp = respond(req[0].frame.clone(), status, &[]);
-        assert_eq!(resp.len(), req[0].frame.len(), "response length == request length");
+        assert_eq!(
+            resp.len(),
+            req[0].frame.len(),
+            "response length == request length"
+        );
         clip.send(t, req[0].port, resp);
         t += 20_000;
         clip.advance_to(t);
         let out = clip.take();
         for o in &out {
             assert_eq!(o.port, NET_OUT, "frame {i}: never back to a server");
-            assert!(shim::shim_of(&o.frame).unwrap().is_none(), "no CLIP frame leaves a network port");
+            assert!(
+                shim::shim_of(&o.frame).unwrap().is_none(),
+                "no CLIP frame leaves a network port"
+            );
         }
         match status {
             Status::Drop => {
@@ -411,12 +426,19 @@ fn random_frames_and_statuses_visit_one_server_and_round_trip() {
                 if let (Some(o), Some(w)) = (out.first(), want.first()) {
                     assert_eq!(o.frame, w.frame, "frame {i}: the fast path's output");
                 }
-                if status == Status::Ok { ok += 1 } else { nores += 1 }
+                if status == Status::Ok {
+                    ok += 1
+                } else {
+                    nores += 1
+                }
             }
         }
     }
     assert!(ok > 50 && dropped > 50 && nores > 50);
-    assert!(clip.device.violations().is_empty(), "the register rule never fires");
+    assert!(
+        clip.device.violations().is_empty(),
+        "the register rule never fires"
+    );
     let s = clip.device.program().stats;
     assert_eq!((s.flight, s.response + s.status_drop), (300, 300), "{s:?}");
 }
@@ -440,7 +462,12 @@ fn the_sketch_never_underestimates() {
         let out = h.take();
         let (_, r) = shim::shim_of(&out[0].frame).unwrap().unwrap();
         assert!(r.flags & shim::FLAG_CMS_VALID != 0);
-        assert!(r.cms_est >= counts[&flow], "flow {flow}: est {} < {}", r.cms_est, counts[&flow]);
+        assert!(
+            r.cms_est >= counts[&flow],
+            "flow {flow}: est {} < {}",
+            r.cms_est,
+            counts[&flow]
+        );
     }
     // After a clear the counts start again.
     h.control(t, Command::ClearCms.message());
@@ -466,7 +493,12 @@ fn bloom_switch(bits: u32) -> Harness<Switch<ClipSwitch<null::NullSwitch>>> {
         bloom_bits: bits,
         ..ScaleSizes::default()
     };
-    let prog = ClipSwitch::new(null::NullSwitch { flight: true }, l3(), sizes, Driver::new(cfg));
+    let prog = ClipSwitch::new(
+        null::NullSwitch { flight: true },
+        l3(),
+        sizes,
+        Driver::new(cfg),
+    );
     let mut h = Harness::new(Switch::new(Profile::tofino(), prog).unwrap(), SEED);
     h.advance_to(5_000_000);
     h
@@ -501,12 +533,24 @@ fn old_flows_stay_and_new_flows_move_up_to_the_false_positive_rate() {
     for f in 0..OLD {
         assert_eq!(send(&mut h, f, &mut t).1, Sel::Cur);
     }
-    h.control(t, Command::SetSlot { slot: 1, ver: 2, members: vec![2] }.message());
+    h.control(
+        t,
+        Command::SetSlot {
+            slot: 1,
+            ver: 2,
+            members: vec![2],
+        }
+        .message(),
+    );
     h.control(t, Command::SetCur(1).message());
     t += 1_000_000;
     h.advance_to(t);
     for f in 0..OLD {
-        assert_eq!(send(&mut h, f, &mut t), (SRV1, Sel::Prev), "old flow {f} finds the frozen filter");
+        assert_eq!(
+            send(&mut h, f, &mut t),
+            (SRV1, Sel::Prev),
+            "old flow {f} finds the frozen filter"
+        );
     }
     let mut fp = 0u32;
     for f in OLD..OLD + NEW {

@@ -91,6 +91,8 @@ pub(super) struct State {
     /// Installs awaiting their barrier: token → (flow, server to tell).
     offload: BTreeMap<u64, Vec<(FlowKey, u8)>>,
     next_poll: Nanos,
+    /// The last round's merged reports, in promotion order (for checks).
+    last_round: Vec<(FlowKey, u32)>,
     rounds: u64,
     promoted: u64,
     evicted: u64,
@@ -126,6 +128,12 @@ impl Controller {
             installed: self.promotion.installed.len() as u64,
             known: self.promotion.known.len() as u64,
         }
+    }
+
+    /// The last sketch round's merged reports, in promotion order: per
+    /// flow the largest estimate, by estimate descending, ties by key.
+    pub fn last_round(&self) -> &[(FlowKey, u32)] {
+        &self.promotion.last_round
     }
 
     /// Flows whose entry is in the switch table.
@@ -272,6 +280,7 @@ impl Controller {
             .collect();
         // Estimate descending, ties by the smaller flow key.
         list.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
+        self.promotion.last_round = list.iter().map(|(f, (e, _))| (*f, *e)).collect();
         let picks = list.into_iter().map(|(f, (_, s))| (f, s)).collect();
         self.promote(now, picks, out);
         self.promotion.rounds += 1;
