@@ -14,6 +14,7 @@
 //! - [`controller`] — transitions, pins, failures, promotion (§5.5–§5.6).
 //! - [`ctl`] — CLIP-CTL datagrams and reliable delivery, both ends.
 //! - [`switch`] — the generated switch program and its driver.
+//! - [`modules`] — E7: each module's share of the switch (Table II).
 //! - [`params`] — the programs built from named parameters.
 //! - [`system`] — CLIP as an inca system (`inca check`, scenarios).
 //! - [`server`] — the server runtime (§5.3): [`server::ClipRuntime`], a
@@ -27,6 +28,7 @@ pub mod campaign;
 pub mod controller;
 pub mod ctl;
 pub mod flow;
+pub mod modules;
 pub mod params;
 pub mod server;
 pub mod switch;
