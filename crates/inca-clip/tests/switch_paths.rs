@@ -521,7 +521,7 @@ fn old_flows_stay_and_new_flows_move_up_to_the_false_positive_rate() {
     // trivially.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SEED ^ 5);
     let keys: Vec<([u8; 4], u16)> = (0..OLD + NEW).map(|_| (rng.gen(), rng.gen())).collect();
-    let mut send = |h: &mut Harness<_>, f: u16, t: &mut u64| {
+    let send = |h: &mut Harness<_>, f: u16, t: &mut u64| {
         let (src, sport) = keys[usize::from(f)];
         h.send(*t, NET_IN, tcp_from(src, sport, b""));
         *t += 1_000;
