@@ -75,6 +75,8 @@ pub struct Outcome {
     pub bloom_bits: u32,
     /// Pins installed.
     pub pins: u64,
+    /// Servers retired after draining.
+    pub retired: u64,
     /// The failure injected: when, which server.
     pub failure: Option<(Nanos, u8)>,
     /// Requests selected through each path (pin table, pin cache, PREV,
@@ -259,6 +261,7 @@ pub fn run(seed: u64, mutation: Mutation) -> Outcome {
     o.failure = failure;
     let mut lost_at_victim = 0u64;
     let mut by_flow: BTreeMap<FlowKey, Vec<(Nanos, u8)>> = BTreeMap::new();
+    let mut all_reqs: Vec<(Nanos, u8, shim::Sel)> = Vec::new();
     let tapped = fab.take_tapped();
     for s in tapped {
         if s.port == NET_OUT {
@@ -282,6 +285,7 @@ pub fn run(seed: u64, mutation: Mutation) -> Outcome {
             .entry(FlowKey::of_parsed(&p, 0))
             .or_default()
             .push((s.at, repr.server_id));
+        all_reqs.push((s.at, repr.server_id, repr.sel));
     }
     let sw_dev: &Sw = fab.get(sw).expect("the switch");
     let prog = sw_dev.program();
@@ -298,6 +302,9 @@ pub fn run(seed: u64, mutation: Mutation) -> Outcome {
         }
     }
     if let Some(c) = &prog.controller {
+        let failed = failure.map(|f| f.1);
+        drain_violations(c.history(), &all_reqs, failed, end, &mut o.violations);
+        o.retired = c.stats.retired;
         o.transitions.1 = c.stats.transitions;
         o.pins = c.stats.pins;
         o.excluded = c.stats.pin_full > 0;
@@ -354,6 +361,123 @@ pub fn run(seed: u64, mutation: Mutation) -> Outcome {
     o
 }
 
+/// How long after its last pinned flow went idle a drained server must be
+/// retired (property 7): T_pin_idle + 2 s.
+pub const RETIRE_WITHIN: Nanos = T_EXP + 1_000_000_000 + 2_000_000_000;
+
+/// Property 7 from the controller's history and every request: a request
+/// chosen through a group (PREV, CUR) goes to a member of a slot in force
+/// (the flip's commands take effect up to its barrier, so the next slots
+/// count from a few ms before); a retired server gets no requests; a
+/// server out of both slots is retired within [`RETIRE_WITHIN`] of its
+/// last request (or of leaving).
+fn drain_violations(
+    history: &[(Nanos, crate::controller::Event)],
+    reqs: &[(Nanos, u8, shim::Sel)],
+    failed: Option<u8>,
+    end: Nanos,
+    v: &mut Vec<String>,
+) {
+    use crate::controller::Event;
+    const SLACK: Nanos = 5_000_000;
+    // Membership intervals: (from, members of both slots).
+    let mut eras: Vec<(Nanos, std::collections::BTreeSet<u8>)> = Vec::new();
+    let mut retired: BTreeMap<u8, Vec<Nanos>> = BTreeMap::new();
+    for (t, e) in history {
+        match e {
+            Event::Slots(s) => {
+                eras.push((*t, s.iter().flatten().copied().collect()));
+            }
+            Event::Replaced { new, .. } => {
+                let mut m = eras.last().map(|e| e.1.clone()).unwrap_or_default();
+                m.insert(*new);
+                eras.push((*t, m));
+            }
+            Event::Retired(s) => retired.entry(*s).or_default().push(*t),
+        }
+    }
+    let members_near = |t: Nanos| {
+        let mut m = std::collections::BTreeSet::new();
+        for (i, (from, set)) in eras.iter().enumerate() {
+            let until = eras.get(i + 1).map_or(Nanos::MAX, |e| e.0);
+            if *from <= t + SLACK && t < until.saturating_add(SLACK) {
+                m.extend(set.iter().copied());
+            }
+        }
+        m
+    };
+    for &(t, s, sel) in reqs {
+        if Some(s) == failed {
+            continue;
+        }
+        if matches!(sel, shim::Sel::Prev | shim::Sel::Cur) && !members_near(t).contains(&s) {
+            v.push(format!(
+                "drain: server {s} got a group request at {t} ns while in no slot"
+            ));
+            return;
+        }
+    }
+    // A retired server gets nothing until a group takes it back.
+    for (s, times) in &retired {
+        for &r in times {
+            let back = eras
+                .iter()
+                .find(|(t, m)| *t > r && m.contains(s))
+                .map_or(Nanos::MAX, |e| e.0);
+            if let Some(&(t, _, _)) = reqs
+                .iter()
+                .find(|(t, x, _)| x == s && *t > r + SLACK && *t < back)
+            {
+                v.push(format!(
+                    "drain: server {s} retired at {r} ns got a request at {t} ns"
+                ));
+                return;
+            }
+        }
+    }
+    // Out of both slots for good → retired in time.
+    let Some((left, last_set)) = eras.last() else {
+        return;
+    };
+    let out_of_slots: Vec<u8> = eras
+        .iter()
+        .flat_map(|(_, m)| m.iter().copied())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|s| !last_set.contains(s) && Some(*s) != failed)
+        .collect();
+    for s in out_of_slots {
+        // When it left: the first era from which it is in no slot.
+        let since = eras
+            .iter()
+            .rev()
+            .take_while(|(_, m)| !m.contains(&s))
+            .last()
+            .map_or(*left, |e| e.0);
+        let last_req = reqs
+            .iter()
+            .filter(|(_, x, _)| *x == s)
+            .map(|r| r.0)
+            .max()
+            .unwrap_or(0);
+        let idle_from = since.max(last_req);
+        let due = idle_from + RETIRE_WITHIN;
+        let r = retired
+            .get(&s)
+            .and_then(|ts| ts.iter().copied().find(|&r| r >= since));
+        match r {
+            Some(r) if r <= due => {}
+            Some(r) => v.push(format!(
+                "drain: server {s} retired at {r} ns, due by {due} ns"
+            )),
+            None if end > due => v.push(format!(
+                "drain: server {s} not retired by {end} ns (due by {due} ns)"
+            )),
+            None => {}
+        }
+    }
+}
+
 /// One seed as a campaign result.
 pub fn run_seed(seed: u64) -> SeedResult {
     let o = run(seed, Mutation::None);
@@ -363,6 +487,7 @@ pub fn run_seed(seed: u64) -> SeedResult {
     judged.insert("lifetimes".to_string(), o.lifetimes);
     judged.insert("transitions".to_string(), o.transitions.1);
     judged.insert("excluded".to_string(), u64::from(o.excluded));
+    judged.insert("retired".to_string(), o.retired);
     SeedResult {
         seed,
         faults: o
@@ -380,5 +505,62 @@ pub fn run_seed(seed: u64) -> SeedResult {
             o.flows, o.injected, o.transitions.1, o.transitions.0, o.bloom_bits, o.pins, o.by_sel, o.failure
         )],
         events: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::Event;
+    use inca_wire::clip::shim::Sel;
+
+    #[test]
+    fn the_drain_judge_sees_each_breach() {
+        let history = vec![
+            (0, Event::Slots([vec![1], vec![]])),
+            (1_000_000_000, Event::Slots([vec![1], vec![2]])),
+            (2_000_000_000, Event::Slots([vec![3], vec![2]])),
+            (2_500_000_000, Event::Retired(1)),
+        ];
+        let judge = |reqs: &[(Nanos, u8, Sel)], end: Nanos| {
+            let mut v = Vec::new();
+            drain_violations(&history, reqs, None, end, &mut v);
+            v
+        };
+        // Fine: group requests to members, a pinned request to a drained
+        // server before it retires.
+        let ok = [
+            (500, 1, Sel::Cur),
+            (1_500_000_000, 2, Sel::Cur),
+            (2_100_000_000, 1, Sel::PinTable),
+        ];
+        assert!(
+            judge(&ok, 3_000_000_000).is_empty(),
+            "{:?}",
+            judge(&ok, 3_000_000_000)
+        );
+        // A group request to a server in no slot.
+        assert_eq!(
+            judge(&[(2_200_000_000, 1, Sel::Prev)], 3_000_000_000).len(),
+            1
+        );
+        // A request to a retired server.
+        assert_eq!(
+            judge(&[(2_600_000_000, 1, Sel::PinTable)], 3_000_000_000).len(),
+            1
+        );
+        // Retired too late: its last request was long before.
+        let late = vec![
+            (0, Event::Slots([vec![1], vec![]])),
+            (1_000_000_000, Event::Slots([vec![2], vec![3]])),
+            (9_000_000_000, Event::Retired(1)),
+        ];
+        let mut v = Vec::new();
+        drain_violations(&late, &[], None, 10_000_000_000, &mut v);
+        assert_eq!(v.len(), 1, "{v:?}");
+        // Never retired.
+        let mut v = Vec::new();
+        drain_violations(&late[..2], &[], None, 10_000_000_000, &mut v);
+        assert_eq!(v.len(), 1, "{v:?}");
     }
 }

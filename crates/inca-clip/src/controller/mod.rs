@@ -87,6 +87,9 @@ pub struct ServerState {
     pub last_heard: Nanos,
     /// Declared failed.
     pub failed: bool,
+    /// Retired: in neither slot and no pin refers to it (§5.6 scale-in);
+    /// when. A server put into a group again leaves retirement.
+    pub retired: Option<Nanos>,
 }
 
 /// A group slot as the controller last wrote it.
@@ -124,6 +127,26 @@ pub struct ControllerStats {
     pub ctl_bad: u64,
     /// Overflow digests received.
     pub overflow_digests: u64,
+    /// Servers retired after draining.
+    pub retired: u64,
+}
+
+/// An entry of the controller's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A flip took effect: the two slots' members from now on.
+    Slots([Vec<u8>; 2]),
+    /// A member was replaced in place (failure).
+    Replaced {
+        /// Slot.
+        slot: u8,
+        /// The failed server.
+        old: u8,
+        /// Its replacement.
+        new: u8,
+    },
+    /// A server retired.
+    Retired(u8),
 }
 
 /// The controller. See the module documentation.
@@ -143,6 +166,7 @@ pub struct Controller {
     transition: Option<Transition>,
     promotion: promotion::State,
     next_barrier: u64,
+    history: Vec<(Nanos, Event)>,
     /// Counters.
     pub stats: ControllerStats,
 }
@@ -163,6 +187,7 @@ impl Controller {
             transition: None,
             promotion: promotion::State::default(),
             next_barrier: 0,
+            history: Vec::new(),
             stats: ControllerStats::default(),
         };
         c.reset(driver, 0);
@@ -206,6 +231,7 @@ impl Controller {
             ("ctl_driver_failures", s.driver_failures),
             ("ctl_bad", s.ctl_bad),
             ("ctl_overflow_digests", s.overflow_digests),
+            ("ctl_retired", s.retired),
             ("ctl_gave_up", self.reliable.gave_up),
             ("promo_rounds", p.rounds),
             ("promo_promoted", p.promoted),
@@ -233,6 +259,7 @@ impl Controller {
                         port: s.port,
                         last_heard: now,
                         failed: false,
+                        retired: None,
                     },
                 )
             })
@@ -252,6 +279,10 @@ impl Controller {
         self.queued.clear();
         self.transition = None;
         self.promotion = promotion::State::default();
+        self.history = vec![(
+            now,
+            Event::Slots([self.slots[0].members.clone(), self.slots[1].members.clone()]),
+        )];
     }
 
     /// The switch (re)started: the driver installed the static set-up.
@@ -435,11 +466,41 @@ impl Controller {
                     self.promotion_lost(now, to, &m, &mut out);
                 }
                 self.check_liveness(now, &mut out);
+                self.check_retirement(now);
             }
             TOKEN_REPORT => out.extend(self.promotion_round(now)),
             _ => {}
         }
         out
+    }
+
+    /// Retires the servers in neither slot that no pin refers to (they
+    /// drained: their flows were pinned at the transition that removed
+    /// them, and pins age out T_pin_idle after their last packet), and
+    /// un-retires those back in a slot.
+    fn check_retirement(&mut self, now: Nanos) {
+        let in_slot: BTreeSet<u8> = self
+            .slots
+            .iter()
+            .flat_map(|s| s.members.iter().copied())
+            .collect();
+        let pinned: BTreeSet<u8> = self.pins.values().copied().collect();
+        let busy = self.transition.is_some();
+        for (id, s) in self.servers.iter_mut() {
+            if in_slot.contains(id) {
+                s.retired = None;
+            } else if s.retired.is_none() && !s.failed && !pinned.contains(id) && !busy {
+                s.retired = Some(now);
+                self.stats.retired += 1;
+                self.history.push((now, Event::Retired(*id)));
+            }
+        }
+    }
+
+    /// What the controller did to the groups, in time order: slots as
+    /// they stood once a flip took effect, and retirements (for checks).
+    pub fn history(&self) -> &[(Nanos, Event)] {
+        &self.history
     }
 
     /// Declares servers silent for 3 heartbeats failed and replaces them
@@ -458,7 +519,6 @@ impl Controller {
     }
 
     fn fail(&mut self, now: Nanos, id: u8, out: &mut Vec<Out>) {
-        let _ = now;
         if let Some(s) = self.servers.get_mut(&id) {
             s.failed = true;
         }
@@ -498,6 +558,14 @@ impl Controller {
                 if let Some(r) = replacement {
                     self.slots[usize::from(slot)].members[idx] = r;
                     self.stats.replaced += 1;
+                    self.history.push((
+                        now,
+                        Event::Replaced {
+                            slot,
+                            old: id,
+                            new: r,
+                        },
+                    ));
                     out.push(Out::Cmd(Command::SetMember {
                         slot,
                         idx: idx as u8,

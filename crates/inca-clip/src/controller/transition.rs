@@ -214,6 +214,8 @@ impl Transition {
             }
             Phase::Pins2 => self.flip(ctl, out),
             Phase::Flip => {
+                let slots = [ctl.slots[0].members.clone(), ctl.slots[1].members.clone()];
+                ctl.history.push((now, super::Event::Slots(slots)));
                 if ctl.config.mutation == super::Mutation::FlipFirst {
                     ctl.stats.transitions += 1;
                     return true;
