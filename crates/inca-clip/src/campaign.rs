@@ -423,7 +423,10 @@ fn drain_violations(
             let back = eras
                 .iter()
                 .find(|(t, m)| *t > r && m.contains(s))
-                .map_or(Nanos::MAX, |e| e.0);
+                .map_or(Nanos::MAX, |e| e.0)
+                // The flip that takes it back takes effect up to its
+                // barrier, when the era is recorded.
+                .saturating_sub(SLACK);
             if let Some(&(t, _, _)) = reqs
                 .iter()
                 .find(|(t, x, _)| x == s && *t > r + SLACK && *t < back)

@@ -557,6 +557,9 @@ impl Controller {
                     .min_by_key(|s| (in_slots(*s), *s));
                 if let Some(r) = replacement {
                     self.slots[usize::from(slot)].members[idx] = r;
+                    if let Some(st) = self.servers.get_mut(&r) {
+                        st.retired = None;
+                    }
                     self.stats.replaced += 1;
                     self.history.push((
                         now,

@@ -119,6 +119,13 @@ impl Transition {
             ver,
             members: self.members.clone(),
         };
+        // Back in a group: no longer retired (even if the next tick would
+        // see it out of the slots again).
+        for m in &self.members {
+            if let Some(s) = ctl.servers.get_mut(m) {
+                s.retired = None;
+            }
+        }
         ctl.cur = self.p;
         self.phase = Phase::Flip;
         self.wait_barrier(ctl, out);
