@@ -9,12 +9,16 @@
 //! `pins` (pin-table entries, default 16,384), `entries` (the app's switch
 //! table, default 1,024), `flight` (NULL only: 1 sends every packet to a
 //! server, 0 none — "Ideal"; default 1), `t_exp_ms` (server flow expiry,
-//! default 10,000).
+//! default 10,000), `controller` (1: the controller runs on the switch
+//! CPU; 0: the driver alone, commands from outside; default 1),
+//! `promotion` (`off`, `sketch` or `random`; default off), `t_report_ms`
+//! (default 250), `n_top` (default 256).
 
 use inca_apps::l2l3::{Entry as L3Entry, NextHop, L2L3};
 use inca_apps::params::{ParamError, Params};
 
 use crate::apps::{mfwd, null, snat};
+use crate::controller::{ControllerConfig, Policy, Promotion};
 use crate::switch::scalability::{ScaleSizes, BLOOM_BITS, PIN_CACHE_CELLS, PIN_TABLE_ENTRIES};
 use crate::switch::{ClipSwitch, Driver, DriverConfig, ServerLink};
 
@@ -36,6 +40,10 @@ pub const PARAMS: &[&str] = &[
     "entries",
     "flight",
     "t_exp_ms",
+    "controller",
+    "promotion",
+    "t_report_ms",
+    "n_top",
 ];
 
 /// One of the programs, built.
@@ -150,28 +158,54 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
         pin_table: p.count("pins", PIN_TABLE_ENTRIES as u64, 1 << 20)? as usize,
     };
     let entries = p.count("entries", 1024, 1 << 20)? as usize;
+    let policy = match p.text("promotion").unwrap_or("off") {
+        "off" => Policy::Off,
+        "sketch" => Policy::Sketch,
+        "random" => Policy::Random,
+        other => {
+            return Err(bad(
+                "promotion",
+                format!("{other:?} is not off, sketch or random"),
+            ))
+        }
+    };
+    let promotion = Promotion {
+        policy,
+        t_report_ns: p.count("t_report_ms", 250, 60_000)?.max(1) * 1_000_000,
+        n_top: p.count("n_top", 256, 65_535)? as u16,
+        capacity: entries,
+        ..Promotion::default()
+    };
+    let controller = (p.number("controller", 1, 0, 1)? == 1).then(|| ControllerConfig {
+        pin_capacity: sizes.pin_table,
+        promotion,
+        ..ControllerConfig::default()
+    });
     let driver = Driver::new(cfg);
     Ok(match program {
         NULL_PROGRAM => {
             let flight = p.number("flight", 1, 0, 1)? == 1;
-            Built::Null(Box::new(ClipSwitch::new(
+            Built::Null(Box::new(ClipSwitch::with_controller(
                 null::NullSwitch { flight },
                 l3,
                 sizes,
                 driver,
+                controller,
             )))
         }
-        MFWD_PROGRAM => Built::Mfwd(Box::new(ClipSwitch::new(
+        MFWD_PROGRAM => Built::Mfwd(Box::new(ClipSwitch::with_controller(
             mfwd::MfwdSwitch::new(entries),
             l3,
             sizes,
             driver,
+            controller,
         ))),
-        _ => Built::Snat(Box::new(ClipSwitch::new(
+        _ => Built::Snat(Box::new(ClipSwitch::with_controller(
             snat::SnatSwitch::new(entries),
             l3,
             sizes,
             driver,
+            controller,
         ))),
     })
 }
