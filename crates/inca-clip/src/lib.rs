@@ -16,7 +16,7 @@
 //! - [`server`] — the server runtime (§5.3): [`server::ClipRuntime`], a
 //!   software NF for `inca_server::MultiCoreServer` around a remote
 //!   handler, with its sans-IO control API.
-//! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT).
+//! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT, TRD).
 
 pub mod app;
 pub mod apps;

@@ -11,7 +11,9 @@ use inca_switch::placement::Placement;
 use inca_switch::{Profile, Switch};
 use inca_system::{CheckError, ProgramInfo, RunMode, System, SystemError, SystemRun};
 
-use crate::params::{build, Built, MFWD_PROGRAM, NULL_PROGRAM, PARAMS, SNAT_PROGRAM};
+use crate::params::{
+    build, Built, MFWD_PROGRAM, NULL_PROGRAM, PARAMS, PROGRAMS, SNAT_PROGRAM, TRD_PROGRAM,
+};
 
 /// CLIP, registered in the binary's list of systems.
 #[derive(Debug, Default, Clone, Copy)]
@@ -22,7 +24,7 @@ fn built(program: &str, params: &Params) -> Result<Built, SystemError> {
         Some(r) => r.map_err(SystemError::Param),
         None => Err(SystemError::UnknownProgram {
             program: program.to_string(),
-            known: [NULL_PROGRAM, MFWD_PROGRAM, SNAT_PROGRAM].join(", "),
+            known: PROGRAMS.join(", "),
         }),
     }
 }
@@ -60,6 +62,11 @@ impl System for ClipSystem {
                 about: "CLIP with state-heavy SNAT: nat_table in the switch (1,024), translations allocated by servers from their pool slices (CLIP §7.1)",
                 params: PARAMS.to_vec(),
             },
+            ProgramInfo {
+                name: TRD_PROGRAM,
+                about: "CLIP with TRD: TCP retransmission detection per connection (VXLAN inner key), conn_idx (R = 65,536) and max_end/retx_cnt registers, indices allocated by servers (CLIP §7.2)",
+                params: PARAMS.to_vec(),
+            },
         ]
     }
 
@@ -73,6 +80,7 @@ impl System for ClipSystem {
             Built::Null(mut p) => inca_switch::check(profile, &mut *p),
             Built::Mfwd(mut p) => inca_switch::check(profile, &mut *p),
             Built::Snat(mut p) => inca_switch::check(profile, &mut *p),
+            Built::Trd(mut p) => inca_switch::check(profile, &mut *p),
         };
         placed.map_err(CheckError::DoesNotFit)
     }
@@ -88,6 +96,7 @@ impl System for ClipSystem {
             Built::Null(p) => load_check(profile, *p, opts),
             Built::Mfwd(p) => load_check(profile, *p, opts),
             Built::Snat(p) => load_check(profile, *p, opts),
+            Built::Trd(p) => load_check(profile, *p, opts),
         };
         report.map_err(CheckError::DoesNotFit)
     }
@@ -111,6 +120,7 @@ impl SystemRun for ClipRun {
             Built::Null(p) => Box::new(Switch::new(profile, *p)?),
             Built::Mfwd(p) => Box::new(Switch::new(profile, *p)?),
             Built::Snat(p) => Box::new(Switch::new(profile, *p)?),
+            Built::Trd(p) => Box::new(Switch::new(profile, *p)?),
         })
     }
 
