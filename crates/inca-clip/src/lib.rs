@@ -17,9 +17,11 @@
 //!   software NF for `inca_server::MultiCoreServer` around a remote
 //!   handler, with its sans-IO control API.
 //! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT, TRD).
+//! - [`bench`] — CLIP's rows of `inca bench`.
 
 pub mod app;
 pub mod apps;
+pub mod bench;
 pub mod flow;
 pub mod params;
 pub mod server;

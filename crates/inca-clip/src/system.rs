@@ -1,6 +1,6 @@
 //! CLIP as an inca system ([`inca_system::System`]): its switch programs
 //! in `inca check --list`, `inca check` (placement and the load-time
-//! check) and scenarios.
+//! check) and scenarios; its rows of `inca bench` ([`crate::bench`]).
 
 use std::any::Any;
 
@@ -99,6 +99,10 @@ impl System for ClipSystem {
             Built::Trd(p) => load_check(profile, *p, opts),
         };
         report.map_err(CheckError::DoesNotFit)
+    }
+
+    fn benches(&self) -> Vec<inca_system::bench::Bench> {
+        crate::bench::benches()
     }
 
     fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
