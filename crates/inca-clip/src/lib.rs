@@ -20,10 +20,12 @@
 //! - [`server`] — the server runtime (§5.3): [`server::ClipRuntime`], a
 //!   software NF for `inca_server::MultiCoreServer` around a remote
 //!   handler, with its sans-IO control API.
-//! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT).
+//! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT, TRD).
+//! - [`bench`] — CLIP's rows of `inca bench`.
 
 pub mod app;
 pub mod apps;
+pub mod bench;
 pub mod campaign;
 pub mod controller;
 pub mod ctl;

@@ -1,5 +1,5 @@
 //! The CLIP switch programs built from named parameters (`inca check`,
-//! scenarios): `clip_null`, `clip_mfwd` and `clip_snat`.
+//! scenarios): `clip_null`, `clip_mfwd`, `clip_snat` and `clip_trd`.
 //!
 //! Parameters: `servers` (`id:port` pairs, comma separated, e.g.
 //! `1:2,2:3`; default none), `group` (the first group's member ids, e.g.
@@ -12,12 +12,14 @@
 //! default 10,000), `controller` (1: the controller runs on the switch
 //! CPU; 0: the driver alone, commands from outside; default 1),
 //! `promotion` (`off`, `sketch` or `random`; default off), `t_report_ms`
-//! (default 250), `n_top` (default 256).
+//! (default 250), `n_top` (default 256), `conns` (TRD only: R, the
+//! `conn_idx` entries and the cells of `max_end` and `retx_cnt`; default
+//! 65,536).
 
 use inca_apps::l2l3::{Entry as L3Entry, NextHop, L2L3};
 use inca_apps::params::{ParamError, Params};
 
-use crate::apps::{mfwd, null, snat};
+use crate::apps::{mfwd, null, snat, trd};
 use crate::controller::{ControllerConfig, Policy, Promotion};
 use crate::switch::scalability::{ScaleSizes, BLOOM_BITS, PIN_CACHE_CELLS, PIN_TABLE_ENTRIES};
 use crate::switch::{ClipSwitch, Driver, DriverConfig, ServerLink};
@@ -28,6 +30,10 @@ pub const NULL_PROGRAM: &str = "clip_null";
 pub const MFWD_PROGRAM: &str = "clip_mfwd";
 /// The SNAT program's name.
 pub const SNAT_PROGRAM: &str = "clip_snat";
+/// The TRD program's name.
+pub const TRD_PROGRAM: &str = "clip_trd";
+/// Every program's name.
+pub const PROGRAMS: [&str; 4] = [NULL_PROGRAM, MFWD_PROGRAM, SNAT_PROGRAM, TRD_PROGRAM];
 
 /// Parameter names.
 pub const PARAMS: &[&str] = &[
@@ -44,6 +50,7 @@ pub const PARAMS: &[&str] = &[
     "promotion",
     "t_report_ms",
     "n_top",
+    "conns",
 ];
 
 /// One of the programs, built.
@@ -55,6 +62,8 @@ pub enum Built {
     Mfwd(Box<ClipSwitch<mfwd::MfwdSwitch>>),
     /// `clip_snat`.
     Snat(Box<ClipSwitch<snat::SnatSwitch>>),
+    /// `clip_trd`.
+    Trd(Box<ClipSwitch<trd::TrdSwitch>>),
 }
 
 fn bad(name: &str, reason: impl ToString) -> ParamError {
@@ -116,7 +125,7 @@ fn pow2(p: &Params, name: &str, default: u64, max: u64) -> Result<u32, ParamErro
 
 /// Builds `program` from `p`; None if the name is not CLIP's.
 pub fn build(program: &str, p: &Params) -> Option<Result<Built, ParamError>> {
-    if ![NULL_PROGRAM, MFWD_PROGRAM, SNAT_PROGRAM].contains(&program) {
+    if !PROGRAMS.contains(&program) {
         return None;
     }
     Some(build_known(program, p))
@@ -200,12 +209,22 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
             driver,
             controller,
         ))),
-        _ => Built::Snat(Box::new(ClipSwitch::with_controller(
+        SNAT_PROGRAM => Built::Snat(Box::new(ClipSwitch::with_controller(
             snat::SnatSwitch::new(entries),
             l3,
             sizes,
             driver,
             controller,
         ))),
+        _ => {
+            let conns = p.number("conns", u64::from(trd::CONNS), 1, u64::from(trd::CONNS))?;
+            Built::Trd(Box::new(ClipSwitch::with_controller(
+                trd::TrdSwitch::new(conns as u32),
+                l3,
+                sizes,
+                driver,
+                controller,
+            )))
+        }
     })
 }
