@@ -22,6 +22,9 @@
 //!   handler, with its sans-IO control API.
 //! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT, TRD).
 //! - [`bench`] — CLIP's rows of `inca bench`.
+//! - [`experiments`] — the §8.2 experiments built in for `inca sweep`.
+//! - [`scenario`] — `[[server]] kind = "clip_server"`: the runtime on a
+//!   multi-core server in scenarios, priced per request (§8.1).
 
 pub mod app;
 pub mod apps;
@@ -29,9 +32,11 @@ pub mod bench;
 pub mod campaign;
 pub mod controller;
 pub mod ctl;
+pub mod experiments;
 pub mod flow;
 pub mod modules;
 pub mod params;
+pub mod scenario;
 pub mod server;
 pub mod switch;
 pub mod system;

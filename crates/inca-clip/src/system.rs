@@ -1,16 +1,20 @@
 //! CLIP as an inca system ([`inca_system::System`]): its switch programs
 //! in `inca check --list`, `inca check` (placement and the load-time
-//! check) and scenarios; its rows of `inca bench` ([`crate::bench`]).
+//! check) and scenarios, its server kind `clip_server`
+//! ([`crate::scenario`]) and its rows of `inca bench` ([`crate::bench`]).
 
 use std::any::Any;
+use std::sync::Arc;
 
 use inca_apps::params::Params;
 use inca_sim::engine::Node;
+use inca_sim::scenario::ServerSetup;
 use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::{Profile, Switch};
 use inca_system::{
-    BuiltinCampaign, CheckError, ProgramInfo, RunMode, System, SystemError, SystemRun,
+    BuiltinCampaign, CheckError, ProgramInfo, RunMode, ServerKindInfo, System, SystemError,
+    SystemRun,
 };
 
 use crate::params::{
@@ -118,6 +122,23 @@ impl System for ClipSystem {
     fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
         Box::new(ClipRun)
     }
+
+    /// §8.2's E1 and E5, each run handed this system to build its CLIP
+    /// devices with.
+    fn experiments(&self) -> Vec<inca_system::BuiltinExperiment> {
+        use crate::experiments::{forwarding, snat_latency};
+        vec![
+            forwarding::experiment(|p, seed| forwarding::run(p, seed, Arc::new(ClipSystem))),
+            snat_latency::experiment(|p, seed| snat_latency::run(p, seed, Arc::new(ClipSystem))),
+        ]
+    }
+
+    fn server_kinds(&self) -> Vec<ServerKindInfo> {
+        vec![ServerKindInfo {
+            kind: crate::scenario::KIND,
+            about: "a CLIP server: the runtime (§5.3) with the NULL, MFWD or SNAT handler on a multi-core server with a 40 GbE NIC, each request priced per §8.1 (I/O, shim, lookup, allocation)",
+        }]
+    }
 }
 
 /// One run's CLIP devices.
@@ -136,6 +157,20 @@ impl SystemRun for ClipRun {
             Built::Snat(p) => Box::new(Switch::new(profile, *p)?),
             Built::Trd(p) => Box::new(Switch::new(profile, *p)?),
         })
+    }
+
+    fn build_server(
+        &mut self,
+        kind: &str,
+        setup: &ServerSetup,
+    ) -> Result<Box<dyn Node>, SystemError> {
+        if kind != crate::scenario::KIND {
+            return Err(SystemError::UnknownServerKind {
+                kind: kind.to_string(),
+                known: crate::scenario::KIND.into(),
+            });
+        }
+        crate::scenario::build(setup)
     }
 
     fn as_any(&self) -> &dyn Any {

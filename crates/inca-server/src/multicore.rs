@@ -14,10 +14,11 @@
 //!    updates cost PCIe bytes once per batch.
 //! 3. **Queue and CPU.** The frame waits in its core's queue; the core runs
 //!    to completion, one frame at a time, taking `fixed_ns + len ×
-//!    per_byte_ps` ([`CoreCosts`]). The descriptor is returned when the
-//!    core takes the frame (a DPDK driver refills at `rx_burst`). The NF's
-//!    state changes when the core takes the frame; what it sends leaves the
-//!    core when the CPU time is over.
+//!    per_byte_ps` ([`CoreCosts`]) plus whatever extra CPU time the NF
+//!    reports for that frame ([`SoftwareNf::take_extra_cpu_ns`]). The
+//!    descriptor is returned when the core takes the frame (a DPDK driver
+//!    refills at `rx_burst`). The NF's state changes when the core takes
+//!    the frame; what it sends leaves the core when the CPU time is over.
 //! 4. **TX DMA.** Each frame the NF sends takes a transmit descriptor (or
 //!    is dropped, counted), rings the doorbell (an MMIO write), and the NIC
 //!    reads the descriptor and then the payload (DMA reads: request, round
@@ -516,15 +517,22 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
         };
         let q = self.queue_index(port, core);
         self.rx_taken[q] -= 1;
-        let cost = self.config.costs.of(frame.len());
+        let len = frame.len();
+        let mut outputs = Vec::new();
+        self.nf.process_at(now, core, port, frame, &mut outputs);
+        // The frame's CPU time: the per-frame cost plus what the NF says
+        // this frame's work took beyond it (known only once it ran).
+        let cost = self
+            .config
+            .costs
+            .of(len)
+            .saturating_add(self.nf.take_extra_cpu_ns());
         let c = &mut self.cores[core];
         c.busy = true;
         let done = match c.cpu.admit(now, cost) {
             Ok(a) => a.done,
             Err(_) => now + cost, // cannot happen: the core is idle
         };
-        let mut outputs = Vec::new();
-        self.nf.process_at(now, core, port, frame, &mut outputs);
         self.schedule(done, Step::CpuDone { core, outputs });
     }
 

@@ -13,6 +13,11 @@
 //! batched reports) names an interval ([`SoftwareNf::housekeeping_interval`])
 //! at which the server calls [`SoftwareNf::housekeeping`] from its agenda.
 //! NFs without either keep the defaults and see no change.
+//!
+//! CPU time: every frame costs its core the server's
+//! [`CoreCosts`](crate::CoreCosts) (per frame and per byte); an NF whose
+//! work differs by request (a lookup on every frame, an allocation only on
+//! a miss) reports the rest per frame ([`SoftwareNf::take_extra_cpu_ns`]).
 
 use inca_switch::device::{Nanos, PortId};
 
@@ -46,6 +51,17 @@ pub trait SoftwareNf {
     ) {
         let _ = now;
         self.process(core, port, frame, out)
+    }
+
+    /// CPU time the frame just processed took beyond the server's
+    /// per-frame [`CoreCosts`](crate::CoreCosts), in ns: work that depends
+    /// on what the frame asked for (a table miss that allocates, say),
+    /// which one cost per frame cannot express. The server asks right after
+    /// each [`SoftwareNf::process_at`] and adds the answer to that frame's
+    /// CPU time (so it delays what the frame sends and the frames queued
+    /// behind it); the NF forgets it once asked. Default 0.
+    fn take_extra_cpu_ns(&mut self) -> Nanos {
+        0
     }
 
     /// How often the server runs [`SoftwareNf::housekeeping`]: None (the

@@ -353,3 +353,95 @@ fn a_zero_housekeeping_interval_is_refused() {
     };
     assert!(MultiCoreServer::new(ServerConfig::default(), vec![port], Zero).is_err());
 }
+
+/// Forwards port 0 to port 1; a frame whose UDP source port is odd costs
+/// `extra` ns of CPU beyond the per-frame cost (a miss that allocates,
+/// say), reported once per frame.
+#[derive(Debug, Default)]
+struct Priced {
+    extra: u64,
+    pending: u64,
+    asked: u64,
+}
+
+impl SoftwareNf for Priced {
+    fn name(&self) -> &str {
+        "priced"
+    }
+    fn process(&mut self, _core: usize, _port: PortId, frame: Vec<u8>, out: &mut Vec<NfOutput>) {
+        let sport = u16::from_be_bytes([frame[34], frame[35]]);
+        if sport % 2 == 1 {
+            self.pending += self.extra;
+        }
+        out.push((1, frame));
+    }
+    fn take_extra_cpu_ns(&mut self) -> u64 {
+        self.asked += 1;
+        std::mem::take(&mut self.pending)
+    }
+    fn counters(&self) -> Vec<(String, u64)> {
+        vec![("asked".into(), self.asked)]
+    }
+    fn reset(&mut self) {
+        self.pending = 0;
+    }
+}
+
+#[test]
+fn extra_cpu_an_nf_reports_is_charged_to_that_frame_alone() {
+    println!("seed {SEED}");
+    let port = |i: u8| PortMacs {
+        mac: [2, 0, 0, 0, 9, i],
+        neighbour: [2, 0, 0, 0, 8, i],
+    };
+    let config = ServerConfig {
+        cores: 1,
+        costs: CoreCosts {
+            fixed_ns: 400,
+            per_byte_ps: 0,
+        },
+        ..ServerConfig::default()
+    };
+    let nf = Priced {
+        extra: 500,
+        ..Priced::default()
+    };
+    let s = MultiCoreServer::new(config, vec![port(0), port(1)], nf).unwrap();
+    let mut h = Harness::new(s, SEED);
+    // Lone frames far apart: even, even, odd, even. Each one's time through
+    // the server is the same but for the odd one's 500 ns (and the first
+    // one's, which pays the batched PCIe transfers).
+    for (i, sport) in [2u16, 4, 3, 6].into_iter().enumerate() {
+        h.send(100_000 * (i as u64 + 1), 0, frame(sport, 100));
+    }
+    h.advance_to(1_000_000);
+    let took: Vec<u64> = h
+        .transmitted
+        .iter()
+        .enumerate()
+        .map(|(i, t)| t.at - 100_000 * (i as u64 + 1))
+        .collect();
+    assert_eq!(took.len(), 4);
+    assert_eq!(took[2], took[1] + 500, "{took:?}");
+    assert_eq!(took[3], took[1], "{took:?}");
+    let core = h.device.core_stats()[0];
+    assert_eq!(
+        (core.packets, core.busy_ns),
+        (4, 4 * 400 + 500),
+        "busy time holds the extra"
+    );
+    assert_eq!(h.device.counters()["nf_asked"], 4, "asked once a frame");
+    // Back to back on one core, the odd frame's extra time delays the
+    // frame behind it by as much.
+    h.send(2_000_000, 0, frame(5, 100));
+    h.send(2_000_000, 0, frame(6, 100));
+    h.advance_to(3_000_000);
+    let n = h.transmitted.len();
+    let (first, second) = (h.transmitted[n - 2].at, h.transmitted[n - 1].at);
+    assert_eq!(first - 2_000_000, took[2], "the odd one as when alone");
+    assert_eq!(second - first, 400, "the even one right after it");
+    assert!(
+        second - 2_000_000 >= took[1] + 500 + 400,
+        "the even one waited out the odd one's 400 + 500 ns of CPU"
+    );
+}
