@@ -10,21 +10,31 @@
 //! - [`flow`] — the flow key and the four switch hashes over it (§4.1).
 //! - [`app`] — the programming abstraction (§5.1): an app's switch half
 //!   and its remote handler.
+//! - [`campaign`] — the membership campaign (properties 4 and 6).
+//! - [`controller`] — transitions, pins, failures, promotion (§5.5–§5.6).
+//! - [`ctl`] — CLIP-CTL datagrams and reliable delivery, both ends.
 //! - [`switch`] — the generated switch program and its driver.
+//! - [`modules`] — E7: each module's share of the switch (Table II).
 //! - [`params`] — the programs built from named parameters.
 //! - [`system`] — CLIP as an inca system (`inca check`, scenarios).
 //! - [`server`] — the server runtime (§5.3): [`server::ClipRuntime`], a
 //!   software NF for `inca_server::MultiCoreServer` around a remote
 //!   handler, with its sans-IO control API.
-//! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT).
+//! - [`apps`] — the apps of §7 (NULL, MFWD, SNAT, TRD).
+//! - [`bench`] — CLIP's rows of `inca bench`.
 //! - [`experiments`] — the §8.2 experiments built in for `inca sweep`.
 //! - [`scenario`] — `[[server]] kind = "clip_server"`: the runtime on a
 //!   multi-core server in scenarios, priced per request (§8.1).
 
 pub mod app;
 pub mod apps;
+pub mod bench;
+pub mod campaign;
+pub mod controller;
+pub mod ctl;
 pub mod experiments;
 pub mod flow;
+pub mod modules;
 pub mod params;
 pub mod scenario;
 pub mod server;

@@ -1,5 +1,5 @@
 //! The CLIP switch programs built from named parameters (`inca check`,
-//! scenarios): `clip_null`, `clip_mfwd` and `clip_snat`.
+//! scenarios): `clip_null`, `clip_mfwd`, `clip_snat` and `clip_trd`.
 //!
 //! Parameters: `servers` (`id:port` pairs, comma separated, e.g.
 //! `1:2,2:3`; default none), `group` (the first group's member ids, e.g.
@@ -9,12 +9,18 @@
 //! `pins` (pin-table entries, default 16,384), `entries` (the app's switch
 //! table, default 1,024), `flight` (NULL only: 1 sends every packet to a
 //! server, 0 none — "Ideal"; default 1), `t_exp_ms` (server flow expiry,
-//! default 10,000).
+//! default 10,000), `controller` (1: the controller runs on the switch
+//! CPU; 0: the driver alone, commands from outside; default 1),
+//! `promotion` (`off`, `sketch` or `random`; default off), `t_report_ms`
+//! (default 250), `n_top` (default 256), `conns` (TRD only: R, the
+//! `conn_idx` entries and the cells of `max_end` and `retx_cnt`; default
+//! 65,536).
 
 use inca_apps::l2l3::{Entry as L3Entry, NextHop, L2L3};
 use inca_apps::params::{ParamError, Params};
 
-use crate::apps::{mfwd, null, snat};
+use crate::apps::{mfwd, null, snat, trd};
+use crate::controller::{ControllerConfig, Policy, Promotion};
 use crate::switch::scalability::{ScaleSizes, BLOOM_BITS, PIN_CACHE_CELLS, PIN_TABLE_ENTRIES};
 use crate::switch::{ClipSwitch, Driver, DriverConfig, ServerLink};
 
@@ -24,6 +30,10 @@ pub const NULL_PROGRAM: &str = "clip_null";
 pub const MFWD_PROGRAM: &str = "clip_mfwd";
 /// The SNAT program's name.
 pub const SNAT_PROGRAM: &str = "clip_snat";
+/// The TRD program's name.
+pub const TRD_PROGRAM: &str = "clip_trd";
+/// Every program's name.
+pub const PROGRAMS: [&str; 4] = [NULL_PROGRAM, MFWD_PROGRAM, SNAT_PROGRAM, TRD_PROGRAM];
 
 /// Parameter names.
 pub const PARAMS: &[&str] = &[
@@ -36,6 +46,11 @@ pub const PARAMS: &[&str] = &[
     "entries",
     "flight",
     "t_exp_ms",
+    "controller",
+    "promotion",
+    "t_report_ms",
+    "n_top",
+    "conns",
 ];
 
 /// One of the programs, built.
@@ -47,6 +62,8 @@ pub enum Built {
     Mfwd(Box<ClipSwitch<mfwd::MfwdSwitch>>),
     /// `clip_snat`.
     Snat(Box<ClipSwitch<snat::SnatSwitch>>),
+    /// `clip_trd`.
+    Trd(Box<ClipSwitch<trd::TrdSwitch>>),
 }
 
 fn bad(name: &str, reason: impl ToString) -> ParamError {
@@ -108,7 +125,7 @@ fn pow2(p: &Params, name: &str, default: u64, max: u64) -> Result<u32, ParamErro
 
 /// Builds `program` from `p`; None if the name is not CLIP's.
 pub fn build(program: &str, p: &Params) -> Option<Result<Built, ParamError>> {
-    if ![NULL_PROGRAM, MFWD_PROGRAM, SNAT_PROGRAM].contains(&program) {
+    if !PROGRAMS.contains(&program) {
         return None;
     }
     Some(build_known(program, p))
@@ -150,28 +167,64 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
         pin_table: p.count("pins", PIN_TABLE_ENTRIES as u64, 1 << 20)? as usize,
     };
     let entries = p.count("entries", 1024, 1 << 20)? as usize;
+    let policy = match p.text("promotion").unwrap_or("off") {
+        "off" => Policy::Off,
+        "sketch" => Policy::Sketch,
+        "random" => Policy::Random,
+        other => {
+            return Err(bad(
+                "promotion",
+                format!("{other:?} is not off, sketch or random"),
+            ))
+        }
+    };
+    let promotion = Promotion {
+        policy,
+        t_report_ns: p.count("t_report_ms", 250, 60_000)?.max(1) * 1_000_000,
+        n_top: p.count("n_top", 256, 65_535)? as u16,
+        capacity: entries,
+        ..Promotion::default()
+    };
+    let controller = (p.number("controller", 1, 0, 1)? == 1).then(|| ControllerConfig {
+        pin_capacity: sizes.pin_table,
+        promotion,
+        ..ControllerConfig::default()
+    });
     let driver = Driver::new(cfg);
     Ok(match program {
         NULL_PROGRAM => {
             let flight = p.number("flight", 1, 0, 1)? == 1;
-            Built::Null(Box::new(ClipSwitch::new(
+            Built::Null(Box::new(ClipSwitch::with_controller(
                 null::NullSwitch { flight },
                 l3,
                 sizes,
                 driver,
+                controller,
             )))
         }
-        MFWD_PROGRAM => Built::Mfwd(Box::new(ClipSwitch::new(
+        MFWD_PROGRAM => Built::Mfwd(Box::new(ClipSwitch::with_controller(
             mfwd::MfwdSwitch::new(entries),
             l3,
             sizes,
             driver,
+            controller,
         ))),
-        _ => Built::Snat(Box::new(ClipSwitch::new(
+        SNAT_PROGRAM => Built::Snat(Box::new(ClipSwitch::with_controller(
             snat::SnatSwitch::new(entries),
             l3,
             sizes,
             driver,
+            controller,
         ))),
+        _ => {
+            let conns = p.number("conns", u64::from(trd::CONNS), 1, u64::from(trd::CONNS))?;
+            Built::Trd(Box::new(ClipSwitch::with_controller(
+                trd::TrdSwitch::new(conns as u32),
+                l3,
+                sizes,
+                driver,
+                controller,
+            )))
+        }
     })
 }

@@ -1,7 +1,7 @@
 //! CLIP as an inca system ([`inca_system::System`]): its switch programs
 //! in `inca check --list`, `inca check` (placement and the load-time
-//! check) and scenarios, and its server kind `clip_server`
-//! ([`crate::scenario`]).
+//! check) and scenarios, its server kind `clip_server`
+//! ([`crate::scenario`]) and its rows of `inca bench` ([`crate::bench`]).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -13,10 +13,13 @@ use inca_switch::loadcheck::{load_check, LoadCheckOptions, LoadCheckReport};
 use inca_switch::placement::Placement;
 use inca_switch::{Profile, Switch};
 use inca_system::{
-    CheckError, ProgramInfo, RunMode, ServerKindInfo, System, SystemError, SystemRun,
+    BuiltinCampaign, CheckError, ProgramInfo, RunMode, ServerKindInfo, System, SystemError,
+    SystemRun,
 };
 
-use crate::params::{build, Built, MFWD_PROGRAM, NULL_PROGRAM, PARAMS, SNAT_PROGRAM};
+use crate::params::{
+    build, Built, MFWD_PROGRAM, NULL_PROGRAM, PARAMS, PROGRAMS, SNAT_PROGRAM, TRD_PROGRAM,
+};
 
 /// CLIP, registered in the binary's list of systems.
 #[derive(Debug, Default, Clone, Copy)]
@@ -27,7 +30,7 @@ fn built(program: &str, params: &Params) -> Result<Built, SystemError> {
         Some(r) => r.map_err(SystemError::Param),
         None => Err(SystemError::UnknownProgram {
             program: program.to_string(),
-            known: [NULL_PROGRAM, MFWD_PROGRAM, SNAT_PROGRAM].join(", "),
+            known: PROGRAMS.join(", "),
         }),
     }
 }
@@ -65,6 +68,11 @@ impl System for ClipSystem {
                 about: "CLIP with state-heavy SNAT: nat_table in the switch (1,024), translations allocated by servers from their pool slices (CLIP §7.1)",
                 params: PARAMS.to_vec(),
             },
+            ProgramInfo {
+                name: TRD_PROGRAM,
+                about: "CLIP with TRD: TCP retransmission detection per connection (VXLAN inner key), conn_idx (R = 65,536) and max_end/retx_cnt registers, indices allocated by servers (CLIP §7.2)",
+                params: PARAMS.to_vec(),
+            },
         ]
     }
 
@@ -78,6 +86,7 @@ impl System for ClipSystem {
             Built::Null(mut p) => inca_switch::check(profile, &mut *p),
             Built::Mfwd(mut p) => inca_switch::check(profile, &mut *p),
             Built::Snat(mut p) => inca_switch::check(profile, &mut *p),
+            Built::Trd(mut p) => inca_switch::check(profile, &mut *p),
         };
         placed.map_err(CheckError::DoesNotFit)
     }
@@ -93,8 +102,21 @@ impl System for ClipSystem {
             Built::Null(p) => load_check(profile, *p, opts),
             Built::Mfwd(p) => load_check(profile, *p, opts),
             Built::Snat(p) => load_check(profile, *p, opts),
+            Built::Trd(p) => load_check(profile, *p, opts),
         };
         report.map_err(CheckError::DoesNotFit)
+    }
+
+    fn campaigns(&self) -> Vec<BuiltinCampaign> {
+        vec![BuiltinCampaign {
+            name: "clip-membership",
+            about: "CLIP membership changes: 2-4 servers, 20-80 flows with idle gaps, 2-6 random transitions (scale-out/in, same group, back to back), Bloom filters shrunk to 64-4,096 bits, a server failing now and then; flow affinity per server-state lifetime, no halt, no ver_mismatch (CLIP §5.6, §6 P4, P6)",
+            run_seed: |seed| Ok(crate::campaign::run_seed(seed)),
+        }]
+    }
+
+    fn benches(&self) -> Vec<inca_system::bench::Bench> {
+        crate::bench::benches()
     }
 
     fn start_run(&self, _mode: RunMode) -> Box<dyn SystemRun> {
@@ -133,6 +155,7 @@ impl SystemRun for ClipRun {
             Built::Null(p) => Box::new(Switch::new(profile, *p)?),
             Built::Mfwd(p) => Box::new(Switch::new(profile, *p)?),
             Built::Snat(p) => Box::new(Switch::new(profile, *p)?),
+            Built::Trd(p) => Box::new(Switch::new(profile, *p)?),
         })
     }
 

@@ -26,6 +26,9 @@ fn packet(flow: u16, seq: u32) -> Vec<u8> {
         [4; 6],
         Ipv4Addr::new(192, 0, 2, 9),
     );
+    // The flow's number rides in the payload, so it is known after the
+    // translation replaced the inside address and port.
+    let payload = flow.to_be_bytes();
     let tcp = TcpRepr {
         src_port: 30_000 + flow,
         dst_port: 443,
@@ -35,7 +38,7 @@ fn packet(flow: u16, seq: u32) -> Vec<u8> {
         window: 1024,
         urgent: 0,
         options: &[],
-        payload: b"hello",
+        payload: &payload,
     };
     build_tcp_frame(&ep, &tcp).unwrap()
 }
@@ -150,4 +153,134 @@ fn snat_through_two_servers_keeps_every_flow_on_one_translation() {
         "{st:?}"
     );
     assert_eq!(st.flight, st.response);
+}
+
+/// Property 13 with the controller: SNAT entries servers create are
+/// promoted into the switch table (§5.5) and the group changes twice
+/// mid-run; every packet of a flow keeps one translation and no two flows
+/// share one, on either path.
+#[test]
+fn snat_keeps_translations_across_promotion_and_transitions() {
+    use inca_clip::controller::{ControllerConfig, Policy, Promotion};
+    use inca_clip::server::ClipServer;
+    use inca_clip::switch::scalability::ScaleSizes;
+    use inca_clip::switch::{ClipSwitch, Command, Driver, DriverConfig, ServerLink};
+    println!("seed {SEED:#x}");
+    let mut l = inca_apps::l2l3::L2L3::new(4, 4, 4);
+    l.entries = vec![
+        inca_apps::l2l3::Entry::NextHop {
+            id: 1,
+            hop: inca_apps::l2l3::NextHop {
+                port: 1,
+                dst_mac: [1; 6],
+                src_mac: [2; 6],
+            },
+        },
+        inca_apps::l2l3::Entry::Route {
+            prefix: [0; 4],
+            len: 0,
+            nexthop: 1,
+        },
+    ];
+    let dcfg = DriverConfig {
+        servers: vec![ServerLink { id: 1, port: 2 }, ServerLink { id: 2, port: 3 }],
+        initial_group: vec![1],
+        ..DriverConfig::default()
+    };
+    let ccfg = ControllerConfig {
+        promotion: Promotion {
+            policy: Policy::Sketch,
+            t_report_ns: 50_000_000,
+            n_top: 8,
+            capacity: 16,
+            ..Promotion::default()
+        },
+        ..ControllerConfig::default()
+    };
+    let prog = ClipSwitch::with_controller(
+        SnatSwitch::new(16),
+        l,
+        ScaleSizes::default(),
+        Driver::new(dcfg),
+        Some(ccfg),
+    );
+    let mut fab: Fabric = Fabric::new(SEED);
+    let sw = fab.add_any(Switch::new(Profile::tofino(), prog).unwrap());
+    for (id, lo, hi) in [(1u8, 2000u32, 2999u32), (2, 3000, 3999)] {
+        let mut nf = ClipServer::new(
+            RuntimeConfig {
+                server_id: id,
+                ..RuntimeConfig::default()
+            },
+            2,
+            SnatHandler::new(4096),
+        )
+        .unwrap();
+        nf.runtime_mut()
+            .pool_assign(POOL_PORTS, [198, 51, 100, id], lo, hi);
+        let macs = PortMacs {
+            mac: [2, 0, 0, 0, 7, id],
+            neighbour: [2, 0, 0, 0, 8, id],
+        };
+        let n = fab.add_any(
+            MultiCoreServer::new(
+                ServerConfig {
+                    cores: 2,
+                    ..ServerConfig::default()
+                },
+                vec![macs],
+                nf,
+            )
+            .unwrap(),
+        );
+        fab.connect((sw, 1 + u16::from(id)), (n, 0), Wire::with_latency(1_000))
+            .unwrap();
+    }
+    fab.tap(sw, 1).unwrap();
+    fab.start_all();
+    const FLOWS: u16 = 80;
+    let mut t = 5_000_000;
+    let mut sent = 0u64;
+    for round in 0..60u32 {
+        if round == 20 {
+            fab.control(t, sw, Command::Transition(vec![2]).message());
+        }
+        if round == 40 {
+            fab.control(t, sw, Command::Transition(vec![1, 2]).message());
+        }
+        for f in 0..FLOWS {
+            // Flows 0..10 are heavy (every round), the rest every 4th.
+            if f < 10 || round % 4 == u32::from(f % 4) {
+                fab.inject(t, sw, 0, packet(f, round));
+                sent += 1;
+            }
+            t += 20_000;
+        }
+    }
+    fab.run_until(t + 100_000_000);
+    let out = fab.take_tapped();
+    assert_eq!(out.len() as u64, sent, "every packet delivered");
+    let mut by_flow: BTreeMap<u16, BTreeSet<([u8; 4], u16)>> = BTreeMap::new();
+    for s in &out {
+        let p = inca_apps::headers::parse(&s.frame).unwrap();
+        let at = usize::from(p.l4) + 20;
+        let flow = u16::from_be_bytes([s.frame[at], s.frame[at + 1]]);
+        by_flow.entry(flow).or_default().insert((p.src, p.sport));
+    }
+    let sw_dev: &Switch<inca_clip::switch::ClipSwitch<SnatSwitch>> = fab.get(sw).unwrap();
+    let prog = sw_dev.program();
+    let c = prog.controller.as_ref().unwrap();
+    println!("switch {:?}; controller {:?}", prog.stats, c.counters());
+    assert!(c.promotion_stats().promoted > 0, "entries were promoted");
+    assert_eq!(c.stats.transitions, 2);
+    assert!(prog.stats.fast > 0 && prog.stats.flight > 0);
+    assert_eq!(by_flow.len(), usize::from(FLOWS));
+    let mut seen = BTreeSet::new();
+    for (f, ts) in &by_flow {
+        assert_eq!(ts.len(), 1, "flow {f}: one translation, not {ts:?}");
+        assert!(
+            seen.insert(*ts.iter().next().unwrap()),
+            "flow {f} shares its translation"
+        );
+    }
 }

@@ -9,17 +9,21 @@
 //!   nexthop (Fig. 6, Fig. 7).
 //! - [`snat`] — SNAT (app 3): source NAT whose translations servers
 //!   allocate from their pool slices (Table I, Fig. 8).
+//! - [`trd`] — TRD (app 4): TCP retransmission detection per connection
+//!   (VXLAN inner headers), register indices allocated by servers.
 //!
-//! - [`table`] — a promotable switch table keyed by flow key.
+//! - [`table`] — a switch table keyed by flow key.
 //!
 //! Params are bit-packed MSB first in declaration order (§4.2); every
 //! field of these apps is a whole number of bytes, so that is big-endian
-//! fields back to back from offset 0, the rest of the region zero.
+//! fields back to back from offset 0, the rest of the region zero (TRD
+//! packs with inca-wire's `pack`, which gives the same bytes).
 
 pub mod mfwd;
 pub mod null;
 pub mod snat;
 pub mod table;
+pub mod trd;
 
 use crate::flow::{FlowKey, FLOW_KEY_LEN};
 

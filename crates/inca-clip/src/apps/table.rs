@@ -33,6 +33,11 @@ impl<const N: usize> FlowTable<N> {
         self.capacity
     }
 
+    /// Its object id (after declaration), for objects placed after it.
+    pub fn id(&self) -> Option<inca_switch::ObjectId> {
+        self.handle.map(|h| h.id())
+    }
+
     /// Declares it.
     pub fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
         let t = TableDecl::new(

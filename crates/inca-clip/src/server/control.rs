@@ -132,6 +132,11 @@ impl<H: RemoteHandler> ClipRuntime<H> {
         self.handler.reset();
     }
 
+    /// The latest time the runtime was handed.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
     /// The configuration.
     pub fn config(&self) -> &RuntimeConfig {
         &self.config

@@ -32,9 +32,11 @@
 //! - [`stats`] — the counters.
 //! - [`runtime`] — [`ClipRuntime`]: the data path and housekeeping.
 //! - [`control`] — the control API.
+//! - [`endpoint`] — [`ClipServer`]: the runtime with its CLIP-CTL endpoint.
 
 pub mod config;
 pub mod control;
+pub mod endpoint;
 pub mod flows;
 pub mod pool;
 pub mod request;
@@ -46,6 +48,7 @@ pub mod topn;
 mod tests;
 
 pub use config::RuntimeConfig;
+pub use endpoint::ClipServer;
 pub use flows::{FlowInfo, FlowRecord};
 pub use pool::SlicePool;
 pub use request::Invalid;

@@ -75,7 +75,12 @@ impl SlicePool {
         if !self.in_use.remove(&id) {
             return false;
         }
-        self.freed.push_back(id);
+        // An id marked in use before allocation reached it is still ahead
+        // of `fresh`, and will be handed out from there: queueing it as
+        // freed too would hand it out twice.
+        if u64::from(id) < self.fresh {
+            self.freed.push_back(id);
+        }
         true
     }
 
@@ -115,6 +120,17 @@ mod tests {
         assert!(p.mark_used(10));
         assert_eq!(p.allocate(), None);
         assert_eq!(p.in_use(), 4);
+    }
+
+    #[test]
+    fn an_id_marked_ahead_and_released_is_handed_out_once() {
+        let mut p = SlicePool::new(0, 3).unwrap();
+        assert!(p.mark_used(2));
+        assert!(p.release(2));
+        let mut got: Vec<u32> = std::iter::from_fn(|| p.allocate()).collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![0, 1, 2, 3]);
+        assert_eq!(p.allocate(), None);
     }
 
     #[test]

@@ -162,6 +162,11 @@ pub enum Command {
     },
     /// Answer [`Report::Barrier`] once every earlier command took effect.
     Barrier(u64),
+    /// For the controller: `Transition(G_new)` (§5.6).
+    Transition(Vec<u8>),
+    /// For the controller: install an entry in every server's mirrored
+    /// table (MIRROR_INSERT) and know it for promotion.
+    Mirror(Entry),
 }
 
 /// What the driver sends up.
@@ -242,18 +247,22 @@ impl Driver {
         ]
     }
 
-    fn up(cp: &mut ControlPlane<'_>, r: &Report) {
+    /// Sends a report up to whoever drives the switch.
+    pub fn up(cp: &mut ControlPlane<'_>, r: &Report) {
         cp.send(ControlMessage {
             kind: MSG_REPORT,
             body: r.encode(),
         });
     }
 
-    /// Handles one control event.
+    /// Handles one control event; what it has to report goes to `reports`
+    /// (the program hands them to its controller, or sends them up).
+    #[allow(clippy::too_many_arguments)]
     pub fn handle<A: SwitchApp>(
         &mut self,
         event: ControlEvent<PinOverflow>,
         cp: &mut ControlPlane<'_>,
+        reports: &mut Vec<Report>,
         app: &A,
         fwd: &Forwarding,
         sel: &Selection,
@@ -272,30 +281,30 @@ impl Driver {
                 }
                 None => self.stats.refused += 1,
             },
-            ControlEvent::Digest(d) => Self::up(cp, &Report::Overflow(d)),
+            ControlEvent::Digest(d) => reports.push(Report::Overflow(d)),
             ControlEvent::IdleTimeout {
                 table,
                 spec: MatchSpec::Exact(k),
             } if table == scale.pin_table.id() => {
                 if let Ok(k) = <[u8; 16]>::try_from(&k[..]) {
-                    Self::up(cp, &Report::PinIdle(FlowKey(k)));
+                    reports.push(Report::PinIdle(FlowKey(k)));
                 }
             }
             ControlEvent::PacketIn {
                 port,
                 reason: REASON_CTL,
                 frame,
-            } => Self::up(cp, &Report::Ctl { port, frame }),
+            } => reports.push(Report::Ctl { port, frame }),
             ControlEvent::RegisterValues { request, .. } => {
                 if let Some(i) = self.barriers.iter().position(|(r, _)| *r == request) {
                     let (_, token) = self.barriers.remove(i);
-                    Self::up(cp, &Report::Barrier(token));
+                    reports.push(Report::Barrier(token));
                 }
             }
             ControlEvent::EntryActivity { request, idle, .. } => {
                 if let Some(i) = self.polls.iter().position(|(r, _)| *r == request) {
                     let (_, key) = self.polls.remove(i);
-                    Self::up(cp, &Report::Activity { key, idle });
+                    reports.push(Report::Activity { key, idle });
                 }
             }
             ControlEvent::OpFailed { request, error } => {
@@ -303,15 +312,12 @@ impl Driver {
                 if let Some(i) = self.polls.iter().position(|(r, _)| *r == request) {
                     // A polled entry that is gone: idle for ever.
                     let (_, key) = self.polls.remove(i);
-                    Self::up(
-                        cp,
-                        &Report::Activity {
-                            key,
-                            idle: Nanos::MAX,
-                        },
-                    );
+                    reports.push(Report::Activity {
+                        key,
+                        idle: Nanos::MAX,
+                    });
                 } else {
-                    Self::up(cp, &Report::Failed(error));
+                    reports.push(Report::Failed(error));
                 }
             }
             _ => {}
@@ -370,7 +376,8 @@ impl Driver {
         cells.div_ceil(65_536).max(1) * CLEAR_NS_PER_64K
     }
 
-    fn execute<A: SwitchApp>(
+    /// Executes one command.
+    pub fn execute<A: SwitchApp>(
         &mut self,
         c: Command,
         cp: &mut ControlPlane<'_>,
@@ -467,6 +474,8 @@ impl Driver {
                 let r = cp.register_read(scale.cur, 0, 1);
                 self.barriers.push((r, token));
             }
+            // The controller's; without one they are refused.
+            Command::Transition(_) | Command::Mirror(_) => self.stats.refused += 1,
         }
     }
 }
@@ -568,6 +577,15 @@ impl Command {
                 o.push(15);
                 o.extend_from_slice(&t.to_be_bytes());
             }
+            Command::Transition(members) => {
+                o.push(16);
+                put_bytes(&mut o, members);
+            }
+            Command::Mirror(e) => {
+                o.extend_from_slice(&[17, e.table, e.action]);
+                put_bytes(&mut o, &e.key);
+                put_bytes(&mut o, &e.data);
+            }
         }
         o
     }
@@ -623,6 +641,16 @@ impl Command {
                 frame: r.bytes()?,
             },
             15 => Command::Barrier(r.u64()?),
+            16 => Command::Transition(r.bytes()?),
+            17 => {
+                let (table, action) = (r.u8()?, r.u8()?);
+                Command::Mirror(Entry {
+                    table,
+                    action,
+                    key: r.bytes()?,
+                    data: r.bytes()?,
+                })
+            }
             _ => return None,
         };
         r.end()?;
@@ -751,6 +779,13 @@ mod tests {
                 frame: vec![0; 60],
             },
             Command::Barrier(u64::MAX),
+            Command::Transition(vec![1, 2]),
+            Command::Mirror(Entry {
+                table: 0,
+                key: vec![4; 16],
+                action: 1,
+                data: vec![0, 7],
+            }),
         ];
         for c in cmds {
             let b = c.encode();

@@ -26,8 +26,9 @@ use inca_wire::clip::shim::{self, ClipRepr, Kind, Sel, Status, COMMON_LEN};
 use inca_wire::clip::ETHERTYPE;
 
 use crate::app::{PostPath, SwitchApp};
+use crate::controller::{Controller, ControllerConfig, Out};
 use crate::flow::FlowKey;
-use crate::switch::driver::Driver;
+use crate::switch::driver::{Command, Driver, MSG_COMMAND};
 use crate::switch::forwarding::Forwarding;
 use crate::switch::scalability::{Scalability, ScaleSizes};
 use crate::switch::selection::Selection;
@@ -71,8 +72,10 @@ pub struct ClipSwitch<A: SwitchApp> {
     l2l3: inca_apps::l2l3::L2L3,
     selection: Option<Selection>,
     scale: Option<Scalability>,
-    /// The control-plane side: the switch driver and the controller.
+    /// The control-plane side: the switch driver.
     pub driver: Driver,
+    /// The controller, when it runs on the switch CPU.
+    pub controller: Option<Controller>,
     /// Per-packet-type counters.
     pub stats: SwitchStats,
 }
@@ -81,6 +84,21 @@ impl<A: SwitchApp> ClipSwitch<A> {
     /// The program over `app`, routing regular traffic with `l2l3`, driven
     /// by `driver`.
     pub fn new(app: A, l2l3: inca_apps::l2l3::L2L3, sizes: ScaleSizes, driver: Driver) -> Self {
+        Self::with_controller(app, l2l3, sizes, driver, None)
+    }
+
+    /// The program with a controller on the switch CPU (None: driven from
+    /// outside by commands).
+    pub fn with_controller(
+        app: A,
+        l2l3: inca_apps::l2l3::L2L3,
+        sizes: ScaleSizes,
+        driver: Driver,
+        controller: Option<ControllerConfig>,
+    ) -> Self {
+        let controller = controller
+            .filter(|c| c.enabled)
+            .map(|c| Controller::new(c, driver.config()));
         assert!(app.params_len() <= MAX_PARAMS && app.params_len().is_multiple_of(4));
         ClipSwitch {
             app,
@@ -91,6 +109,7 @@ impl<A: SwitchApp> ClipSwitch<A> {
             selection: None,
             scale: None,
             driver,
+            controller,
             stats: SwitchStats::default(),
         }
     }
@@ -327,6 +346,7 @@ impl<A: SwitchApp> Program for ClipSwitch<A> {
     }
 
     fn control(&mut self, event: ControlEvent<PinOverflow>, cp: &mut ControlPlane<'_>) {
+        let now = cp.now();
         if let (ControlEvent::Start, Some(fwd)) = (&event, self.fwd.as_mut()) {
             fwd.l2l3.control(ControlEvent::Start, cp);
         }
@@ -337,13 +357,54 @@ impl<A: SwitchApp> Program for ClipSwitch<A> {
         ) else {
             return;
         };
-        self.driver
-            .handle(event, cp, &self.app, fwd, selection, scale);
+        let mut outs = Vec::new();
+        let mut reports = Vec::new();
+        match (&event, self.controller.as_mut()) {
+            (ControlEvent::Timer { token }, Some(c)) => outs = c.on_timer(now, *token),
+            (ControlEvent::Message(m), Some(c)) if m.kind == MSG_COMMAND => {
+                match Command::decode(&m.body) {
+                    Some(Command::Transition(members)) => outs = c.transition(now, members),
+                    Some(Command::Mirror(e)) => outs = c.mirror(now, e),
+                    _ => self.driver.handle(
+                        event,
+                        cp,
+                        &mut reports,
+                        &self.app,
+                        fwd,
+                        selection,
+                        scale,
+                    ),
+                }
+            }
+            _ => {
+                let start = matches!(event, ControlEvent::Start);
+                self.driver
+                    .handle(event, cp, &mut reports, &self.app, fwd, selection, scale);
+                if let (true, Some(c)) = (start, self.controller.as_mut()) {
+                    outs = c.start(now, self.driver.config());
+                }
+            }
+        }
+        for r in reports {
+            match self.controller.as_mut() {
+                Some(c) => outs.extend(c.on_report(now, r)),
+                None => Driver::up(cp, &r),
+            }
+        }
+        for o in outs {
+            match o {
+                Out::Cmd(c) => self.driver.execute(c, cp, &self.app, fwd, selection, scale),
+                Out::Timer(at, token) => cp.set_timer(at, token),
+            }
+        }
     }
 
     fn report(&self) -> ProgramReport {
         let mut counters = self.stats.counters();
         counters.extend(self.driver.counters());
+        if let Some(c) = &self.controller {
+            counters.extend(c.counters());
+        }
         ProgramReport {
             counters,
             series: Vec::new(),
