@@ -3,13 +3,15 @@
 //! SNAT, and SNAT's allocation on a miss.
 //!
 //! The multi-core server charges every frame its I/O cost
-//! ([`inca_server::CoreCosts`]); [`PricedRuntime`] wraps the runtime and
-//! reports the rest per frame ([`SoftwareNf::take_extra_cpu_ns`]), priced
+//! ([`inca_server::CoreCosts`]); [`PricedRuntime`] wraps the server (the
+//! runtime and its CLIP-CTL endpoint, [`ClipServer`]) and reports the rest
+//! per frame ([`SoftwareNf::take_extra_cpu_ns`]), priced
 //! from what the runtime and the handler counted while serving it (a
 //! request validated, a lookup, an allocation). Counting after the fact
 //! keeps the runtime and the apps free of any cost model: the same code
 //! runs under any prices, and a request that fails validation pays I/O
-//! only.
+//! only, as does a control datagram [our choice: CLIP-CTL traffic is a
+//! few datagrams per report period, next to millions of requests].
 
 use inca_server::{NfOutput, SoftwareNf};
 use inca_switch::device::{Nanos, PortId};
@@ -19,7 +21,7 @@ use crate::app::RemoteHandler;
 use crate::apps::mfwd::MfwdHandler;
 use crate::apps::null::NullHandler;
 use crate::apps::snat::{SnatHandler, POOL_PORTS};
-use crate::server::ClipRuntime;
+use crate::server::{ClipRuntime, ClipServer};
 
 use super::PoolParams;
 
@@ -116,10 +118,10 @@ impl CountedWork for SnatHandler {
     }
 }
 
-/// The runtime, priced. See the module documentation.
+/// The server, priced. See the module documentation.
 #[derive(Debug)]
 pub struct PricedRuntime<H: CountedWork> {
-    runtime: ClipRuntime<H>,
+    server: ClipServer<H>,
     costs: ClipCosts,
     /// Requests and work counted before the frame being served.
     seen: (u64, Work),
@@ -133,10 +135,10 @@ pub struct PricedRuntime<H: CountedWork> {
 }
 
 impl<H: CountedWork> PricedRuntime<H> {
-    /// `runtime` priced at `costs`.
-    pub fn new(runtime: ClipRuntime<H>, costs: ClipCosts) -> Self {
+    /// `server` priced at `costs`.
+    pub fn new(server: ClipServer<H>, costs: ClipCosts) -> Self {
         let mut p = PricedRuntime {
-            runtime,
+            server,
             costs,
             seen: (0, Work::default()),
             pending: 0,
@@ -156,12 +158,17 @@ impl<H: CountedWork> PricedRuntime<H> {
 
     /// The runtime.
     pub fn runtime(&self) -> &ClipRuntime<H> {
-        &self.runtime
+        self.server.runtime()
     }
 
     /// The runtime, for the control API.
     pub fn runtime_mut(&mut self) -> &mut ClipRuntime<H> {
-        &mut self.runtime
+        self.server.runtime_mut()
+    }
+
+    /// The server (runtime and control endpoint).
+    pub fn server(&self) -> &ClipServer<H> {
+        &self.server
     }
 
     /// The prices.
@@ -170,7 +177,8 @@ impl<H: CountedWork> PricedRuntime<H> {
     }
 
     fn counts(&self) -> (u64, Work) {
-        (self.runtime.stats().requests, self.runtime.handler().work())
+        let rt = self.server.runtime();
+        (rt.stats().requests, rt.handler().work())
     }
 
     /// Prices what happened since the last count.
@@ -189,11 +197,11 @@ impl<H: CountedWork> PricedRuntime<H> {
 
 impl<H: CountedWork> SoftwareNf for PricedRuntime<H> {
     fn name(&self) -> &str {
-        self.runtime.name()
+        self.server.name()
     }
 
     fn process(&mut self, core: usize, port: PortId, frame: Vec<u8>, out: &mut Vec<NfOutput>) {
-        self.runtime.process(core, port, frame, out);
+        self.server.process(core, port, frame, out);
         self.charge();
     }
 
@@ -205,7 +213,7 @@ impl<H: CountedWork> SoftwareNf for PricedRuntime<H> {
         frame: Vec<u8>,
         out: &mut Vec<NfOutput>,
     ) {
-        self.runtime.process_at(now, core, port, frame, out);
+        self.server.process_at(now, core, port, frame, out);
         self.charge();
     }
 
@@ -214,29 +222,30 @@ impl<H: CountedWork> SoftwareNf for PricedRuntime<H> {
     }
 
     fn housekeeping_interval(&self) -> Option<Nanos> {
-        self.runtime.housekeeping_interval()
+        self.server.housekeeping_interval()
     }
 
     fn housekeeping(&mut self, now: Nanos, out: &mut Vec<NfOutput>) {
-        self.runtime.housekeeping(now, out);
+        self.server.housekeeping(now, out);
     }
 
     fn rss_input(&self, frame: &[u8]) -> Option<Vec<u8>> {
-        self.runtime.rss_input(frame)
+        self.server.rss_input(frame)
     }
 
-    /// The runtime's counters and `cpu_extra_ns`, the CPU time charged
+    /// The server's counters and `cpu_extra_ns`, the CPU time charged
     /// beyond I/O.
     fn counters(&self) -> Vec<(String, u64)> {
-        let mut v = self.runtime.counters();
+        let mut v = self.server.counters();
         v.push(("cpu_extra_ns".into(), self.extra_total));
         v
     }
 
     fn reset(&mut self) {
-        SoftwareNf::reset(&mut self.runtime);
+        SoftwareNf::reset(&mut self.server);
         if let Some(p) = self.pool {
-            self.runtime
+            self.server
+                .runtime_mut()
                 .pool_assign(POOL_PORTS, p.base_ip.octets(), p.lo, p.hi);
         }
         self.pending = 0;
@@ -286,8 +295,9 @@ mod tests {
 
     #[test]
     fn a_snat_miss_pays_lookup_and_allocation_a_hit_the_lookup_only() {
-        let mut rt = ClipRuntime::new(RuntimeConfig::default(), 1, SnatHandler::new(1024)).unwrap();
-        rt.pool_assign(POOL_PORTS, [198, 51, 100, 1], 1024, 2047);
+        let mut rt = ClipServer::new(RuntimeConfig::default(), 1, SnatHandler::new(1024)).unwrap();
+        rt.runtime_mut()
+            .pool_assign(POOL_PORTS, [198, 51, 100, 1], 1024, 2047);
         let mut p = PricedRuntime::new(rt, ClipCosts::default());
         let (flow, frame) = request();
         let mut out = Vec::new();
@@ -308,7 +318,7 @@ mod tests {
 
     #[test]
     fn null_pays_the_shim_only() {
-        let rt = ClipRuntime::new(RuntimeConfig::default(), 1, NullHandler::new()).unwrap();
+        let rt = ClipServer::new(RuntimeConfig::default(), 1, NullHandler::new()).unwrap();
         let p = PricedRuntime::new(rt, ClipCosts::default());
         assert_eq!(p.runtime().handler().work(), Work::default());
         assert_eq!(ClipCosts::default().check(), Ok(()));

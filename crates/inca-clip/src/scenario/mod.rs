@@ -1,5 +1,6 @@
-//! CLIP servers in scenarios: `[[server]] kind = "clip_server"`, the CLIP
-//! server runtime ([`ClipRuntime`]) on a multi-core server
+//! CLIP servers in scenarios: `[[server]] kind = "clip_server"`, a CLIP
+//! server ([`ClipServer`]: the runtime and its CLIP-CTL endpoint toward the
+//! controller on the switch CPU) on a multi-core server
 //! ([`inca_server::MultiCoreServer`]) as a simulator node.
 //!
 //! ```toml
@@ -31,14 +32,22 @@
 //! as `nf_app_...`), and `nf_cpu_extra_ns`, the CPU time charged beyond
 //! I/O ([`costs`]).
 //!
-//! [our choice] Static set-up stands in for the controller, as the
-//! switch's driver does for the first group: the pool slice is assigned at
-//! start and again after a restart (the controller re-assigns it when the
-//! server registers, §4.5). MFWD's mirrored entries are not preinstalled:
+//! The server answers the controller's CLIP-CTL requests (top-N reports,
+//! flow queries, offload and expiry notices), reports the entries its
+//! handler creates and sends a heartbeat every 100 ms, so a CLIP program
+//! with its controller on (`controller = 1`, the default; `promotion =
+//! "sketch"` for offload) drives it as the spec's controller drives a
+//! server.
+//!
+//! [our choice] Static set-up stands in for the controller where the
+//! controller has no part (it does not manage pools yet): the pool slice
+//! is assigned at start and again after a restart (§4.5 has the
+//! controller re-assign it when the server registers). MFWD's mirrored entries are not preinstalled:
 //! a scenario's hosts draw their random 5-tuples from their own seeded
 //! generators, which a server cannot reproduce; tests and experiments that
 //! need them install them through the runtime's control API
-//! ([`ClipRuntime::mirror_insert`]). Without them every MFWD request
+//! ([`crate::server::ClipRuntime::mirror_insert`]) or the controller's
+//! MIRROR_INSERT. Without them every MFWD request
 //! misses and the switch forwards the packet by its regular routes.
 
 pub mod costs;
@@ -56,7 +65,7 @@ use serde::Deserialize;
 use crate::apps::mfwd::MfwdHandler;
 use crate::apps::null::NullHandler;
 use crate::apps::snat::{SnatHandler, POOL_PORTS};
-use crate::server::{ClipRuntime, RuntimeConfig};
+use crate::server::{ClipServer, RuntimeConfig};
 pub use costs::{ClipCosts, CountedWork, PricedRuntime, Work};
 
 /// The server kind's name in scenarios.
@@ -280,10 +289,11 @@ fn node<H: CountedWork>(
     ports: Vec<PortMacs>,
     handler: H,
 ) -> Result<Box<dyn Node>, String> {
-    let mut rt = ClipRuntime::new(cfg.runtime.clone(), cfg.server.cores, handler)
+    let mut rt = ClipServer::new(cfg.runtime.clone(), cfg.server.cores, handler)
         .map_err(|e| e.to_string())?;
     if let Some(p) = cfg.pool {
-        rt.pool_assign(POOL_PORTS, p.base_ip.octets(), p.lo, p.hi);
+        rt.runtime_mut()
+            .pool_assign(POOL_PORTS, p.base_ip.octets(), p.lo, p.hi);
     }
     let nf = PricedRuntime::new(rt, cfg.clip_costs).with_pool(cfg.pool);
     let server = MultiCoreServer::new(cfg.server.clone(), ports, nf).map_err(|e| e.to_string())?;
