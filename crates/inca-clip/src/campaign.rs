@@ -30,9 +30,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::apps::null::{NullHandler, NullSwitch};
-use crate::controller::{ControllerConfig, Mutation};
 use crate::flow::FlowKey;
 use crate::server::{ClipServer, RuntimeConfig};
+use crate::switch::controller::{ControllerConfig, Mutation};
 use crate::switch::scalability::ScaleSizes;
 use crate::switch::{ClipSwitch, Command, Driver, DriverConfig, ServerLink};
 
@@ -372,13 +372,13 @@ pub const RETIRE_WITHIN: Nanos = T_EXP + 1_000_000_000 + 2_000_000_000;
 /// server out of both slots is retired within [`RETIRE_WITHIN`] of its
 /// last request (or of leaving).
 fn drain_violations(
-    history: &[(Nanos, crate::controller::Event)],
+    history: &[(Nanos, crate::switch::controller::Event)],
     reqs: &[(Nanos, u8, shim::Sel)],
     failed: Option<u8>,
     end: Nanos,
     v: &mut Vec<String>,
 ) {
-    use crate::controller::Event;
+    use crate::switch::controller::Event;
     const SLACK: Nanos = 5_000_000;
     // Membership intervals: (from, members of both slots).
     let mut eras: Vec<(Nanos, std::collections::BTreeSet<u8>)> = Vec::new();
@@ -514,7 +514,7 @@ pub fn run_seed(seed: u64) -> SeedResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::Event;
+    use crate::switch::controller::Event;
     use inca_wire::clip::shim::Sel;
 
     #[test]

@@ -11,7 +11,9 @@
 //! - [`app`] — the programming abstraction (§5.1): an app's switch half
 //!   and its remote handler.
 //! - [`campaign`] — the membership campaign (properties 4 and 6).
-//! - [`controller`] — transitions, pins, failures, promotion (§5.5–§5.6).
+//! - [`controller`] — transitions, pins, failures, promotion (§5.5–§5.6);
+//!   it runs on the switch CPU, so it lives in [`switch`] and the switch
+//!   program embeds it (re-exported here).
 //! - [`ctl`] — CLIP-CTL datagrams and reliable delivery, both ends.
 //! - [`switch`] — the generated switch program and its driver.
 //! - [`modules`] — E7: each module's share of the switch (Table II).
@@ -30,7 +32,6 @@ pub mod app;
 pub mod apps;
 pub mod bench;
 pub mod campaign;
-pub mod controller;
 pub mod ctl;
 pub mod experiments;
 pub mod flow;
@@ -40,6 +41,8 @@ pub mod scenario;
 pub mod server;
 pub mod switch;
 pub mod system;
+
+pub use switch::controller;
 
 pub use app::{Entry, HandlerCtx, HandlerStatus, PostPath, PreOutcome, RemoteHandler, SwitchApp};
 pub use flow::{FlowHashes, FlowKey, FLOW_KEY_LEN};

@@ -20,7 +20,7 @@ use inca_apps::l2l3::{Entry as L3Entry, NextHop, L2L3};
 use inca_apps::params::{ParamError, Params};
 
 use crate::apps::{mfwd, null, snat, trd};
-use crate::controller::{ControllerConfig, Policy, Promotion};
+use crate::switch::controller::{ControllerConfig, Policy, Promotion};
 use crate::switch::scalability::{ScaleSizes, BLOOM_BITS, PIN_CACHE_CELLS, PIN_TABLE_ENTRIES};
 use crate::switch::{ClipSwitch, Driver, DriverConfig, ServerLink};
 

@@ -10,7 +10,10 @@
 //! - [`driver`] — the switch control plane: static set-up, the
 //!   controller's commands, reports up.
 //! - [`stats`] — per-packet-type counters.
+//! - [`controller`] — the CLIP controller on the switch CPU (§5.5–§5.6),
+//!   driving the data plane through [`driver`]'s commands.
 
+pub mod controller;
 pub mod driver;
 pub mod forwarding;
 pub mod program;

@@ -26,8 +26,8 @@ use inca_wire::clip::shim::{self, ClipRepr, Kind, Sel, Status, COMMON_LEN};
 use inca_wire::clip::ETHERTYPE;
 
 use crate::app::{PostPath, SwitchApp};
-use crate::controller::{Controller, ControllerConfig, Out};
 use crate::flow::FlowKey;
+use crate::switch::controller::{Controller, ControllerConfig, Out};
 use crate::switch::driver::{Command, Driver, MSG_COMMAND};
 use crate::switch::forwarding::Forwarding;
 use crate::switch::scalability::{Scalability, ScaleSizes};
