@@ -20,7 +20,7 @@
 
 use inca_apps::headers::Parsed;
 use inca_switch::device::Nanos;
-use inca_switch::{AccessError, ControlPlane, DataPlane, Declare, DeclareError};
+use inca_switch::{AccessError, ControlPlane, DataPlane, Declare, DeclareError, ObjectId};
 
 use crate::flow::FlowKey;
 
@@ -93,6 +93,15 @@ pub trait SwitchApp: Clone + std::fmt::Debug + 'static {
     /// Declares its tables and registers (inside the CLIP program's
     /// namespace `app/`).
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError>;
+
+    /// The objects whose results decide `pre_processing`'s `flight`
+    /// (after declaration): the CLIP modules, which run only on a flight,
+    /// are placed after them. None (the default) means all of the app's
+    /// objects; an app whose state updates do not decide the flight names
+    /// the lookups that do, so the modules need not wait for its updates.
+    fn flight_deciders(&self) -> Option<Vec<ObjectId>> {
+        None
+    }
 
     /// The flow key of a packet (default: the outer IPv4 5-tuple).
     fn flow_key(&self, p: &Parsed, header: &[u8]) -> FlowKey {

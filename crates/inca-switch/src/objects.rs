@@ -352,6 +352,9 @@ pub struct Declare {
     /// objects comes after (the composite's classifier).
     block: Option<(String, Vec<usize>)>,
     blocks: Vec<BlockSpan>,
+    /// The objects every object but hash units comes after, inside
+    /// [`Declare::gated_by`].
+    gate: Vec<usize>,
 }
 
 impl Declare {
@@ -389,6 +392,38 @@ impl Declare {
         r
     }
 
+    /// Declares objects reached only behind `after`'s results: every object
+    /// but hash units that `declare` declares (in a block or not) is placed
+    /// after `after`, as a block's objects are after its classifier, but
+    /// names are left alone. For a program that wraps code it does not own
+    /// (a library's tables) and runs it only on some of `after`'s outcomes.
+    /// Gates nest: an inner gate adds to the outer one.
+    pub fn gated_by<R>(
+        &mut self,
+        after: &[ObjectId],
+        declare: impl FnOnce(&mut Declare) -> Result<R, DeclareError>,
+    ) -> Result<R, DeclareError> {
+        let outer = self.gate.len();
+        for id in after {
+            if !self.gate.contains(&id.index()) {
+                self.gate.push(id.index());
+            }
+        }
+        let r = declare(self);
+        self.gate.truncate(outer);
+        r
+    }
+
+    /// The objects declared so far in block `name`, in declaration order.
+    pub fn block_objects(&self, name: &str) -> Vec<ObjectId> {
+        self.blocks
+            .iter()
+            .filter(|b| b.name == name)
+            .flat_map(|b| b.objects.clone())
+            .map(ObjectId)
+            .collect()
+    }
+
     /// The object declared as `name` (a block's objects as `block/name`),
     /// for a program that wraps others and refers to their objects.
     pub fn id_of(&self, name: &str) -> Option<ObjectId> {
@@ -409,15 +444,19 @@ impl Declare {
         make: impl FnOnce() -> Storage + 'static,
         idle_timeout: Option<Nanos>,
     ) -> Result<ObjectId, DeclareError> {
-        if let Some((block, after)) = &self.block {
-            decl.name = format!("{block}/{}", decl.name);
-            // A hash unit only computes over header fields; it runs whether
-            // or not the block does, so it need not wait for the classifier.
-            let gated = !matches!(decl.kind, ObjectKind::Hash { .. });
-            for &i in after.iter().filter(|_| gated) {
-                if !decl.after.contains(&i) {
-                    decl.after.push(i);
-                }
+        // A hash unit only computes over header fields; it runs whether or
+        // not the block (or gated code) does, so it need not wait.
+        let gated = !matches!(decl.kind, ObjectKind::Hash { .. });
+        let block_after = match &self.block {
+            Some((block, after)) => {
+                decl.name = format!("{block}/{}", decl.name);
+                after.as_slice()
+            }
+            None => &[],
+        };
+        for &i in block_after.iter().chain(&self.gate).filter(|_| gated) {
+            if !decl.after.contains(&i) {
+                decl.after.push(i);
             }
         }
         if self.slots.iter().any(|s| s.decl.name == decl.name) {

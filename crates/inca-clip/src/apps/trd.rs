@@ -613,7 +613,8 @@ mod switch_half {
     use super::*;
     use inca_apps::headers::Parsed;
     use inca_switch::{
-        AccessError, ArrayDecl, ControlPlane, DataPlane, Declare, DeclareError, RegisterHandle,
+        AccessError, ArrayDecl, ControlPlane, DataPlane, Declare, DeclareError, ObjectId,
+        RegisterHandle,
     };
 
     use super::segment::Segment;
@@ -684,6 +685,12 @@ mod switch_half {
 
         fn params_len(&self) -> usize {
             PARAMS_LEN
+        }
+
+        /// CHECK and `++` never turn a fast-path packet into a flight:
+        /// only `conn_idx`'s hit or miss does.
+        fn flight_deciders(&self) -> Option<Vec<ObjectId>> {
+            Some(self.table.id().into_iter().collect())
         }
 
         fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {

@@ -63,20 +63,18 @@ pub struct Forwarding {
 }
 
 impl Forwarding {
-    /// Declares the regular half (L2/L3, FH_A, the server-port table);
+    /// Declares the regular half (L2/L3, FH_A) around `server_port`
+    /// ([`declare_server_port`](Self::declare_server_port), declared first);
     /// the slots come later, after what selects them
     /// ([`declare_slots`](Self::declare_slots)), and the server links after
     /// the pin cache ([`declare_servers`](Self::declare_servers)).
-    pub fn declare(d: &mut Declare, mut l2l3: L2L3) -> Result<Forwarding, DeclareError> {
+    pub fn declare(
+        d: &mut Declare,
+        mut l2l3: L2L3,
+        server_port: TableHandle<u8>,
+    ) -> Result<Forwarding, DeclareError> {
         l2l3.declare(d)?;
         let fh_a = d.hash("fh_a", FH_A, 32, Gress::Ingress, &[])?;
-        let server_port = d.table(TableDecl::new(
-            "server_port",
-            MatchKind::Exact,
-            2,
-            7,
-            MAX_SERVERS + 1,
-        ))?;
         Ok(Forwarding {
             l2l3,
             fh_a,
@@ -85,6 +83,19 @@ impl Forwarding {
             server: None,
             server_port,
         })
+    }
+
+    /// Declares `server_port`, which every pass looks up first: its result
+    /// (server port or not) tells a response from an original, so every
+    /// other object is reached behind it.
+    pub fn declare_server_port(d: &mut Declare) -> Result<TableHandle<u8>, DeclareError> {
+        d.table(TableDecl::new(
+            "server_port",
+            MatchKind::Exact,
+            2,
+            7,
+            MAX_SERVERS + 1,
+        ))
     }
 
     /// Declares `clip_slot` and `clip_member`, after `after` (`cur` and

@@ -284,19 +284,33 @@ impl<A: SwitchApp> Program for ClipSwitch<A> {
     }
 
     fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
-        // The modules interleave in stage order (forwarding's group tables
-        // sit between the filters that pick a slot and the pin cache that
-        // records the member), so they share one namespace; the app is a
-        // block of its own. `module_of` maps an object to its module.
-        d.in_block("app", &[], |d| self.app.declare(d))?;
-        let mut fwd = Forwarding::declare(d, self.l2l3.clone())?;
-        let fh_a = fwd.fh_a;
-        self.selection = Some(Selection::declare(d)?);
-        let scale =
-            Scalability::declare(d, self.sizes, fh_a, self.pin_idle_timeout, |d, after| {
-                fwd.declare_slots(d, after)
-            })?;
-        fwd.declare_servers(d, &[scale.pin_cache[0].id(), scale.pin_cache[1].id()])?;
+        // `server_port` comes first: whether a pass is a response or an
+        // original decides everything else it reaches. The app is a block
+        // of its own behind it; the CLIP modules run only when
+        // `pre_processing` asks for a flight (and regular forwarding after
+        // `post_processing`), so they are gated by the app's objects. The
+        // modules interleave in stage order (forwarding's group tables sit
+        // between the filters that pick a slot and the pin cache that
+        // records the member), so they share one namespace; `module_of`
+        // maps an object to its module.
+        let server_port = Forwarding::declare_server_port(d)?;
+        d.in_block("app", &[server_port.id()], |d| self.app.declare(d))?;
+        let mut gate = self
+            .app
+            .flight_deciders()
+            .unwrap_or_else(|| d.block_objects("app"));
+        gate.push(server_port.id());
+        let (fwd, scale) = d.gated_by(&gate, |d| {
+            let mut fwd = Forwarding::declare(d, self.l2l3.clone(), server_port)?;
+            let fh_a = fwd.fh_a;
+            self.selection = Some(Selection::declare(d)?);
+            let scale =
+                Scalability::declare(d, self.sizes, fh_a, self.pin_idle_timeout, |d, after| {
+                    fwd.declare_slots(d, after)
+                })?;
+            fwd.declare_servers(d, &[scale.pin_cache[0].id(), scale.pin_cache[1].id()])?;
+            Ok((fwd, scale))
+        })?;
         self.scale = Some(scale);
         self.fwd = Some(fwd);
         Ok(())

@@ -140,7 +140,9 @@ impl Scalability {
         let mut all_bm: Vec<_> = bm.iter().flatten().map(|h| h.id()).collect();
         all_bm.push(cur.id());
         let member = slots(d, &all_bm)?;
-        let rec = d.register::<u8>(ArrayDecl::new("rec", 1))?;
+        // `rec` is read beside `cur`, before the slot is known, so that it
+        // is not one more stage on the selection's chain.
+        let rec = d.register::<u8>(ArrayDecl::new("rec", 1).after(&[pin_table.id()]))?;
         let mut after_pc = vec![fh_d.id(), fh_a.id(), rec.id(), member];
         after_pc.extend(all_bm);
         let pc0 = d.register::<u32>(
@@ -201,6 +203,7 @@ impl Scalability {
             d: dp.hash(self.fh_d, key)? as u32,
         };
         let c = usize::from(dp.register(self.cur, 0, |v| *v)? & 1);
+        let rec = dp.register(self.rec, 0, |v| *v)? & 1 == 1;
         let mut hit = [true; 2];
         for (f, ways) in self.bm.iter().enumerate() {
             for (w, reg) in ways.iter().enumerate() {
@@ -220,7 +223,6 @@ impl Scalability {
         let Some((server, ver)) = fwd.member(dp, slot as u8, fh_a)? else {
             return Ok(None);
         };
-        let rec = dp.register(self.rec, 0, |v| *v)? & 1 == 1;
         let record = rec && slot == p;
         let fp = h.fingerprint();
         let mut inserted = false;
