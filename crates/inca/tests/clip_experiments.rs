@@ -182,8 +182,8 @@ fn e5_offload_is_lowest_and_both_server_bound_snats_are_alike() {
 #[test]
 fn e3_sketch_promotion_beats_the_baseline_most_at_high_skew() {
     // 18 runs of 45 ms of traffic at 250 kpps, the servers slowed 100-fold
-    // and the model shrunk to 1,024 flows, K = 256 (~15 s in a debug
-    // build).
+    // and the model shrunk to 1,024 flows, K = 256 (~31 s of CPU in a debug
+    // build, on two jobs).
     let out = sweep("e3-flow-selection.toml");
     let got = out.join("plots/throughput_mpps.csv");
     let alphas = [0.5, 0.8, 0.9, 1.0, 1.1, 1.2];
@@ -237,8 +237,8 @@ fn e3_sketch_promotion_beats_the_baseline_most_at_high_skew() {
 
 #[test]
 fn e6_offload_lifts_the_64_byte_trace_and_the_mixed_trace_has_more_gbps() {
-    // 4 runs of 60 ms of traffic, the servers slowed 100-fold (~4 s in a
-    // debug build).
+    // 4 runs of 60 ms of traffic, the servers slowed 100-fold (~7 s of CPU
+    // in a debug build).
     let out = sweep("e6-snat-traces.toml");
     let mpps = out.join("plots/mpps.csv");
     let gbps = out.join("plots/gbps.csv");
