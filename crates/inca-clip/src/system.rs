@@ -123,13 +123,19 @@ impl System for ClipSystem {
         Box::new(ClipRun)
     }
 
-    /// §8.2's E1 and E5, each run handed this system to build its CLIP
-    /// devices with.
+    /// §8.2's E1, E3, E5 and E6, each run handed this system to build its
+    /// CLIP devices with.
     fn experiments(&self) -> Vec<inca_system::BuiltinExperiment> {
-        use crate::experiments::{forwarding, snat_latency};
+        use crate::experiments::{flow_selection, forwarding, snat_latency, snat_throughput};
         vec![
             forwarding::experiment(|p, seed| forwarding::run(p, seed, Arc::new(ClipSystem))),
+            flow_selection::experiment(|p, seed| {
+                flow_selection::run(p, seed, Arc::new(ClipSystem))
+            }),
             snat_latency::experiment(|p, seed| snat_latency::run(p, seed, Arc::new(ClipSystem))),
+            snat_throughput::experiment(|p, seed| {
+                snat_throughput::run(p, seed, Arc::new(ClipSystem))
+            }),
         ]
     }
 

@@ -7,9 +7,15 @@
 //!   server raises small-packet throughput.
 //! - E2: CLIP's median is Ideal's shifted by two link traversals, a
 //!   pipeline pass and the server's I/O and CPU, with a narrow spread.
+//! - E3: the baseline falls as the skew grows (RSS binds each hot flow to
+//!   one core); sketch promotion beats it at every skew, most at high skew,
+//!   and pulls away from random promotion as the skew grows.
 //! - E5: CLIP with CMS offload has the lowest latency; CLIP without offload
 //!   and software SNAT, both server-bound, are of similar magnitude and
 //!   clearly above the switch path alone.
+//! - E6: with 8 cores a server, offload raises the 64 B trace's throughput
+//!   to the generator's rate and leaves the mixed trace's (already at the
+//!   line) where it was; the mixed trace has the higher Gbit/s.
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +66,19 @@ fn percentile(csv: &Path, config: &str, column: &str) -> f64 {
         .find(|r| r["config"] == config)
         .map(|r| r[column].parse().unwrap())
         .unwrap_or_else(|| panic!("no {config} in {}", csv.display()))
+}
+
+/// A stacked-bar CSV's total for the bar labelled `label` (the label and
+/// the total are the first and the last-but-one fields; headers may hold
+/// quoted commas, rows do not).
+fn bar(csv: &Path, label: &str) -> f64 {
+    let body = std::fs::read_to_string(csv).unwrap();
+    body.lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|f| f[0] == label)
+        .map(|f| f[f.len() - 2].parse().unwrap())
+        .unwrap_or_else(|| panic!("no {label} in {}", csv.display()))
 }
 
 #[test]
@@ -158,4 +177,101 @@ fn e5_offload_is_lowest_and_both_server_bound_snats_are_alike() {
     // mean well under the server-bound ones.
     assert!(off < 0.7 * clip.min(sw), "{off} vs {clip}, {sw}");
     assert!((p50("CLIP w/ offload") - p50("switch path")).abs() < 0.05);
+}
+
+#[test]
+fn e3_sketch_promotion_beats_the_baseline_most_at_high_skew() {
+    // 18 runs of 45 ms of traffic at 250 kpps, the servers slowed 100-fold
+    // and the model shrunk to 1,024 flows, K = 256 (~31 s of CPU in a debug
+    // build, on two jobs).
+    let out = sweep("e3-flow-selection.toml");
+    let got = out.join("plots/throughput_mpps.csv");
+    let alphas = [0.5, 0.8, 0.9, 1.0, 1.1, 1.2];
+    let y = |c: &str, a: f64| at(&got, c, a);
+    for a in alphas {
+        println!(
+            "zipf {a}: baseline {:.4}, random {:.4}, sketch {:.4} Mpps (offered 0.25)",
+            y("baseline", a),
+            y("random", a),
+            y("sketch", a)
+        );
+    }
+    // The baseline falls at every step: the hot flows' cores saturate.
+    for w in alphas.windows(2) {
+        assert!(
+            y("baseline", w[1]) < y("baseline", w[0]),
+            "baseline at {} vs {}",
+            w[1],
+            w[0]
+        );
+    }
+    assert!(y("baseline", 1.2) < 0.8 * y("baseline", 0.5));
+    // Sketch: at or above the baseline and random everywhere, at the
+    // generator's rate (within the window's drain of the rings), and far
+    // above the baseline at high skew.
+    for a in alphas {
+        let s = y("sketch", a);
+        assert!(s >= y("baseline", a) && s >= 0.98 * y("random", a), "{a}");
+        assert!(s > 0.95 * 0.25, "sketch at {a}: {s}");
+    }
+    for a in [1.1, 1.2] {
+        assert!(y("sketch", a) > 1.4 * y("baseline", a), "{a}");
+    }
+    // Random helps (it offloads a quarter of the flows, whatever their
+    // weight) but falls behind sketch as the skew grows: it rarely picks
+    // the heavy flows. (The spec also expects random's own gain to shrink
+    // above 0.9: the full run shows it, 1.16x at 0.5 to 1.08x at 1.2, but
+    // this shrunk, slowed run does not, so it is not asserted here;
+    // docs/experiments.md, E3.)
+    for a in alphas {
+        assert!(y("random", a) >= y("baseline", a), "{a}");
+    }
+    let lead = |a: f64| y("sketch", a) - y("random", a);
+    assert!(
+        lead(1.2) > 3.0 * lead(0.5).max(0.001),
+        "{} {}",
+        lead(1.2),
+        lead(0.5)
+    );
+}
+
+#[test]
+fn e6_offload_lifts_the_64_byte_trace_and_the_mixed_trace_has_more_gbps() {
+    // 4 runs of 60 ms of traffic, the servers slowed 100-fold (~7 s of CPU
+    // in a debug build).
+    let out = sweep("e6-snat-traces.toml");
+    let mpps = out.join("plots/mpps.csv");
+    let gbps = out.join("plots/gbps.csv");
+    let label = |c: &str, t: &str| format!("CLIP {c} trace={t}");
+    for t in ["a", "b"] {
+        for c in ["w/o offload", "w/ offload"] {
+            println!(
+                "trace {t}, {c}: {:.4} Mpps, {:.3} Gbit/s",
+                bar(&mpps, &label(c, t)),
+                bar(&gbps, &label(c, t))
+            );
+        }
+    }
+    let (off_a, on_a) = (
+        bar(&mpps, &label("w/o offload", "a")),
+        bar(&mpps, &label("w/ offload", "a")),
+    );
+    // Trace a: the servers' cores bind without offload (hot flows on one
+    // core each); with it the heavy translations stay on the switch and
+    // the generator's rate (0.25 Mpps here) gets through.
+    assert!(on_a > 1.3 * off_a, "{on_a} vs {off_a}");
+    assert!(on_a > 0.95 * 0.25, "{on_a}");
+    // Trace b: at the line already without offload; offload keeps it.
+    let (off_b, on_b) = (
+        bar(&mpps, &label("w/o offload", "b")),
+        bar(&mpps, &label("w/ offload", "b")),
+    );
+    assert!(on_b >= 0.98 * off_b, "{on_b} vs {off_b}");
+    // Larger packets: more bits a second in either configuration.
+    for c in ["w/o offload", "w/ offload"] {
+        assert!(
+            bar(&gbps, &label(c, "b")) > 2.0 * bar(&gbps, &label(c, "a")),
+            "{c}"
+        );
+    }
 }

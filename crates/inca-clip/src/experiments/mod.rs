@@ -4,7 +4,10 @@
 //! ([`inca_system::experiment`]); experiments/clip/ has the descriptors.
 //!
 //! - [`forwarding`] — E1, forwarding capacity (`clip-forwarding`).
+//! - [`flow_selection`] — E3, flow-selection efficiency (`clip-flow-selection`).
 //! - [`snat_latency`] — E5, SNAT latency (`clip-snat-latency`).
+//! - [`snat_throughput`] — E6, SNAT throughput with traces
+//!   (`clip-snat-throughput`).
 //! - [`rig`] — the testbed, windows over the sink's counters and latency.
 //!
 //! E2 (latency distribution) needs no harness: it is a plain scenario
@@ -13,9 +16,11 @@
 //! The system registers them (`ClipSystem::experiments`) and hands each run
 //! the CLIP system to build its devices with.
 
+pub mod flow_selection;
 pub mod forwarding;
 pub mod rig;
 pub mod snat_latency;
+pub mod snat_throughput;
 
 use inca_apps::params::{ParamError, Params};
 

@@ -143,6 +143,65 @@ pub fn generator_pps(frame: u64, cap_pps: u64) -> u64 {
     line.min(cap_pps)
 }
 
+/// Rates between two snapshots `a` and `b`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rates {
+    /// Frames the generator sent, per second.
+    pub offered_pps: u64,
+    /// Frames the sink received, per second.
+    pub delivered_pps: u64,
+    /// The sink's frames with their FCS, Mbit/s (L2).
+    pub delivered_l2_mbps: u64,
+}
+
+/// The rates over the window from `a` to `b` (none if it is empty).
+pub fn rates(a: &Snapshot, b: &Snapshot) -> Rates {
+    let window = b.at.saturating_sub(a.at).max(1);
+    let per_s = |n: u64| (u128::from(n) * 1_000_000_000 / u128::from(window)) as u64;
+    let delivered = b.received - a.received;
+    // L2 bits: the frames as received plus their FCS.
+    let l2_bits = (b.received_bytes - a.received_bytes + 4 * delivered) * 8;
+    Rates {
+        offered_pps: per_s(b.sent - a.sent),
+        delivered_pps: per_s(delivered),
+        delivered_l2_mbps: (u128::from(l2_bits) * 1_000 / u128::from(window)) as u64,
+    }
+}
+
+/// Counter `key` summed over the run's nodes of kind `kind`.
+pub fn sum_counter(run: &ExperimentRun, kind: &str, key: &str) -> u64 {
+    run.nodes
+        .iter()
+        .filter(|(_, k, _)| *k == kind)
+        .map(|(_, _, r)| r.counters.get(key).copied().unwrap_or(0))
+        .sum()
+}
+
+/// Overrides that slow every CLIP server by `k` (each cost per packet
+/// times `k`): with the offered rate divided by `k`, the cores see the
+/// same load in k times fewer packets (quick mode; 1 changes nothing).
+pub fn server_slowdown(k: u64) -> Vec<String> {
+    if k == 1 {
+        return Vec::new();
+    }
+    let io = crate::scenario::ClipServerParams::default().costs.fixed_ns;
+    let c = crate::scenario::ClipCosts::default();
+    ["clip1", "clip2"]
+        .iter()
+        .flat_map(|s| {
+            [
+                format!("{s}.params.costs={{ fixed_ns = {} }}", io * k),
+                format!(
+                    "{s}.params.clip_costs={{ shim_ns = {}, lookup_ns = {}, alloc_ns = {} }}",
+                    c.shim_ns * k,
+                    c.lookup_ns * k,
+                    c.alloc_ns * k
+                ),
+            ]
+        })
+        .collect()
+}
+
 /// A report of counters, for an experiment's `result` node.
 pub fn counters(pairs: &[(&str, u64)]) -> NodeReport {
     let mut r = NodeReport::default();
