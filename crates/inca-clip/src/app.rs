@@ -149,6 +149,12 @@ pub trait SwitchApp: Clone + std::fmt::Debug + 'static {
         dp: &mut DataPlane<'_>,
     ) -> Result<(), AccessError>;
 
+    /// The switch (re)started: installs the app's static entries (SNAT's
+    /// pool owners). Default: none.
+    fn start(&self, cp: &mut ControlPlane<'_>) {
+        let _ = cp;
+    }
+
     /// Whether the app has a promotable table (the controller caches heavy
     /// flows' entries in it).
     fn promotable(&self) -> bool {

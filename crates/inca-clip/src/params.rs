@@ -15,10 +15,26 @@
 //! (default 250), `n_top` (default 256), `conns` (TRD only: R, the
 //! `conn_idx` entries and the cells of `max_end` and `retx_cnt`; default
 //! 65,536).
+//!
+//! For live use and scale-out/in in scenario files [our choice]:
+//! `routes` (more static routes, `NET/LEN@PORT` separated by commas or
+//! spaces, e.g. `10.0.0.0/24@0`), `next_hop_mac` (the destination MAC of
+//! routed packets; default 02:00:00:00:00:fe — a live testbed's hosts
+//! answer only to 02:00:00:00:00:01), `pools` (SNAT only: the servers'
+//! pool slices, `id:ip:lo-hi` comma separated, e.g.
+//! `1:198.51.100.1:20000-29999`; replies to them are translated back
+//! through the slice's owner — the inbound direction; default none:
+//! outbound only), `transitions` (scheduled `Transition(G)`s,
+//! `TIME:members` separated by `;`, e.g. `2s:1,2;4s:2`, the time since
+//! the switch started — simulated, or a live node's wall clock) and
+//! `fail_after_ms` (a server silent this long is declared failed; default
+//! 300, three heartbeats).
 
 use inca_apps::l2l3::{Entry as L3Entry, NextHop, L2L3};
 use inca_apps::params::{ParamError, Params};
+use inca_switch::device::Nanos;
 
+use crate::apps::snat::PoolOwner;
 use crate::apps::{mfwd, null, snat, trd};
 use crate::switch::controller::{ControllerConfig, Policy, Promotion};
 use crate::switch::scalability::{ScaleSizes, BLOOM_BITS, PIN_CACHE_CELLS, PIN_TABLE_ENTRIES};
@@ -51,6 +67,11 @@ pub const PARAMS: &[&str] = &[
     "t_report_ms",
     "n_top",
     "conns",
+    "routes",
+    "next_hop_mac",
+    "pools",
+    "transitions",
+    "fail_after_ms",
 ];
 
 /// One of the programs, built.
@@ -115,6 +136,119 @@ fn servers(p: &Params) -> Result<Vec<ServerLink>, ParamError> {
     Ok(out)
 }
 
+/// `routes`: (prefix, length, port).
+fn routes(p: &Params) -> Result<Vec<([u8; 4], u8, u16)>, ParamError> {
+    let Some(t) = p.text("routes") else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for item in t.split([',', ' ']).filter(|s| !s.is_empty()) {
+        let wrong = || bad("routes", format!("{item:?} is not NET/LEN@PORT"));
+        let (prefix, port) = item.split_once('@').ok_or_else(wrong)?;
+        let (net, len) = prefix.split_once('/').ok_or_else(wrong)?;
+        let net: std::net::Ipv4Addr = net.parse().map_err(|_| wrong())?;
+        let len: u8 = len.parse().ok().filter(|l| *l <= 32).ok_or_else(wrong)?;
+        let port: u16 = port.parse().ok().filter(|p| *p < 512).ok_or_else(wrong)?;
+        out.push((net.octets(), len, port));
+    }
+    if out.len() > 32 {
+        return Err(bad("routes", "at most 32 routes"));
+    }
+    Ok(out)
+}
+
+fn mac(p: &Params, name: &str, default: [u8; 6]) -> Result<[u8; 6], ParamError> {
+    let Some(t) = p.text(name) else {
+        return Ok(default);
+    };
+    let parts: Vec<u8> = t
+        .split(':')
+        .map(|b| u8::from_str_radix(b, 16).ok().filter(|_| b.len() == 2))
+        .collect::<Option<_>>()
+        .filter(|v: &Vec<u8>| v.len() == 6)
+        .ok_or_else(|| bad(name, format!("{t:?} is not a MAC address")))?;
+    let mut m = [0u8; 6];
+    m.copy_from_slice(&parts);
+    Ok(m)
+}
+
+/// `pools`: each server's slice, for the inbound direction.
+fn pools(p: &Params, servers: &[ServerLink]) -> Result<Vec<PoolOwner>, ParamError> {
+    let Some(t) = p.text("pools") else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<PoolOwner> = Vec::new();
+    for item in t.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let wrong = |why: &str| bad("pools", format!("{item:?}: {why} (id:ip:lo-hi)"));
+        let mut f = item.splitn(3, ':');
+        let (Some(id), Some(ip), Some(range)) = (f.next(), f.next(), f.next()) else {
+            return Err(wrong("not three fields"));
+        };
+        let server: u8 = id.parse().map_err(|_| wrong("bad server id"))?;
+        if !servers.iter().any(|s| s.id == server) {
+            return Err(wrong("not a configured server"));
+        }
+        let ip: std::net::Ipv4Addr = ip.parse().map_err(|_| wrong("bad address"))?;
+        let (lo, hi) = range.split_once('-').ok_or_else(|| wrong("no lo-hi"))?;
+        let (Ok(lo), Ok(hi)) = (lo.parse::<u16>(), hi.parse::<u16>()) else {
+            return Err(wrong("ports are 1..=65535"));
+        };
+        if lo == 0 || lo > hi {
+            return Err(wrong("lo-hi is not a range of ports"));
+        }
+        let o = PoolOwner {
+            server,
+            ip: ip.octets(),
+            lo,
+            hi,
+        };
+        if out
+            .iter()
+            .any(|x| x.server == server || (x.ip == o.ip && x.lo <= hi && lo <= x.hi))
+        {
+            return Err(wrong("repeats a server or overlaps another slice"));
+        }
+        out.push(o);
+    }
+    if out.len() > snat::MAX_OWNERS {
+        return Err(bad("pools", "too many slices"));
+    }
+    Ok(out)
+}
+
+/// `transitions`: (time, members) in time order.
+fn schedule(p: &Params, servers: &[ServerLink]) -> Result<Vec<(Nanos, Vec<u8>)>, ParamError> {
+    let Some(t) = p.text("transitions") else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for item in t.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let wrong = |why: &str| bad("transitions", format!("{item:?}: {why} (TIME:ids)"));
+        let (at, members) = item.split_once(':').ok_or_else(|| wrong("no ':'"))?;
+        let at = inca_switch::units::parse_time(at.trim()).ok_or_else(|| wrong("bad time"))?;
+        let members: Vec<u8> = members
+            .split(',')
+            .map(|m| m.trim().parse::<u8>().ok())
+            .collect::<Option<_>>()
+            .ok_or_else(|| wrong("bad server id"))?;
+        if members.is_empty() || members.len() > crate::switch::forwarding::MAX_MEMBERS {
+            return Err(wrong("a group has 1 to 16 members"));
+        }
+        if let Some(m) = members
+            .iter()
+            .find(|m| !servers.iter().any(|s| s.id == **m))
+        {
+            return Err(wrong(&format!("{m} is not a configured server")));
+        }
+        out.push((at, members));
+    }
+    if out.len() > crate::switch::controller::MAX_SCHEDULE {
+        return Err(bad("transitions", "at most 64"));
+    }
+    out.sort_by_key(|(at, _)| *at);
+    Ok(out)
+}
+
 fn pow2(p: &Params, name: &str, default: u64, max: u64) -> Result<u32, ParamError> {
     let v = p.count(name, default, max)?;
     if !v.is_power_of_two() {
@@ -138,6 +272,11 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
         Some(_) => list(p, "group")?.into_iter().map(|v| v as u8).collect(),
         None => servers.iter().map(|s| s.id).collect(),
     };
+    let owners = pools(p, &servers)?;
+    if !owners.is_empty() && program != SNAT_PROGRAM {
+        return Err(bad("pools", "only clip_snat has pool slices"));
+    }
+    let schedule = schedule(p, &servers)?;
     let cfg = DriverConfig {
         servers,
         initial_group: group,
@@ -145,15 +284,17 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
     };
     cfg.check().map_err(|e| bad("group", e))?;
     let route_port = p.number("route_port", 1, 0, 511)? as u16;
+    let dst_mac = mac(p, "next_hop_mac", [0x02, 0, 0, 0, 0, 0xFE])?;
+    let hop = |port: u16| NextHop {
+        port,
+        dst_mac,
+        src_mac: [0x02, 0, 0, 0, 0, 0xFD],
+    };
     let mut l3 = L2L3::new(64, 64, 16);
     l3.entries = vec![
         L3Entry::NextHop {
             id: 1,
-            hop: NextHop {
-                port: route_port,
-                dst_mac: [0x02, 0, 0, 0, 0, 0xFE],
-                src_mac: [0x02, 0, 0, 0, 0, 0xFD],
-            },
+            hop: hop(route_port),
         },
         L3Entry::Route {
             prefix: [0; 4],
@@ -161,6 +302,26 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
             nexthop: 1,
         },
     ];
+    // One next hop per port the extra routes use (ids 2, 3, ...).
+    let mut hops: Vec<u16> = vec![route_port];
+    for (prefix, len, port) in routes(p)? {
+        let id = match hops.iter().position(|h| *h == port) {
+            Some(i) => i as u16 + 1,
+            None => {
+                hops.push(port);
+                l3.entries.push(L3Entry::NextHop {
+                    id: hops.len() as u16,
+                    hop: hop(port),
+                });
+                hops.len() as u16
+            }
+        };
+        l3.entries.push(L3Entry::Route {
+            prefix,
+            len: u16::from(len),
+            nexthop: id,
+        });
+    }
     let sizes = ScaleSizes {
         bloom_bits: pow2(p, "bloom_bits", u64::from(BLOOM_BITS), 65_536)?,
         pin_cache: pow2(p, "pin_cache", u64::from(PIN_CACHE_CELLS), 16_384)?,
@@ -185,9 +346,19 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
         capacity: entries,
         ..Promotion::default()
     };
-    let controller = (p.number("controller", 1, 0, 1)? == 1).then(|| ControllerConfig {
+    let fail_after_ns = p.count("fail_after_ms", 300, 3_600_000)?.max(1) * 1_000_000;
+    let controller_on = p.number("controller", 1, 0, 1)? == 1;
+    if !controller_on && !schedule.is_empty() {
+        return Err(bad(
+            "transitions",
+            "the controller runs them (controller = 1)",
+        ));
+    }
+    let controller = controller_on.then(|| ControllerConfig {
         pin_capacity: sizes.pin_table,
         promotion,
+        schedule,
+        fail_after_ns,
         ..ControllerConfig::default()
     });
     let driver = Driver::new(cfg);
@@ -210,7 +381,7 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
             controller,
         ))),
         SNAT_PROGRAM => Built::Snat(Box::new(ClipSwitch::with_controller(
-            snat::SnatSwitch::new(entries),
+            snat::SnatSwitch::new(entries).with_owners(owners),
             l3,
             sizes,
             driver,

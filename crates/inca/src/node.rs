@@ -322,6 +322,8 @@ fn prometheus(node: &str, runner: &Runner<Box<dyn Node>>) -> String {
     // The driver's own checks (device contract, invariants counted live).
     let rs = runner.stats();
     for (k, v) in [
+        // The device's clock (its timers and schedules count from it).
+        ("runner_uptime_ns", runner.now()),
         ("runner_contract_violations", rs.contract_violations),
         ("runner_invariant_violations", rs.invariant_violations),
     ] {

@@ -5,7 +5,18 @@
 //! then cached in the switch by promotion.
 //!
 //! Params (P = 16): request `flow: FlowKey` (128 bits); response
-//! `pub_ip: 32, pub_port: 16`.
+//! `pub_ip: 32, pub_port: 16`, then `dir: 8` [our choice].
+//!
+//! Inbound (§7.1, "not in the paper" [our choice there]): a packet to an
+//! address and port of a server's pool slice is a reply to a translated
+//! flow. The switch's range table `snat_owner` (`pool_ip ‖ port` →
+//! server, one entry per slice) names the server as the app hint, the
+//! request's flow carries `ctx` = [`INBOUND_CTX`], and the server answers
+//! from its reverse map (reply 5-tuple → inside endpoint) with `dir` = 1:
+//! `post_processing` rewrites the destination instead of the source. An
+//! inbound miss is answered DROP. Inbound replies are never promoted (the
+//! switch table holds outbound translations only), so they always take
+//! the slow path to the slice's owner, whatever the group.
 
 // ---------------------------------------------------------------------------
 // Server half
@@ -39,6 +50,11 @@ pub const ACTION_SET_RES: u8 = 1;
 pub const POOL_PORTS: u8 = 1;
 /// The mirrored table's default capacity (§3.2: 1,048,576 entries).
 pub const DEFAULT_CAPACITY: usize = 1_048_576;
+/// The request flow's `ctx` on an inbound request [our choice: SNAT keys
+/// have `ctx` 0 otherwise].
+pub const INBOUND_CTX: u32 = 1;
+/// The response's `dir` for an inbound result (rewrite the destination).
+pub const DIR_INBOUND: u8 = 1;
 
 /// What the SNAT handler did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -66,6 +82,10 @@ pub struct SnatStats {
     pub pool_assigned: u64,
     /// Pool assignments refused (another kind, or not a port range).
     pub pool_refused: u64,
+    /// Inbound requests answered from the reverse map.
+    pub inbound_hits: u64,
+    /// Inbound requests for no known translation (answered DROP).
+    pub inbound_misses: u64,
 }
 
 /// One translation.
@@ -93,6 +113,8 @@ impl PortSlice {
 #[derive(Debug, Clone)]
 pub struct SnatHandler {
     table: HashMap<FlowKey, Mapping>,
+    /// Reply 5-tuple → inside endpoint, for every translation held.
+    reverse: HashMap<FlowKey, Endpoint>,
     capacity: usize,
     slice: Option<PortSlice>,
     stats: SnatStats,
@@ -109,6 +131,7 @@ impl SnatHandler {
     pub fn new(capacity: usize) -> Self {
         SnatHandler {
             table: HashMap::new(),
+            reverse: HashMap::new(),
             capacity,
             slice: None,
             stats: SnatStats::default(),
@@ -124,6 +147,33 @@ impl SnatHandler {
             action: ACTION_SET_RES,
             data: public.to_bytes().to_vec(),
         }
+    }
+
+    /// The key of the replies to `flow` translated to `public`: from its
+    /// remote end to the public endpoint.
+    pub fn reply_key(flow: &FlowKey, public: Endpoint) -> FlowKey {
+        FlowKey::new(
+            0,
+            flow.proto(),
+            flow.dst(),
+            public.ip,
+            flow.dport(),
+            public.port,
+        )
+    }
+
+    /// The inside endpoint replies with key `reply` go to, if any.
+    pub fn inside_of(&self, reply: &FlowKey) -> Option<Endpoint> {
+        self.reverse.get(reply).copied()
+    }
+
+    /// Holds `flow` → `m` and its reply mapping.
+    fn hold(&mut self, flow: FlowKey, m: Mapping) {
+        self.reverse.insert(
+            SnatHandler::reply_key(&flow, m.public),
+            Endpoint::new(flow.src(), flow.sport()),
+        );
+        self.table.insert(flow, m);
     }
 
     /// The translation of `flow`, if any.
@@ -157,6 +207,7 @@ impl SnatHandler {
         let Some(m) = self.table.remove(flow) else {
             return;
         };
+        self.reverse.remove(&SnatHandler::reply_key(flow, m.public));
         self.give_back(m);
     }
 
@@ -169,9 +220,14 @@ impl SnatHandler {
     }
 }
 
-/// The response: `pub_ip` then `pub_port`.
+/// The response: `pub_ip` then `pub_port` (`dir` 0: outbound).
 fn respond(params: &mut [u8], e: Endpoint) {
     write_response(params, &[&e.ip, &e.port.to_be_bytes()]);
+}
+
+/// The inbound response: the inside endpoint, `dir` = [`DIR_INBOUND`].
+fn respond_inbound(params: &mut [u8], e: Endpoint) {
+    write_response(params, &[&e.ip, &e.port.to_be_bytes(), &[DIR_INBOUND]]);
 }
 
 impl RemoteHandler for SnatHandler {
@@ -191,6 +247,27 @@ impl RemoteHandler for SnatHandler {
             self.stats.malformed += 1;
             return HandlerStatus::Drop;
         };
+        if flow.ctx() == INBOUND_CTX {
+            let reply = FlowKey::new(
+                0,
+                flow.proto(),
+                flow.src(),
+                flow.dst(),
+                flow.sport(),
+                flow.dport(),
+            );
+            return match self.reverse.get(&reply) {
+                Some(&inside) => {
+                    self.stats.inbound_hits += 1;
+                    respond_inbound(params, inside);
+                    HandlerStatus::Ok
+                }
+                None => {
+                    self.stats.inbound_misses += 1;
+                    HandlerStatus::Drop
+                }
+            };
+        }
         if let Some(m) = self.table.get(&flow) {
             self.stats.hits += 1;
             respond(params, m.public);
@@ -210,7 +287,7 @@ impl RemoteHandler for SnatHandler {
             return HandlerStatus::Drop;
         };
         let public = Endpoint::new(slice.ip, port);
-        self.table.insert(
+        self.hold(
             flow,
             Mapping {
                 public,
@@ -252,7 +329,7 @@ impl RemoteHandler for SnatHandler {
             }
             _ => false,
         };
-        self.table.insert(flow, Mapping { public, owned });
+        self.hold(flow, Mapping { public, owned });
         self.stats.installed += 1;
     }
 
@@ -309,6 +386,7 @@ impl RemoteHandler for SnatHandler {
     /// again when the server registers).
     fn reset(&mut self) {
         self.table.clear();
+        self.reverse.clear();
         self.slice = None;
     }
 
@@ -326,6 +404,8 @@ impl RemoteHandler for SnatHandler {
             ("refused".into(), s.refused),
             ("pool_assigned".into(), s.pool_assigned),
             ("pool_refused".into(), s.pool_refused),
+            ("inbound_hits".into(), s.inbound_hits),
+            ("inbound_misses".into(), s.inbound_misses),
             ("mappings".into(), self.table.len() as u64),
             ("ports_in_use".into(), self.ports_in_use() as u64),
         ]
@@ -388,6 +468,36 @@ mod server_tests {
         assert_eq!(call(&mut h, key(2)).1, res(5001));
         assert_eq!((h.stats().allocated, h.stats().hits), (2, 1));
         assert_eq!(h.ports_in_use(), 2);
+    }
+
+    #[test]
+    fn an_inbound_request_is_answered_from_the_reverse_map() {
+        let mut h = SnatHandler::default();
+        h.pool_assign(POOL_PORTS, IP, 5000, 5009);
+        call(&mut h, key(1));
+        let reply = SnatHandler::reply_key(&key(1), Endpoint::new(IP, 5000));
+        assert_eq!(reply, FlowKey::new(0, 6, [10, 9, 9, 9], IP, 443, 5000));
+        let inbound = |k: FlowKey| {
+            let mut k = k;
+            k.0[..3].copy_from_slice(&INBOUND_CTX.to_be_bytes()[1..]);
+            k
+        };
+        let (s, p, created) = call(&mut h, inbound(reply));
+        let mut want = [0u8; 16];
+        want[..4].copy_from_slice(&[10, 0, 0, 1]);
+        want[4..6].copy_from_slice(&1u16.to_be_bytes());
+        want[6] = DIR_INBOUND;
+        assert_eq!((s, p), (HandlerStatus::Ok, want));
+        assert!(created.is_empty(), "an inbound request allocates nothing");
+        // An unknown reply is dropped, and allocates nothing either.
+        let stray = FlowKey::new(0, 6, [10, 9, 9, 9], IP, 443, 5001);
+        assert_eq!(call(&mut h, inbound(stray)).0, HandlerStatus::Drop);
+        assert_eq!((h.stats().inbound_hits, h.stats().inbound_misses), (1, 1));
+        assert_eq!(h.ports_in_use(), 1);
+        // The reverse entry goes with the translation.
+        h.flow_expired(&key(1));
+        assert_eq!(h.inside_of(&reply), None);
+        assert_eq!(call(&mut h, inbound(reply)).0, HandlerStatus::Drop);
     }
 
     #[test]
@@ -517,7 +627,10 @@ mod switch_half {
     use inca_apps::core::nat::{self as core, Direction};
     use inca_apps::core::Endpoint;
     use inca_apps::headers::Parsed;
-    use inca_switch::{AccessError, ControlPlane, DataPlane, Declare, DeclareError};
+    use inca_switch::{
+        AccessError, ControlPlane, DataPlane, Declare, DeclareError, MatchKind, MatchSpec,
+        TableDecl, TableHandle,
+    };
 
     use crate::app::{Entry, PostPath, PreOutcome, SwitchApp};
     use crate::apps::table::FlowTable;
@@ -525,18 +638,57 @@ mod switch_half {
     /// Default switch-table capacity (1,024 [our choice, §7.1]).
     pub const SWITCH_ENTRIES: usize = 1024;
 
+    /// Most pool slices the `snat_owner` range table holds (one per
+    /// server, §2: up to 127 servers).
+    pub const MAX_OWNERS: usize = 128;
+
+    /// A server's pool slice, as the switch's `snat_owner` table maps it:
+    /// replies to `ip` and a port in `lo..=hi` go to `server`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct PoolOwner {
+        /// The server.
+        pub server: u8,
+        /// The slice's public address.
+        pub ip: [u8; 4],
+        /// First port.
+        pub lo: u16,
+        /// Last port.
+        pub hi: u16,
+    }
+
     /// The switch half.
     #[derive(Debug, Clone)]
     pub struct SnatSwitch {
         table: FlowTable<6>,
+        owners: Vec<PoolOwner>,
+        owner_table: Option<TableHandle<u8>>,
     }
 
     impl SnatSwitch {
-        /// With a switch table of `capacity` entries.
+        /// With a switch table of `capacity` entries, outbound only.
         pub fn new(capacity: usize) -> Self {
             SnatSwitch {
                 table: FlowTable::new("nat_table", capacity),
+                owners: Vec::new(),
+                owner_table: None,
             }
+        }
+
+        /// The same with the servers' pool slices, so replies to them are
+        /// translated back (the inbound direction; at most
+        /// [`MAX_OWNERS`], the rest ignored).
+        pub fn with_owners(mut self, mut owners: Vec<PoolOwner>) -> Self {
+            owners.truncate(MAX_OWNERS);
+            self.owners = owners;
+            self
+        }
+
+        /// `ip ‖ port`, the `snat_owner` key.
+        fn owner_key(ip: [u8; 4], port: u16) -> [u8; 6] {
+            let mut k = [0u8; 6];
+            k[..4].copy_from_slice(&ip);
+            k[4..].copy_from_slice(&port.to_be_bytes());
+            k
         }
     }
 
@@ -554,7 +706,29 @@ mod switch_half {
         }
 
         fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
-            self.table.declare(d)
+            self.table.declare(d)?;
+            // Only when slices are configured, so the outbound-only
+            // program's resources stay as they were.
+            if let (false, Some(after)) = (self.owners.is_empty(), self.table.id()) {
+                let t = TableDecl::new("snat_owner", MatchKind::Range, 6, 8, MAX_OWNERS)
+                    .after(&[after]);
+                self.owner_table = Some(d.table(t)?);
+            }
+            Ok(())
+        }
+
+        fn start(&self, cp: &mut ControlPlane<'_>) {
+            let Some(h) = self.owner_table else {
+                return;
+            };
+            for o in &self.owners {
+                let spec = MatchSpec::Range {
+                    lo: SnatSwitch::owner_key(o.ip, o.lo).to_vec().into(),
+                    hi: SnatSwitch::owner_key(o.ip, o.hi).to_vec().into(),
+                    priority: 0,
+                };
+                cp.table_add(h, spec, o.server);
+            }
         }
 
         fn pre(
@@ -570,22 +744,31 @@ mod switch_half {
                 return Ok(PreOutcome::default());
             }
             let key = self.flow_key(p, header);
-            match self.table.lookup(dp, &key.0)? {
-                Some(t) => {
-                    res[..6].copy_from_slice(&t);
-                    Ok(PreOutcome {
-                        res_set: true,
-                        ..PreOutcome::default()
-                    })
-                }
-                None => {
-                    req[..16].copy_from_slice(&key.0);
-                    Ok(PreOutcome {
-                        flight: true,
-                        ..PreOutcome::default()
-                    })
-                }
+            if let Some(t) = self.table.lookup(dp, &key.0)? {
+                res[..6].copy_from_slice(&t);
+                return Ok(PreOutcome {
+                    res_set: true,
+                    ..PreOutcome::default()
+                });
             }
+            req[..16].copy_from_slice(&key.0);
+            // A reply to a pool slice: to the slice's owner, marked inbound.
+            let owner = match self.owner_table {
+                Some(h) => dp.lookup(h, &SnatSwitch::owner_key(p.dst, p.dport))?,
+                None => None,
+            };
+            if let Some(server) = owner {
+                req[..3].copy_from_slice(&INBOUND_CTX.to_be_bytes()[1..]);
+                return Ok(PreOutcome {
+                    flight: true,
+                    hint: Some(server),
+                    ..PreOutcome::default()
+                });
+            }
+            Ok(PreOutcome {
+                flight: true,
+                ..PreOutcome::default()
+            })
         }
 
         fn post(
@@ -603,7 +786,11 @@ mod switch_half {
                 return Ok(());
             }
             let to = Endpoint::new([r[0], r[1], r[2], r[3]], u16::from_be_bytes([r[4], r[5]]));
-            core::translate(header, p, Direction::Outbound, to);
+            let dir = match r.get(6) {
+                Some(&DIR_INBOUND) => Direction::Inbound,
+                _ => Direction::Outbound,
+            };
+            core::translate(header, p, dir, to);
             Ok(())
         }
 

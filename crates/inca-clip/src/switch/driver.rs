@@ -273,6 +273,7 @@ impl Driver {
                 self.barriers.clear();
                 self.polls.clear();
                 self.install_static(cp, fwd, scale);
+                app.start(cp);
             }
             ControlEvent::Message(m) if m.kind == MSG_COMMAND => match Command::decode(&m.body) {
                 Some(c) => {

@@ -178,10 +178,11 @@ impl<A: SwitchApp> ClipSwitch<A> {
         // The original headers sit behind the shim; the parser extracted
         // them at their shifted offsets, which is what parsing the window
         // again without the shim gives.
-        let p = headers::parse(pkt.header()).unwrap_or_default();
+        let mut p = headers::parse(pkt.header()).unwrap_or_default();
         let res = (repr.status == Status::Ok).then_some(&res[..p_len]);
         self.app
             .post(&p, pkt.header_mut(), res, PostPath::Response, dp)?;
+        routed_dst(&mut p, pkt.header());
         if let Some(fwd) = self.fwd.as_mut() {
             fwd.regular(pkt, p, dp)?;
         }
@@ -212,6 +213,8 @@ impl<A: SwitchApp> ClipSwitch<A> {
             let res = out.res_set.then_some(&res[..p_len]);
             self.app
                 .post(&p, pkt.header_mut(), res, PostPath::Fast, dp)?;
+            let mut p = p;
+            routed_dst(&mut p, pkt.header());
             fwd.regular(pkt, p, dp)?;
             self.stats.fast += 1;
             return Ok(());
@@ -272,6 +275,16 @@ impl<A: SwitchApp> ClipSwitch<A> {
         pkt.forward(port);
         self.stats.flight += 1;
         Ok(())
+    }
+}
+
+/// Forwarding routes on the destination `post_processing` left (SNAT's
+/// inbound direction rewrites it): the IPv4 destination is read again
+/// from the header.
+fn routed_dst(p: &mut Parsed, header: &[u8]) {
+    let at = usize::from(p.l3) + 16;
+    if let (true, Some(d)) = (p.ipv4, header.get(at..at + 4)) {
+        p.dst.copy_from_slice(d);
     }
 }
 

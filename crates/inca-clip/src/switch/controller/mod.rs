@@ -35,6 +35,11 @@ pub const TOKEN_DELTA: u64 = 1;
 pub const TOKEN_TICK: u64 = 2;
 /// Timer token: a promotion round is due.
 pub const TOKEN_REPORT: u64 = 3;
+/// Timer token of the first scheduled transition (`schedule[i]` is
+/// `TOKEN_SCHEDULE + i`).
+pub const TOKEN_SCHEDULE: u64 = 0x100;
+/// Most scheduled transitions.
+pub const MAX_SCHEDULE: usize = 64;
 /// The tick period.
 pub const TICK_NS: Nanos = 100_000_000;
 /// Missed heartbeats before a server is declared failed (§5.7).
@@ -64,6 +69,13 @@ pub struct ControllerConfig {
     pub promotion: Promotion,
     /// A deliberate bug, for showing the campaign catches it.
     pub mutation: Mutation,
+    /// Transitions asked at set times (since the switch started: the
+    /// simulation's clock, or a live node's), in time order. One whose time
+    /// has passed when the switch (re)starts is skipped.
+    pub schedule: Vec<(Nanos, Vec<u8>)>,
+    /// A server silent this long is declared failed (§5.7: 3 missed
+    /// heartbeats of 100 ms).
+    pub fail_after_ns: Nanos,
 }
 
 impl Default for ControllerConfig {
@@ -74,6 +86,8 @@ impl Default for ControllerConfig {
             pin_capacity: crate::switch::scalability::PIN_TABLE_ENTRIES,
             promotion: Promotion::default(),
             mutation: Mutation::None,
+            schedule: Vec::new(),
+            fail_after_ns: MISSED_HEARTBEATS * crate::server::endpoint::HEARTBEAT_NS,
         }
     }
 }
@@ -129,6 +143,8 @@ pub struct ControllerStats {
     pub overflow_digests: u64,
     /// Servers retired after draining.
     pub retired: u64,
+    /// Scheduled transitions asked (`schedule`).
+    pub scheduled: u64,
 }
 
 /// An entry of the controller's history.
@@ -220,6 +236,7 @@ impl Controller {
         let p = self.promotion_stats();
         [
             ("ctl_transitions", s.transitions),
+            ("ctl_scheduled", s.scheduled),
             ("ctl_refused", s.refused),
             ("ctl_pin_full", s.pin_full),
             ("ctl_pins", s.pins),
@@ -240,7 +257,23 @@ impl Controller {
         ]
         .into_iter()
         .map(|(n, v)| (n.to_string(), v))
+        .chain(self.group_counters())
         .collect()
+    }
+
+    /// The current slot's version, and per server whether it is in the
+    /// current group and whether it retired.
+    fn group_counters(&self) -> Vec<(String, u64)> {
+        let cur = &self.slots[usize::from(self.cur & 1)];
+        let mut out = vec![("ctl_cur_ver".to_string(), u64::from(cur.ver))];
+        for (id, s) in &self.servers {
+            out.push((
+                format!("ctl_s{id}_in_group"),
+                u64::from(cur.members.contains(id)),
+            ));
+            out.push((format!("ctl_s{id}_retired"), u64::from(s.retired.is_some())));
+        }
+        out
     }
 
     /// Whether a transition runs or waits.
@@ -290,6 +323,11 @@ impl Controller {
         self.reset(driver, now);
         let mut out = vec![Out::Timer(now + TICK_NS, TOKEN_TICK)];
         out.extend(self.promotion_start(now));
+        for (i, (at, _)) in self.config.schedule.iter().enumerate().take(MAX_SCHEDULE) {
+            if *at >= now {
+                out.push(Out::Timer(*at, TOKEN_SCHEDULE + i as u64));
+            }
+        }
         out
     }
 
@@ -469,6 +507,13 @@ impl Controller {
                 self.check_retirement(now);
             }
             TOKEN_REPORT => out.extend(self.promotion_round(now)),
+            t if (TOKEN_SCHEDULE..TOKEN_SCHEDULE + MAX_SCHEDULE as u64).contains(&t) => {
+                let i = (t - TOKEN_SCHEDULE) as usize;
+                if let Some((_, members)) = self.config.schedule.get(i) {
+                    self.stats.scheduled += 1;
+                    out.extend(self.transition(now, members.clone()));
+                }
+            }
             _ => {}
         }
         out
@@ -506,7 +551,7 @@ impl Controller {
     /// Declares servers silent for 3 heartbeats failed and replaces them
     /// in place (§5.6 "Server failure").
     fn check_liveness(&mut self, now: Nanos, out: &mut Vec<Out>) {
-        let limit = MISSED_HEARTBEATS * crate::server::endpoint::HEARTBEAT_NS;
+        let limit = self.config.fail_after_ns;
         let dead: Vec<u8> = self
             .servers
             .iter()
