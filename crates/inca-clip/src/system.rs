@@ -123,12 +123,13 @@ impl System for ClipSystem {
         Box::new(ClipRun)
     }
 
-    /// §8.2's E1 and E5, each run handed this system to build its CLIP
-    /// devices with.
+    /// §8.2's E1, E4 and E5, each run handed this system to build its
+    /// CLIP devices with.
     fn experiments(&self) -> Vec<inca_system::BuiltinExperiment> {
-        use crate::experiments::{forwarding, snat_latency};
+        use crate::experiments::{capacity, forwarding, snat_latency};
         vec![
             forwarding::experiment(|p, seed| forwarding::run(p, seed, Arc::new(ClipSystem))),
+            capacity::experiment(|p, seed| capacity::run(p, seed, Arc::new(ClipSystem))),
             snat_latency::experiment(|p, seed| snat_latency::run(p, seed, Arc::new(ClipSystem))),
         ]
     }

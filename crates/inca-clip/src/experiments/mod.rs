@@ -4,6 +4,7 @@
 //! ([`inca_system::experiment`]); experiments/clip/ has the descriptors.
 //!
 //! - [`forwarding`] — E1, forwarding capacity (`clip-forwarding`).
+//! - [`capacity`] — E4, capacity adjustment (`clip-capacity`).
 //! - [`snat_latency`] — E5, SNAT latency (`clip-snat-latency`).
 //! - [`rig`] — the testbed, windows over the sink's counters and latency.
 //!
@@ -13,6 +14,7 @@
 //! The system registers them (`ClipSystem::experiments`) and hands each run
 //! the CLIP system to build its devices with.
 
+pub mod capacity;
 pub mod forwarding;
 pub mod rig;
 pub mod snat_latency;
