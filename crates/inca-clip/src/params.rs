@@ -11,7 +11,10 @@
 //! server, 0 none — "Ideal"; default 1), `t_exp_ms` (server flow expiry,
 //! default 10,000), `controller` (1: the controller runs on the switch
 //! CPU; 0: the driver alone, commands from outside; default 1),
-//! `promotion` (`off`, `sketch` or `random`; default off), `t_report_ms`
+//! `promotion` (`off`, `sketch` or `random`: the periodic loop; default
+//! off), `push` (1: a transition pushes the previous group's promotable
+//! flows into the switch table while it admits them and pins the rest,
+//! §5.6 step 5; 0: it pins them all; default 1), `t_report_ms`
 //! (default 250), `n_top` (default 256), `conns` (TRD only: R, the
 //! `conn_idx` entries and the cells of `max_end` and `retx_cnt`; default
 //! 65,536).
@@ -64,6 +67,7 @@ pub const PARAMS: &[&str] = &[
     "t_exp_ms",
     "controller",
     "promotion",
+    "push",
     "t_report_ms",
     "n_top",
     "conns",
@@ -354,11 +358,13 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
             "the controller runs them (controller = 1)",
         ));
     }
+    let push = p.number("push", 1, 0, 1)? == 1;
     let controller = controller_on.then(|| ControllerConfig {
         pin_capacity: sizes.pin_table,
         promotion,
         schedule,
         fail_after_ns,
+        push,
         ..ControllerConfig::default()
     });
     let driver = Driver::new(cfg);

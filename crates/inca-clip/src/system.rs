@@ -123,12 +123,15 @@ impl System for ClipSystem {
         Box::new(ClipRun)
     }
 
-    /// §8.2's E1, E3, E5 and E6, each run handed this system to build its
+    /// §8.2's E1, E3, E4, E5 and E6, each run handed this system to build its
     /// CLIP devices with.
     fn experiments(&self) -> Vec<inca_system::BuiltinExperiment> {
-        use crate::experiments::{flow_selection, forwarding, snat_latency, snat_throughput};
+        use crate::experiments::{
+            capacity, flow_selection, forwarding, snat_latency, snat_throughput,
+        };
         vec![
             forwarding::experiment(|p, seed| forwarding::run(p, seed, Arc::new(ClipSystem))),
+            capacity::experiment(|p, seed| capacity::run(p, seed, Arc::new(ClipSystem))),
             flow_selection::experiment(|p, seed| {
                 flow_selection::run(p, seed, Arc::new(ClipSystem))
             }),

@@ -5,6 +5,7 @@
 //!
 //! - [`forwarding`] — E1, forwarding capacity (`clip-forwarding`).
 //! - [`flow_selection`] — E3, flow-selection efficiency (`clip-flow-selection`).
+//! - [`capacity`] — E4, capacity adjustment (`clip-capacity`).
 //! - [`snat_latency`] — E5, SNAT latency (`clip-snat-latency`).
 //! - [`snat_throughput`] — E6, SNAT throughput with traces
 //!   (`clip-snat-throughput`).
@@ -16,6 +17,7 @@
 //! The system registers them (`ClipSystem::experiments`) and hands each run
 //! the CLIP system to build its devices with.
 
+pub mod capacity;
 pub mod flow_selection;
 pub mod forwarding;
 pub mod rig;

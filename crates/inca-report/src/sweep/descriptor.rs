@@ -176,7 +176,9 @@ pub struct PlotSpec {
     /// metric_vs_param: the metric; timeseries_overlay: the series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub y: Option<Metric>,
-    /// stacked_bars: the segments, bottom first.
+    /// stacked_bars: the segments, bottom first; timeseries_overlay:
+    /// several series instead of `y`, one line each per configuration
+    /// (drawn with the first one's stat).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stack: Vec<Metric>,
     /// stacked_bars: each bar as shares of its total.
@@ -708,8 +710,18 @@ fn check_plot(p: &PlotSpec, axes: &[Axis]) -> std::result::Result<(), String> {
             ])?;
         }
         PlotKind::TimeseriesOverlay => {
-            let y = p.y.as_ref().ok_or("missing field `y` (a series or link)")?;
-            check_metric("y", y, true)?;
+            match (&p.y, p.stack.is_empty()) {
+                (Some(y), true) => check_metric("y", y, true)?,
+                (None, false) => {
+                    for (i, m) in p.stack.iter().enumerate() {
+                        check_metric(&format!("stack[{i}]"), m, true)?;
+                    }
+                }
+                (Some(_), false) => {
+                    return Err("give `y` (one series) or `stack` (several), not both".into())
+                }
+                (None, true) => return Err("missing field `y` (a series or link)".into()),
+            }
             if let Some(b) = &p.bin {
                 if time_value(b).is_none_or(|t| t == 0) {
                     return Err("bin: expected a time such as \"10ms\"".into());
@@ -719,7 +731,6 @@ fn check_plot(p: &PlotSpec, axes: &[Axis]) -> std::result::Result<(), String> {
                 ("histogram", p.histogram.is_some()),
                 ("x", p.x.is_some()),
                 ("lines", p.lines.is_some()),
-                ("stack", !p.stack.is_empty()),
                 ("log_x", p.log_x.is_some()),
             ])?;
         }
@@ -940,6 +951,24 @@ y = { counter = "g/rx_bytes" }
                 "case {i}: no line {line}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn a_timeseries_takes_one_series_or_a_stack_of_them() {
+        let ts = |plot: &str| {
+            let text =
+                format!("scenario = \"s.toml\"\n[[plot]]\nkind = \"timeseries_overlay\"\n{plot}\n");
+            Descriptor::parse(Path::new("e.toml"), &text).map_err(|e| e.to_string())
+        };
+        assert!(ts("y = { series = \"r/a\", stat = \"per_s\" }").is_ok());
+        let d =
+            ts("stack = [{ series = \"r/a\", stat = \"per_s\" }, { series = \"r/b\" }]").unwrap();
+        assert_eq!(d.plots[0].stack.len(), 2);
+        let both = ts("y = { series = \"r/a\" }\nstack = [{ series = \"r/b\" }]").unwrap_err();
+        assert!(both.contains("not both"), "{both}");
+        let bad = ts("stack = [{ series = \"r/a\" }, { counter = \"r/b\" }]").unwrap_err();
+        assert!(bad.contains("stack[1]"), "{bad}");
+        assert!(ts("").unwrap_err().contains("missing field `y`"));
     }
 
     #[test]

@@ -1147,86 +1147,106 @@ fn timeseries_overlay(
     notes: &mut Vec<String>,
 ) -> Result<Vec<PathBuf>> {
     let spec = ctx.spec;
-    let m = spec.y.clone().unwrap_or_default();
+    // `y`, or several series in `stack`: one line per configuration and
+    // series, sharing the first one's stat.
+    let metrics: Vec<Metric> = if spec.stack.is_empty() {
+        vec![spec.y.clone().unwrap_or_default()]
+    } else {
+        spec.stack.clone()
+    };
+    let m = metrics[0].clone();
     let stat = m
         .stat
         .clone()
         .unwrap_or_else(|| default_stat(&m).to_string());
-    let scale = m.scale.unwrap_or(1.0);
     let mut lines = Vec::new();
     let mut csv = String::from("config,time_ns,value\n");
     let mut matched = false;
     for c in configs {
-        let mut per_seed = Vec::new();
-        let mut bin = 0;
-        let mut duration = 0;
-        for r in &c.runs {
-            if let Some(s) = metric_series(r, &m)? {
-                if bin != 0 && bin != s.bin {
-                    bail!("{}: series bins differ between seeds", c.label);
+        for m in &metrics {
+            let scale = m.scale.unwrap_or(1.0);
+            let label = match (metrics.len(), configs.len()) {
+                (1, _) => c.label.to_string(),
+                (_, 1) => m.label.clone().unwrap_or_else(|| metric_label(m)),
+                _ => format!(
+                    "{}: {}",
+                    c.label,
+                    m.label.clone().unwrap_or_else(|| metric_label(m))
+                ),
+            };
+            let mut per_seed = Vec::new();
+            let mut bin = 0;
+            let mut duration = 0;
+            for r in &c.runs {
+                if let Some(s) = metric_series(r, m)? {
+                    if bin != 0 && bin != s.bin {
+                        bail!("{}: series bins differ between seeds", c.label);
+                    }
+                    bin = s.bin.max(1);
+                    duration = duration.max(r.summary.duration_ns);
+                    per_seed.push(s.values);
                 }
-                bin = s.bin.max(1);
-                duration = duration.max(r.summary.duration_ns);
-                per_seed.push(s.values);
             }
+            if per_seed.is_empty() {
+                notes.push(format!(
+                    "{}: {}: {} matches nothing",
+                    ctx.base.display(),
+                    c.label,
+                    metric_label(m)
+                ));
+                continue;
+            }
+            matched = true;
+            // Merge bins: to the requested width, then to at most
+            // MAX_POINTS.
+            let n = per_seed
+                .iter()
+                .map(Vec::len)
+                .max()
+                .unwrap_or(0)
+                .max(duration.div_ceil(bin) as usize);
+            let want = spec.bin.as_ref().and_then(time_value).unwrap_or(bin);
+            let k = ((want as f64 / bin as f64).round() as usize)
+                .max(1)
+                .max(n.div_ceil(MAX_POINTS));
+            let mut points = Vec::new();
+            let mut i = 0;
+            let end = (n as u64 * bin).max(duration);
+            while i < n {
+                let j = (i + k).min(n);
+                let width = ((j - i) as u64 * bin) as f64;
+                let v = median(
+                    per_seed
+                        .iter()
+                        .map(|vals| {
+                            let sum: u64 = vals.iter().take(j).skip(i).sum();
+                            let sum = sum as f64;
+                            match stat.as_str() {
+                                "gbps" => sum * 8.0 / width,
+                                "mbps" => sum * 8.0e3 / width,
+                                "bytes_per_s" | "per_s" => sum * 1e9 / width,
+                                _ => sum / (j - i) as f64,
+                            }
+                        })
+                        .collect(),
+                )
+                .unwrap_or(0.0)
+                    * scale;
+                let t = (i as u64 * bin) as f64 + width / 2.0;
+                let _ = writeln!(csv, "{},{},{}", csv_field(&label), t as u64, csv_num(v));
+                points.push((t, v));
+                i = j;
+            }
+            lines.push(TsLine {
+                label,
+                points,
+                faults: c
+                    .runs
+                    .first()
+                    .map_or(Vec::new(), |r| r.summary.faults.clone()),
+                end,
+            });
         }
-        if per_seed.is_empty() {
-            notes.push(format!(
-                "{}: {}: nothing matches",
-                ctx.base.display(),
-                c.label
-            ));
-            continue;
-        }
-        matched = true;
-        // Merge bins: to the requested width, then to at most MAX_POINTS.
-        let n = per_seed
-            .iter()
-            .map(Vec::len)
-            .max()
-            .unwrap_or(0)
-            .max(duration.div_ceil(bin) as usize);
-        let want = spec.bin.as_ref().and_then(time_value).unwrap_or(bin);
-        let k = ((want as f64 / bin as f64).round() as usize)
-            .max(1)
-            .max(n.div_ceil(MAX_POINTS));
-        let mut points = Vec::new();
-        let mut i = 0;
-        let end = (n as u64 * bin).max(duration);
-        while i < n {
-            let j = (i + k).min(n);
-            let width = ((j - i) as u64 * bin) as f64;
-            let v = median(
-                per_seed
-                    .iter()
-                    .map(|vals| {
-                        let sum: u64 = vals.iter().take(j).skip(i).sum();
-                        let sum = sum as f64;
-                        match stat.as_str() {
-                            "gbps" => sum * 8.0 / width,
-                            "mbps" => sum * 8.0e3 / width,
-                            "bytes_per_s" | "per_s" => sum * 1e9 / width,
-                            _ => sum / (j - i) as f64,
-                        }
-                    })
-                    .collect(),
-            )
-            .unwrap_or(0.0)
-                * scale;
-            let t = (i as u64 * bin) as f64 + width / 2.0;
-            let _ = writeln!(csv, "{},{},{}", csv_field(c.label), t as u64, csv_num(v));
-            points.push((t, v));
-            i = j;
-        }
-        lines.push(TsLine {
-            label: c.label.to_string(),
-            points,
-            faults: c
-                .runs
-                .first()
-                .map_or(Vec::new(), |r| r.summary.faults.clone()),
-            end,
-        });
     }
     if !matched {
         bail!("{} matches nothing in any run", metric_label(&m));
@@ -1246,16 +1266,24 @@ fn timeseries_overlay(
         "per_s" => "per second",
         _ => "per bin",
     };
-    let ylabel = m.label.clone().unwrap_or_else(|| {
-        format!(
-            "{} ({unit}{})",
-            m.series
-                .clone()
-                .or_else(|| m.link.clone().map(|l| format!("link {l}")))
-                .unwrap_or_default(),
-            if m.scale.is_some() { ", scaled" } else { "" }
-        )
-    });
+    let ylabel = if metrics.len() > 1 {
+        // The series' labels are the legend's.
+        match m.scale {
+            Some(k) if k != 1.0 => format!("{unit} × {k:e}"),
+            _ => unit.to_string(),
+        }
+    } else {
+        m.label.clone().unwrap_or_else(|| {
+            format!(
+                "{} ({unit}{})",
+                m.series
+                    .clone()
+                    .or_else(|| m.link.clone().map(|l| format!("link {l}")))
+                    .unwrap_or_default(),
+                if m.scale.is_some() { ", scaled" } else { "" }
+            )
+        })
+    };
     let title = ctx.title(format!(
         "{} over time — {}",
         metric_label(&m),

@@ -67,6 +67,11 @@ pub struct ControllerConfig {
     pub pin_capacity: usize,
     /// Heavy-flow promotion.
     pub promotion: Promotion,
+    /// A transition pushes the previous group's live flows whose entry is
+    /// promotable and known into the switch table while it admits them,
+    /// pinning the rest (§5.6 step 5, the paper's push-to-switch); off:
+    /// it pins them all. Independent of the periodic promotion policy.
+    pub push: bool,
     /// A deliberate bug, for showing the campaign catches it.
     pub mutation: Mutation,
     /// Transitions asked at set times (since the switch started: the
@@ -85,6 +90,7 @@ impl Default for ControllerConfig {
             delta_g_ns: 10_000_000,
             pin_capacity: crate::switch::scalability::PIN_TABLE_ENTRIES,
             promotion: Promotion::default(),
+            push: true,
             mutation: Mutation::None,
             schedule: Vec::new(),
             fail_after_ns: MISSED_HEARTBEATS * crate::server::endpoint::HEARTBEAT_NS,
@@ -252,6 +258,7 @@ impl Controller {
             ("ctl_gave_up", self.reliable.gave_up),
             ("promo_rounds", p.rounds),
             ("promo_promoted", p.promoted),
+            ("promo_pushed", p.pushed),
             ("promo_evicted", p.evicted),
             ("promo_installed", p.installed),
         ]

@@ -95,6 +95,8 @@ pub(super) struct State {
     last_round: Vec<(FlowKey, u32)>,
     rounds: u64,
     promoted: u64,
+    /// Of `promoted`, those a transition pushed (§5.6 step 5).
+    pushed: u64,
     evicted: u64,
     rng_draws: u64,
 }
@@ -106,6 +108,8 @@ pub struct PromotionStats {
     pub rounds: u64,
     /// Entries installed in the switch.
     pub promoted: u64,
+    /// Of those, entries a transition pushed (§5.6 step 5).
+    pub pushed: u64,
     /// Aged entries evicted.
     pub evicted: u64,
     /// Entries in the switch now.
@@ -124,6 +128,7 @@ impl Controller {
         PromotionStats {
             rounds: self.promotion.rounds,
             promoted: self.promotion.promoted,
+            pushed: self.promotion.pushed,
             evicted: self.promotion.evicted,
             installed: self.promotion.installed.len() as u64,
             known: self.promotion.known.len() as u64,
@@ -286,9 +291,36 @@ impl Controller {
         self.promotion.rounds += 1;
     }
 
+    /// Whether `flow`'s entry is in the switch table (installed by the
+    /// controller, the install possibly not yet acked).
+    pub(super) fn is_promoted(&self, flow: &FlowKey) -> bool {
+        self.promotion.installed.contains_key(flow)
+    }
+
+    /// A transition's push (§5.6 step 5): installs the entries of `flows`
+    /// (each with the server that reported it) that are known and
+    /// promotable, in order, while the switch table admits them (§5.5
+    /// step 4); the flows installed.
+    pub(super) fn push_flows(
+        &mut self,
+        now: Nanos,
+        flows: Vec<(FlowKey, u8)>,
+        out: &mut Vec<Out>,
+    ) -> Vec<FlowKey> {
+        let pushed = self.promote(now, flows, out);
+        self.promotion.pushed += pushed.len() as u64;
+        pushed
+    }
+
     /// Installs `picks` in order (reporter given for replicated entries)
-    /// while there is room or an aged entry to evict (§5.5 step 4).
-    fn promote(&mut self, now: Nanos, picks: Vec<(FlowKey, u8)>, out: &mut Vec<Out>) {
+    /// while there is room or an aged entry to evict (§5.5 step 4); the
+    /// flows installed.
+    fn promote(
+        &mut self,
+        now: Nanos,
+        picks: Vec<(FlowKey, u8)>,
+        out: &mut Vec<Out>,
+    ) -> Vec<FlowKey> {
         let t_age = self.t_exp_ns;
         let cap = self.config.promotion.capacity;
         let mut told = Vec::new();
@@ -349,11 +381,13 @@ impl Controller {
             out.push(Out::Cmd(Command::AppInstall(entry)));
             told.push((f, owner));
         }
+        let installed = told.iter().map(|(f, _)| *f).collect();
         if !told.is_empty() {
             let (token, cmd) = self.barrier();
             out.push(cmd);
             self.promotion.offload.insert(token, told);
         }
+        installed
     }
 
     pub(super) fn promotion_barrier(&mut self, now: Nanos, token: u64) -> Vec<Out> {

@@ -6,12 +6,18 @@
 //!  2 rec := 1                          → barrier
 //!  3 wait Δ_g
 //!  4 Q1 = ∪ FLOW_QUERY(v_p)            → every live server answered
-//!  5 pin Q1 and overflow digests       → barrier   (pin table full: abort)
+//!  5 push/pin Q1 and overflow digests  → barrier   (pin table full: abort)
 //!  6 clear BM[p]                       → barrier
 //!  7 wait Δ_g; pin overflow digests    → barrier
 //!  8 rec := 0; 9 slot p := G_new, v_c+1; 10 cur := p → barrier
-//! 11 wait Δ_g; Q3 = ∪ FLOW_QUERY(v_p); pin; clear the pin cache → barrier
+//! 11 wait Δ_g; Q3 = ∪ FLOW_QUERY(v_p); push/pin; clear the pin cache → barrier
 //! ```
+//!
+//! "Push/pin" (step 5): a flow whose entry is promotable and known to the
+//! controller goes into the switch table while the table admits it (§5.5
+//! step 4) — its packets then stay in the switch and no group is asked
+//! again — the rest are pinned to the server that reported them
+//! ([`super::ControllerConfig::push`] off: all are pinned).
 
 use std::collections::BTreeMap;
 
@@ -142,19 +148,19 @@ impl Transition {
                 }
             }
         }
-        self.after_query(ctl, out)
+        self.after_query(ctl, now, out)
     }
 
     /// Once every answer is in: pin what was found and the overflow
     /// digests; then wait for the pins to take effect. True if the
     /// transition had to abort (the pin table would overflow).
-    fn after_query(&mut self, ctl: &mut Controller, out: &mut Vec<Out>) -> bool {
+    fn after_query(&mut self, ctl: &mut Controller, now: Nanos, out: &mut Vec<Out>) -> bool {
         if !self.waiting.is_empty() {
             return false;
         }
         let mut want: Vec<(FlowKey, u8)> = std::mem::take(&mut self.found).into_iter().collect();
         want.append(&mut ctl.overflow);
-        if !self.pin(ctl, want, out) {
+        if !self.pin(ctl, now, want, out) {
             return true;
         }
         self.phase = if self.phase == Phase::Query1 {
@@ -166,18 +172,33 @@ impl Transition {
         false
     }
 
-    /// Pins `want` (those not pinned yet); false if the pin table would
-    /// overflow (the transition is aborted: `rec := 0`, nothing cleared).
-    fn pin(&mut self, ctl: &mut Controller, want: Vec<(FlowKey, u8)>, out: &mut Vec<Out>) -> bool {
+    /// Covers `want` (those neither pinned nor promoted yet): pushes the
+    /// promotable ones the switch table admits into it (when `push` is
+    /// on), pins the rest (§5.6 step 5). False if the pin table would
+    /// overflow (the transition is aborted: `rec := 0`, nothing cleared;
+    /// entries pushed stay: their flows no longer use the groups).
+    fn pin(
+        &mut self,
+        ctl: &mut Controller,
+        now: Nanos,
+        want: Vec<(FlowKey, u8)>,
+        out: &mut Vec<Out>,
+    ) -> bool {
         let mut new: Vec<(FlowKey, u8)> = Vec::new();
         for (f, s) in want {
-            if ctl.pins.contains_key(&f) || new.iter().any(|(g, _)| *g == f) {
+            if ctl.pins.contains_key(&f) || ctl.is_promoted(&f) || new.iter().any(|(g, _)| *g == f)
+            {
                 continue;
             }
             if ctl.servers.get(&s).is_none_or(|st| st.failed) {
                 continue;
             }
             new.push((f, s));
+        }
+        if ctl.config.push && !new.is_empty() {
+            let pushed: std::collections::BTreeSet<FlowKey> =
+                ctl.push_flows(now, new.clone(), out).into_iter().collect();
+            new.retain(|(f, _)| !pushed.contains(f));
         }
         if ctl.pins.len() + new.len() > ctl.config.pin_capacity {
             ctl.stats.pin_full += 1;
@@ -258,7 +279,7 @@ impl Transition {
             }
             Phase::Wait2 => {
                 let want = std::mem::take(&mut ctl.overflow);
-                if !self.pin(ctl, want, out) {
+                if !self.pin(ctl, now, want, out) {
                     return true;
                 }
                 self.phase = Phase::Pins2;
@@ -270,7 +291,7 @@ impl Transition {
                 if ctl.config.mutation == super::Mutation::NoQ3 {
                     self.waiting.clear();
                     self.found.clear();
-                    return self.after_query(ctl, out);
+                    return self.after_query(ctl, now, out);
                 }
                 self.query(ctl, now, out)
             }
@@ -300,7 +321,7 @@ impl Transition {
     pub(super) fn on_reply(
         &mut self,
         ctl: &mut Controller,
-        _now: Nanos,
+        now: Nanos,
         msg: &CtlMessage,
         out: &mut Vec<Out>,
     ) -> bool {
@@ -319,7 +340,7 @@ impl Transition {
         if !msg.more {
             self.waiting.remove(&msg.txn_id);
         }
-        self.after_query(ctl, out)
+        self.after_query(ctl, now, out)
     }
 
     /// A request got no answer after every retry: its server's flows are
@@ -327,7 +348,7 @@ impl Transition {
     pub(super) fn on_lost(
         &mut self,
         ctl: &mut Controller,
-        _now: Nanos,
+        now: Nanos,
         _to: u8,
         msg: &CtlMessage,
         out: &mut Vec<Out>,
@@ -335,14 +356,14 @@ impl Transition {
         if self.waiting.remove(&msg.txn_id).is_none() {
             return false;
         }
-        self.after_query(ctl, out)
+        self.after_query(ctl, now, out)
     }
 
     /// Server `id` failed.
     pub(super) fn on_failure(
         &mut self,
         ctl: &mut Controller,
-        _now: Nanos,
+        now: Nanos,
         id: u8,
         out: &mut Vec<Out>,
     ) -> bool {
@@ -351,6 +372,6 @@ impl Transition {
         }
         self.waiting.retain(|_, s| *s != id);
         self.found.retain(|_, s| *s != id);
-        self.after_query(ctl, out)
+        self.after_query(ctl, now, out)
     }
 }
