@@ -22,6 +22,9 @@
 //! - E6: with 8 cores a server, offload raises the 64 B trace's throughput
 //!   to the generator's rate and leaves the mixed trace's (already at the
 //!   line) where it was; the mixed trace has the higher Gbit/s.
+//! - E7: every module takes a small share of each resource; Selecting is
+//!   registers (SRAM, stateful ALUs) with no TCAM; only Forwarding uses
+//!   TCAM (LPM).
 
 use std::path::{Path, PathBuf};
 
@@ -376,4 +379,34 @@ fn e4_new_flows_go_to_server_2_and_the_second_change_empties_server_1() {
         0.0,
         "pin only: nothing in the switch"
     );
+}
+
+#[test]
+fn e7_every_module_is_small_and_only_forwarding_uses_tcam() {
+    // 21 placements, nothing simulated (well under a second).
+    let out = sweep("e7-resources.toml");
+    let csv = out.join("plots/shares.csv");
+    // The axis's numbers: 1 crossbar, 2 SRAM, 3 TCAM, 4 VLIW, 5 hash bits,
+    // 6 stateful ALUs, 7 stages; shares in percent of the device.
+    let names = ["crossbar", "SRAM", "TCAM", "VLIW", "hash bits", "SALU"];
+    for module in ["Selecting", "Scalability", "Forwarding"] {
+        let row: Vec<f64> = (1..=7).map(|x| at(&csv, module, f64::from(x))).collect();
+        println!("{module}: {row:?}");
+        for (name, v) in names.iter().zip(&row) {
+            assert!(*v < 25.0, "{module} takes {v} % of the {name}");
+        }
+        assert!(row[6] > 0.0, "{module} occupies a stage");
+    }
+    let (sel, scale, fwd) = (
+        |x: u32| at(&csv, "Selecting", f64::from(x)),
+        |x: u32| at(&csv, "Scalability", f64::from(x)),
+        |x: u32| at(&csv, "Forwarding", f64::from(x)),
+    );
+    // Selecting is registers: SRAM and stateful ALUs, no TCAM, no match.
+    assert_eq!(sel(3), 0.0);
+    assert!(sel(2) > 0.0 && sel(6) > 0.0);
+    assert_eq!(sel(1), 0.0, "the sketch matches nothing");
+    // Only Forwarding's LPM uses TCAM.
+    assert_eq!(scale(3), 0.0);
+    assert!(fwd(3) > 0.0);
 }

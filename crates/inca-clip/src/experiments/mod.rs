@@ -9,6 +9,8 @@
 //! - [`snat_latency`] — E5, SNAT latency (`clip-snat-latency`).
 //! - [`snat_throughput`] — E6, SNAT throughput with traces
 //!   (`clip-snat-throughput`).
+//! - [`resources`] — E7, each module's share of the switch
+//!   (`clip-resources`; a placement, nothing simulated).
 //! - [`rig`] — the testbed, windows over the sink's counters and latency.
 //!
 //! E2 (latency distribution) needs no harness: it is a plain scenario
@@ -20,6 +22,7 @@
 pub mod capacity;
 pub mod flow_selection;
 pub mod forwarding;
+pub mod resources;
 pub mod rig;
 pub mod snat_latency;
 pub mod snat_throughput;
