@@ -242,6 +242,25 @@ fn e3_sketch_promotion_beats_the_baseline_most_at_high_skew() {
         lead(1.2),
         lead(0.5)
     );
+    // Reordering (spec §9 item 9): only a promotion moves a flow to the
+    // fast path, whose packets can overtake its slow-path ones in flight;
+    // the baseline promotes nothing, and random picks mostly cold flows
+    // with nothing in flight, so sketch's hot flows show it.
+    let reordered = out.join("plots/reordered.csv");
+    let r = |c: &str, a: f64| at(&reordered, c, a);
+    for a in alphas {
+        println!(
+            "zipf {a}: reordered baseline {}, random {}, sketch {}",
+            r("baseline", a),
+            r("random", a),
+            r("sketch", a)
+        );
+        assert_eq!(r("baseline", a), 0.0, "no promotion, no reordering");
+    }
+    assert!(
+        alphas.iter().any(|&a| r("sketch", a) > 0.0),
+        "sketch promotes hot flows with packets in flight"
+    );
 }
 
 #[test]
@@ -276,6 +295,16 @@ fn e6_offload_lifts_the_64_byte_trace_and_the_mixed_trace_has_more_gbps() {
         bar(&mpps, &label("w/ offload", "b")),
     );
     assert!(on_b >= 0.98 * off_b, "{on_b} vs {off_b}");
+    // Reordering (spec §9 item 9) only where promotions move flows.
+    let reordered = out.join("plots/reordered.csv");
+    for t in ["a", "b"] {
+        let (off, on) = (
+            bar(&reordered, &label("w/o offload", t)),
+            bar(&reordered, &label("w/ offload", t)),
+        );
+        println!("trace {t}: reordered w/o offload {off}, w/ offload {on}");
+        assert_eq!(off, 0.0, "trace {t}: no promotion, no reordering");
+    }
     // Larger packets: more bits a second in either configuration.
     for c in ["w/o offload", "w/ offload"] {
         assert!(
@@ -359,6 +388,15 @@ fn e4_new_flows_go_to_server_2_and_the_second_change_empties_server_1() {
             "{config}: {row:?}"
         );
     }
+    // Pinning never reorders (spec §9 item 9); a push may (a flow's packet
+    // in flight to server-1 overtaken by the next one from the switch).
+    let reordered = out.join("plots/reordered.csv");
+    println!(
+        "reordered: push {}, pin only {}",
+        bar(&reordered, "push"),
+        bar(&reordered, "pin only")
+    );
+    assert_eq!(bar(&reordered, "pin only"), 0.0, "a pin reorders nothing");
     // After T2 (+ 20 ms: the push takes effect ~12 ms after T2): server-1
     // idle with the push, set-2 in the switch; still serving set-2
     // through pins without it.

@@ -40,7 +40,9 @@
 //! (requests each server served) and `switch` (packets that stayed in
 //! the switch: MFWD hits); counters `sent`, `received`, `lost`,
 //! `affinity_violations`, `affinity_flows`, `affinity_lifetimes`,
-//! `ver_mismatch`, `misdelivered`, `mfwd_misses`, `switch_drops`
+//! `ver_mismatch`, `misdelivered`, `mfwd_misses`, `reordered` (probes the
+//! sink got after a later one of their flow: spec §9 item 9, a push lets
+//! fast-path packets overtake slow-path ones, a pin never), `switch_drops`
 //! (no-server, invalid and status drops), `server_drops` (receive ring
 //! and buffer), `transitions`, `pins`, `pushed`, `retired`,
 //! `server1_after_t2` (requests server-1 served from T2 + 100 ms to the
@@ -400,6 +402,7 @@ pub fn run(p: &Params, seed: u64, clip: Arc<dyn System>) -> Result<ExperimentRun
         ("ver_mismatch", ver_mismatch),
         ("misdelivered", misdelivered),
         ("mfwd_misses", misses),
+        ("reordered", sum("host", &["rx_reordered"])),
         (
             "switch_drops",
             sw("clip_no_server_drop") + sw("clip_invalid_drop") + sw("clip_status_drop"),

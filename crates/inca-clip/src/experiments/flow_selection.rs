@@ -31,7 +31,10 @@
 //! the servers received in the whole run), `switch_fast` (packets the
 //! switch forwarded alone), `promoted` (entries in the switch table at the
 //! end), `mirror_hits`, `mirror_misses` (server lookups), `mirror_entries`
-//! (both servers' mirrored entries at the end), `rounds`.
+//! (both servers' mirrored entries at the end), `rounds`, `reordered`
+//! (probes the sink got after a later one of their flow, the whole run:
+//! spec §9 item 9, a promotion lets fast-path packets overtake the
+//! flow's slow-path ones in flight).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -175,6 +178,7 @@ pub fn run(p: &Params, seed: u64, clip: Arc<dyn System>) -> Result<ExperimentRun
         ("server_requests", server("rx_frames")),
         ("switch_fast", switch("clip_fast")),
         ("promoted", switch("promo_installed")),
+        ("reordered", sum_counter(run, "host", "rx_reordered")),
         ("rounds", switch("promo_rounds")),
         ("mirror_hits", server("nf_app_hits")),
         ("mirror_misses", server("nf_app_misses")),

@@ -34,7 +34,8 @@
 //! `delivered_l2_mbps` (in the window), `generator_pps`, `mean_frame_bytes`,
 //! `server_drops`, `switch_fast` (packets the switch translated alone, the
 //! whole run), `promoted`, `rounds`, `allocated` (translations the servers
-//! handed out).
+//! handed out), `reordered` (probes the sink got after a later one of
+//! their flow, the whole run; spec §9 item 9).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -198,6 +199,7 @@ pub fn run(p: &Params, seed: u64, clip: Arc<dyn System>) -> Result<ExperimentRun
         ),
         ("switch_fast", switch("clip_fast")),
         ("promoted", switch("promo_installed")),
+        ("reordered", sum_counter(&run, "host", "rx_reordered")),
         ("rounds", switch("promo_rounds")),
         ("allocated", server("nf_app_allocated")),
     ]);

@@ -31,7 +31,8 @@
 //! one-way latency histogram from the [`Probe`] header ([`inca_wire::probe`]) every generated UDP
 //! payload starts with, received-bytes and received-frames series, and each TCP flow's goodput
 //! and outcome; with per-hop histograms when probes carry a telemetry stack
-//! (see [`hops`](self::hops)).
+//! (see [`hops`](self::hops)); and each flow's arrival order, probes that
+//! came after a later one of their flow (see [`order`](self::order)).
 //!
 //! # Timing
 //! Generated packets are sent at exact times computed from the packet's index
@@ -71,6 +72,7 @@
 pub use crate::workload_control as control;
 pub mod dist;
 mod hops;
+mod order;
 pub mod schema;
 #[cfg(test)]
 mod tests;
@@ -326,6 +328,8 @@ struct Metrics {
     tcp_malformed_before: u64,
     /// Per-hop latency from probes' telemetry stacks.
     hops: hops::Hops,
+    /// Per-flow arrival order of probes.
+    order: order::Order,
 }
 
 // ---------------------------------------------------------------------------
@@ -378,6 +382,7 @@ impl Host {
             archived_dropped: 0,
             tcp_malformed_before: 0,
             hops: hops::Hops::default(),
+            order: order::Order::default(),
         };
         Ok(Host {
             plan,
@@ -666,6 +671,9 @@ impl Host {
             return;
         }
         record_latency(metrics, now, &probe);
+        metrics
+            .order
+            .record(src, sport, dport, probe.flow, probe.seq);
         if let Some(stack) = inca_wire::telemetry::stack_of(payload) {
             metrics.hops.record(probe.tx_time, now, &stack);
         }
@@ -1035,6 +1043,7 @@ impl Node for Host {
         r.histograms
             .insert("latency".into(), self.metrics.latency.clone());
         self.metrics.hops.report(&mut r);
+        self.metrics.order.report(&mut r);
         if requests > 0 {
             r.histograms.insert("rtt".into(), self.metrics.rtt.clone());
         }
