@@ -39,7 +39,7 @@ use inca_switch::device::Nanos;
 
 use crate::apps::snat::PoolOwner;
 use crate::apps::{mfwd, null, snat, trd};
-use crate::switch::controller::{ControllerConfig, Policy, Promotion};
+use crate::switch::controller::{Conns, ControllerConfig, Policy, Promotion};
 use crate::switch::scalability::{ScaleSizes, BLOOM_BITS, PIN_CACHE_CELLS, PIN_TABLE_ENTRIES};
 use crate::switch::{ClipSwitch, Driver, DriverConfig, ServerLink};
 
@@ -395,6 +395,13 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
         ))),
         _ => {
             let conns = p.number("conns", u64::from(trd::CONNS), 1, u64::from(trd::CONNS))?;
+            let controller = controller.map(|c| ControllerConfig {
+                conns: Conns {
+                    r: conns as u32,
+                    ..Conns::default()
+                },
+                ..c
+            });
             Built::Trd(Box::new(ClipSwitch::with_controller(
                 trd::TrdSwitch::new(conns as u32),
                 l3,

@@ -123,11 +123,11 @@ impl System for ClipSystem {
         Box::new(ClipRun)
     }
 
-    /// §8.2's E1, E3, E4, E5 and E6, each run handed this system to build its
+    /// §8.2's E1, E3, E4, E5, E6 and E8, each run handed this system to build its
     /// CLIP devices with.
     fn experiments(&self) -> Vec<inca_system::BuiltinExperiment> {
         use crate::experiments::{
-            capacity, flow_selection, forwarding, snat_latency, snat_throughput,
+            capacity, flow_selection, forwarding, snat_latency, snat_throughput, trd,
         };
         vec![
             forwarding::experiment(|p, seed| forwarding::run(p, seed, Arc::new(ClipSystem))),
@@ -139,6 +139,7 @@ impl System for ClipSystem {
             snat_throughput::experiment(|p, seed| {
                 snat_throughput::run(p, seed, Arc::new(ClipSystem))
             }),
+            trd::experiment(trd::run),
         ]
     }
 

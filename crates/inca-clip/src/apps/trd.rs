@@ -553,6 +553,18 @@ impl RemoteHandler for TrdHandler {
         }
     }
 
+    fn conn_new_of(&self, entry: &Entry) -> Option<(FlowKey, u16)> {
+        TrdHandler::conn_new_of(entry)
+    }
+
+    fn take_conn_release(&mut self, now: Nanos) -> Vec<(FlowKey, u16)> {
+        TrdHandler::take_conn_release(self, now)
+    }
+
+    fn release_acked(&mut self, idx: u16) -> bool {
+        TrdHandler::release_acked(self, idx)
+    }
+
     /// A crash loses every connection and the slice (the controller
     /// assigns one again; switch entries of lost connections age out).
     fn reset(&mut self) {
@@ -656,6 +668,12 @@ mod switch_half {
         /// reading them (tests, the controller's reports).
         pub fn registers(&self) -> Option<(RegisterHandle<u32>, RegisterHandle<u32>)> {
             Some((self.max_end?, self.retx_cnt?))
+        }
+
+        /// `conn_idx` (after declaration), for reading its entries
+        /// (checks).
+        pub fn conn_table(&self) -> Option<inca_switch::TableHandle<[u8; 2]>> {
+            self.table.handle()
         }
 
         fn segment(p: &Parsed, header: &[u8]) -> Option<Segment> {

@@ -9,6 +9,7 @@
 //! - [`snat_latency`] — E5, SNAT latency (`clip-snat-latency`).
 //! - [`snat_throughput`] — E6, SNAT throughput with traces
 //!   (`clip-snat-throughput`).
+//! - [`trd`] — E8, the TRD check (`clip-trd`).
 //! - [`rig`] — the testbed, windows over the sink's counters and latency.
 //!
 //! E2 (latency distribution) needs no harness: it is a plain scenario
@@ -23,6 +24,7 @@ pub mod forwarding;
 pub mod rig;
 pub mod snat_latency;
 pub mod snat_throughput;
+pub mod trd;
 
 use inca_apps::params::{ParamError, Params};
 
