@@ -24,7 +24,9 @@
 //! index is released: `connections`, `injected_retx`, `reordered`,
 //! `expected` (their sum), `reported_retx` (register `retx_cnt[idx]` plus
 //! the server's software-only count per connection), `false_positives`
-//! (reports beyond a connection's expected, summed), `missed` (expected
+//! (reports beyond a connection's expected, summed), `in_register` and
+//! `software_reports` (the reports split by where they were counted: the
+//! connection's `retx_cnt` register, or a server alone), `missed` (expected
 //! beyond reported), `handovers` (connections with data segments both
 //! before and after their CONN_NEW's install), `software_only`
 //! (connections without an index: the slice exhausted), `software_judged`
@@ -488,6 +490,11 @@ pub struct WaveResult {
     pub reordered: u64,
     /// Reports (register + software).
     pub reported: u64,
+    /// Of those, counted in the connections' `retx_cnt` registers (by
+    /// the switch, or by a response of the server).
+    pub in_register: u64,
+    /// Of those, by a server alone (no index).
+    pub software: u64,
     /// Reports beyond a connection's expected.
     pub false_positives: u64,
     /// Expected beyond reported.
@@ -530,6 +537,8 @@ fn read_wave(rig: &Rig, conns: &[Conn]) -> WaveResult {
             continue;
         };
         w.reported += got;
+        w.software += info.software;
+        w.in_register += got - info.software;
         w.false_positives += got.saturating_sub(exp);
         w.missed += exp.saturating_sub(got);
         if got != exp {
@@ -705,6 +714,8 @@ pub fn run(p: &Params, seed: u64) -> Result<ExperimentRun, String> {
         ("reordered", reordered),
         ("expected", injected + reordered),
         ("reported_retx", sum(|w| w.reported)),
+        ("in_register", sum(|w| w.in_register)),
+        ("software_reports", sum(|w| w.software)),
         ("false_positives", sum(|w| w.false_positives)),
         ("missed", sum(|w| w.missed)),
         ("handovers", sum(|w| w.handovers)),

@@ -408,3 +408,204 @@ impl Controller {
         self.conns.aging.insert(token, (flow, c.owner));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::switch::controller::ControllerConfig;
+    use crate::switch::{Report, ServerLink};
+    use inca_wire::clip::ctl::{CONTROLLER_PORT, SERVER_PORT};
+
+    const T_EXP: Nanos = 10_000_000_000;
+
+    fn controller() -> Controller {
+        let driver = DriverConfig {
+            servers: vec![ServerLink { id: 1, port: 2 }, ServerLink { id: 2, port: 3 }],
+            initial_group: vec![1, 2],
+            t_exp_ns: T_EXP,
+        };
+        let cfg = ControllerConfig {
+            conns: Conns {
+                r: 64,
+                ..Conns::default()
+            },
+            ..ControllerConfig::default()
+        };
+        Controller::new(cfg, &driver)
+    }
+
+    /// The CLIP-CTL messages in `outs`: (port, message).
+    fn sent(outs: &[Out]) -> Vec<(u16, CtlMessage)> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Out::Cmd(Command::PacketOut { port, frame }) => {
+                    Some((*port, ctl::parse(frame, SERVER_PORT)?))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn cmds(outs: &[Out]) -> Vec<&Command> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Out::Cmd(c) if !matches!(c, Command::PacketOut { .. }) => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn barrier(outs: &[Out]) -> u64 {
+        cmds(outs)
+            .iter()
+            .find_map(|c| match c {
+                Command::Barrier(t) => Some(*t),
+                _ => None,
+            })
+            .expect("a barrier")
+    }
+
+    fn from(c: &mut Controller, now: Nanos, server: u8, txn: u32, body: CtlBody) -> Vec<Out> {
+        let msg = CtlMessage {
+            txn_id: txn,
+            sender: server,
+            reply: false,
+            more: false,
+            body,
+        };
+        let frame = ctl::frame(&msg, server, 0);
+        assert!(
+            ctl::parse(&frame, CONTROLLER_PORT).is_some(),
+            "to the controller"
+        );
+        let port = 1 + u16::from(server);
+        c.on_report(now, Report::Ctl { port, frame })
+    }
+
+    fn flow(n: u8) -> FlowKey {
+        FlowKey::new(10, 6, [10, 1, 0, n], [10, 2, 0, 1], 20_000, 443)
+    }
+
+    #[test]
+    fn slices_new_connections_releases_and_aging_follow_clip_ctl() {
+        let mut c = controller();
+        let driver = DriverConfig {
+            servers: vec![ServerLink { id: 1, port: 2 }, ServerLink { id: 2, port: 3 }],
+            initial_group: vec![1, 2],
+            t_exp_ns: T_EXP,
+        };
+        let outs = c.start(0, &driver);
+        let pools: Vec<(u16, u32, u32)> = sent(&outs)
+            .into_iter()
+            .filter_map(|(p, m)| match m.body {
+                CtlBody::PoolAssign {
+                    kind: PoolKind::TrdIndices,
+                    lo,
+                    hi,
+                    ..
+                } => Some((p, lo, hi)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(pools, vec![(2, 0, 31), (3, 32, 63)], "R split evenly");
+
+        // CONN_NEW: installed at once, acked; ENTRY_OFFLOADED after the
+        // barrier.
+        let new = |f: u8, idx: u16| CtlBody::ConnNew {
+            flow: flow(f).0,
+            idx,
+        };
+        let outs = from(&mut c, 10, 1, 1, new(1, 5));
+        assert!(matches!(cmds(&outs)[0], Command::AppInstall(e) if e.data == vec![0, 5]));
+        let acks = sent(&outs);
+        assert!(acks.len() == 1 && acks[0].1.reply && acks[0].1.txn_id == 1);
+        let outs = c.on_report(20, Report::Barrier(barrier(&outs)));
+        assert!(
+            matches!(&sent(&outs)[0], (2, m) if matches!(&m.body, CtlBody::EntryOffloaded { keys, .. } if keys == &vec![flow(1).0.to_vec()]))
+        );
+
+        // Refused, acked, nothing installed: another server's index, past
+        // R, an index in use; a duplicate is acked again.
+        for (f, idx) in [(2, 40), (3, 200), (4, 5), (1, 5)] {
+            let outs = from(&mut c, 30, 1, 10 + u32::from(f), new(f, idx));
+            assert!(cmds(&outs).is_empty(), "{f} {idx}");
+            assert_eq!(sent(&outs).len(), 1, "acked");
+        }
+        let s = c.conn_stats();
+        assert_eq!((s.installed, s.refused, s.duplicate), (1, 3, 1));
+
+        // CONN_RELEASE: deleted; the reply waits for the delete; a
+        // duplicate meanwhile is dropped.
+        let rel = CtlBody::ConnRelease {
+            flow: flow(1).0,
+            idx: 5,
+        };
+        let outs = from(&mut c, 40, 1, 20, rel.clone());
+        assert!(matches!(cmds(&outs)[0], Command::AppUninstall { .. }));
+        assert!(sent(&outs).is_empty(), "no reply before the delete");
+        let token = barrier(&outs);
+        assert!(from(&mut c, 41, 1, 20, rel.clone()).is_empty());
+        let outs = c.on_report(50, Report::Barrier(token));
+        let r = sent(&outs);
+        assert!(r.len() == 1 && r[0].1.reply && r[0].1.txn_id == 20);
+        // A release of an entry gone is answered at once.
+        let outs = from(&mut c, 60, 1, 21, rel);
+        assert!(cmds(&outs).is_empty() && sent(&outs)[0].1.reply);
+        assert_eq!(c.conn_stats().release_stale, 1);
+
+        // Aging: a fresh reading of T_exp idleness deletes the entry, then
+        // ENTRY_EXPIRED; a shorter one or an unknown key does nothing.
+        let outs = from(&mut c, 70, 2, 1, new(9, 40));
+        c.on_report(80, Report::Barrier(barrier(&outs)));
+        let key = flow(9).0.to_vec();
+        assert!(c
+            .on_report(
+                90,
+                Report::Activity {
+                    key: key.clone(),
+                    idle: T_EXP - 1
+                }
+            )
+            .is_empty());
+        let stray = flow(77).0.to_vec();
+        assert!(c
+            .on_report(
+                90,
+                Report::Activity {
+                    key: stray,
+                    idle: T_EXP
+                }
+            )
+            .is_empty());
+        let outs = c.on_report(100, Report::Activity { key, idle: T_EXP });
+        assert!(matches!(cmds(&outs)[0], Command::AppUninstall { .. }));
+        let outs = c.on_report(110, Report::Barrier(barrier(&outs)));
+        assert!(
+            matches!(&sent(&outs)[0], (3, m) if matches!(m.body, CtlBody::EntryExpired { .. }))
+        );
+        assert!(c.conns_live().is_empty());
+
+        // Garbage and a request from a port that is not the sender's are
+        // counted, never acted on.
+        let bad = c.stats.ctl_bad;
+        assert!(c
+            .on_report(
+                120,
+                Report::Ctl {
+                    port: 2,
+                    frame: vec![0; 30]
+                }
+            )
+            .is_empty());
+        let msg = CtlMessage {
+            txn_id: 99,
+            sender: 2,
+            reply: false,
+            more: false,
+            body: new(5, 41),
+        };
+        let frame = ctl::frame(&msg, 2, 0);
+        assert!(c.on_report(120, Report::Ctl { port: 2, frame }).is_empty());
+        assert_eq!(c.stats.ctl_bad, bad + 2);
+    }
+}
