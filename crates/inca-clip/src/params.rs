@@ -16,8 +16,9 @@
 //! flows into the switch table while it admits them and pins the rest,
 //! §5.6 step 5; 0: it pins them all; default 1), `t_report_ms`
 //! (default 250), `n_top` (default 256), `conns` (TRD only: R, the
-//! `conn_idx` entries and the cells of `max_end` and `retx_cnt`; default
-//! 65,536).
+//! `conn_idx` entries and the cells of `max_end` and `retx_cnt`, which the
+//! controller splits evenly over the servers as their index slices,
+//! POOL_ASSIGN kind 2; default 65,536).
 //!
 //! For live use and scale-out/in in scenario files [our choice]:
 //! `routes` (more static routes, `NET/LEN@PORT` separated by commas or
