@@ -28,7 +28,8 @@
 //! `software_reports` (the reports split by where they were counted: the
 //! connection's `retx_cnt` register, or a server alone), `missed` (expected
 //! beyond reported), `handovers` (connections with data segments both
-//! before and after their CONN_NEW's install), `software_only`
+//! before and after their CONN_NEW's install), `no_handover` (indexed
+//! connections without one: an install missing or too late), `software_only`
 //! (connections without an index: the slice exhausted), `software_judged`
 //! (retransmissions only a server reported), `conn_new`, `installed`,
 //! `released`, `indices_reused`, `index_violations` (observed `conn_idx`
@@ -719,6 +720,10 @@ pub fn run(p: &Params, seed: u64) -> Result<ExperimentRun, String> {
         ("false_positives", sum(|w| w.false_positives)),
         ("missed", sum(|w| w.missed)),
         ("handovers", sum(|w| w.handovers)),
+        (
+            "no_handover",
+            sum(|w| w.indexed.saturating_sub(w.handovers)),
+        ),
         ("indexed", sum(|w| w.indexed)),
         ("software_only", sum(|w| w.software_only)),
         ("untracked", sum(|w| w.untracked)),
