@@ -39,6 +39,14 @@ use crate::ctl;
 use crate::flow::{FlowKey, FLOW_KEY_LEN};
 use crate::switch::{Command, DriverConfig};
 
+/// Most driver operations (installs, release deletes, aging deletes)
+/// awaiting their barrier [our choice: barriers return within
+/// microseconds, so this binds only a driver that stopped answering].
+/// Beyond it a CONN_NEW is refused (the connection stays on the slow
+/// path, still judged) and a CONN_RELEASE goes unanswered (the server
+/// sends it again).
+pub const MAX_OUTSTANDING: usize = 65_536;
+
 /// TRD's connection parameters.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -131,6 +139,9 @@ pub struct ConnStats {
     pub aged: u64,
     /// ENTRY_EXPIREDs sent for them.
     pub expired: u64,
+    /// CONN_NEWs refused and CONN_RELEASEs left unanswered because
+    /// [`MAX_OUTSTANDING`] operations awaited their barrier.
+    pub backlogged: u64,
 }
 
 /// The connections' state.
@@ -190,6 +201,7 @@ impl Controller {
             ("conn_release_stale", s.release_stale),
             ("conn_aged", s.aged),
             ("conn_expired", s.expired),
+            ("conn_backlogged", s.backlogged),
             ("conn_live", self.conns.live.len() as u64),
         ]
     }
@@ -264,6 +276,10 @@ impl Controller {
             self.conns.stats.refused += 1;
             return;
         }
+        if self.backlogged() {
+            self.conns.stats.refused += 1;
+            return;
+        }
         if self.config.mutation == Mutation::NoConnInstall {
             return;
         }
@@ -309,6 +325,9 @@ impl Controller {
             self.conns.stats.release_stale += 1;
             return true;
         }
+        if self.backlogged() {
+            return false;
+        }
         self.forget_conn(&flow);
         if self.config.mutation == Mutation::ReleaseWithoutDelete {
             return true;
@@ -325,6 +344,17 @@ impl Controller {
             .deletes
             .insert(token, (flow, sender, ctl::reply(msg, 0, None)));
         false
+    }
+
+    /// Whether [`MAX_OUTSTANDING`] operations await their barrier
+    /// (counted).
+    fn backlogged(&mut self) -> bool {
+        let n = self.conns.installs.len() + self.conns.deletes.len() + self.conns.aging.len();
+        let full = n >= MAX_OUTSTANDING;
+        if full {
+            self.conns.stats.backlogged += 1;
+        }
+        full
     }
 
     fn forget_conn(&mut self, flow: &FlowKey) -> Option<Conn> {
@@ -391,6 +421,10 @@ impl Controller {
         };
         let flow = FlowKey(k);
         if idle < self.t_exp_ns || self.conns.releasing.contains(&flow) {
+            return;
+        }
+        // Aged at a later poll when the driver answers again.
+        if !self.conns.live.contains_key(&flow) || self.backlogged() {
             return;
         }
         let Some(c) = self.forget_conn(&flow) else {
