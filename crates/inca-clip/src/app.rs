@@ -258,6 +258,28 @@ pub trait RemoteHandler: std::fmt::Debug + 'static {
         let _ = flow;
     }
 
+    /// The CONN_NEW a created entry stands for (TRD's `conn_idx`: the
+    /// controller pushes it into the switch at once), or None: the entry
+    /// is reported in ENTRY_CREATED (promotable, the sketch decides).
+    fn conn_new_of(&self, entry: &Entry) -> Option<(FlowKey, u16)> {
+        let _ = entry;
+        None
+    }
+
+    /// CONN_RELEASE at `now`: the connections whose index is to be freed
+    /// once the controller deleted their switch entry.
+    fn take_conn_release(&mut self, now: Nanos) -> Vec<(FlowKey, u16)> {
+        let _ = now;
+        Vec::new()
+    }
+
+    /// The reply to CONN_RELEASE of `idx` (the switch's delete is done):
+    /// free it. False if `idx` was not being released.
+    fn release_acked(&mut self, idx: u16) -> bool {
+        let _ = idx;
+        false
+    }
+
     /// The server crashed: volatile state is lost.
     fn reset(&mut self);
 

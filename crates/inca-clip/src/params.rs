@@ -16,8 +16,9 @@
 //! flows into the switch table while it admits them and pins the rest,
 //! §5.6 step 5; 0: it pins them all; default 1), `t_report_ms`
 //! (default 250), `n_top` (default 256), `conns` (TRD only: R, the
-//! `conn_idx` entries and the cells of `max_end` and `retx_cnt`; default
-//! 65,536).
+//! `conn_idx` entries and the cells of `max_end` and `retx_cnt`, which the
+//! controller splits evenly over the servers as their index slices,
+//! POOL_ASSIGN kind 2; default 65,536).
 //!
 //! For live use and scale-out/in in scenario files [our choice]:
 //! `routes` (more static routes, `NET/LEN@PORT` separated by commas or
@@ -39,7 +40,7 @@ use inca_switch::device::Nanos;
 
 use crate::apps::snat::PoolOwner;
 use crate::apps::{mfwd, null, snat, trd};
-use crate::switch::controller::{ControllerConfig, Policy, Promotion};
+use crate::switch::controller::{Conns, ControllerConfig, Policy, Promotion};
 use crate::switch::scalability::{ScaleSizes, BLOOM_BITS, PIN_CACHE_CELLS, PIN_TABLE_ENTRIES};
 use crate::switch::{ClipSwitch, Driver, DriverConfig, ServerLink};
 
@@ -395,6 +396,13 @@ fn build_known(program: &str, p: &Params) -> Result<Built, ParamError> {
         ))),
         _ => {
             let conns = p.number("conns", u64::from(trd::CONNS), 1, u64::from(trd::CONNS))?;
+            let controller = controller.map(|c| ControllerConfig {
+                conns: Conns {
+                    r: conns as u32,
+                    ..Conns::default()
+                },
+                ..c
+            });
             Built::Trd(Box::new(ClipSwitch::with_controller(
                 trd::TrdSwitch::new(conns as u32),
                 l3,

@@ -123,11 +123,11 @@ impl System for ClipSystem {
         Box::new(ClipRun)
     }
 
-    /// §8.2's E1, E3, E4, E5 and E6, each run handed this system to build its
+    /// §8.2's E1, E3, E4, E5, E6 and E8, each run handed this system to build its
     /// CLIP devices with, and E7 (a placement).
     fn experiments(&self) -> Vec<inca_system::BuiltinExperiment> {
         use crate::experiments::{
-            capacity, flow_selection, forwarding, resources, snat_latency, snat_throughput,
+            capacity, flow_selection, forwarding, resources, snat_latency, snat_throughput, trd,
         };
         vec![
             forwarding::experiment(|p, seed| forwarding::run(p, seed, Arc::new(ClipSystem))),
@@ -140,6 +140,7 @@ impl System for ClipSystem {
                 snat_throughput::run(p, seed, Arc::new(ClipSystem))
             }),
             resources::experiment(),
+            trd::experiment(trd::run),
         ]
     }
 

@@ -38,6 +38,11 @@ impl<const N: usize> FlowTable<N> {
         self.handle.map(|h| h.id())
     }
 
+    /// Its handle (after declaration), for reading it (tests, checks).
+    pub fn handle(&self) -> Option<TableHandle<[u8; N]>> {
+        self.handle
+    }
+
     /// Declares it.
     pub fn declare(&mut self, d: &mut Declare) -> Result<(), DeclareError> {
         let t = TableDecl::new(

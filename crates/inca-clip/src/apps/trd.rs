@@ -25,16 +25,17 @@
 //! `retx_cnt[idx]` (to the response's `retx`): a reused index starts its
 //! new connection at zero, in the same single access.
 //!
-//! What the controller glue calls (CLIP-CTL is written elsewhere):
+//! The controller glue (CLIP-CTL: the server endpoint and
+//! `switch::controller::conns`) calls:
 //!
 //! | Message | Here |
 //! |---|---|
-//! | POOL_ASSIGN kind 2 | [`RemoteHandler::pool_assign`] (`ClipRuntime::pool_assign`) |
-//! | CONN_NEW | the handler's created entries (`ClipRuntime::take_created`): table [`TABLE_CONN_IDX`], key the FlowKey, data the idx; [`TrdHandler::conn_new_of`] reads one |
-//! | CONN_RELEASE | [`TrdHandler::take_conn_release`]: connections whose T_release has passed |
-//! | its reply (switch delete acked) | [`TrdHandler::release_acked`]; or `ClipRuntime::entry_expired(TABLE_CONN_IDX, key)`, which also drops the runtime's flow record |
-//! | ENTRY_OFFLOADED | `ClipRuntime::mark_offloaded` once `conn_idx` is installed (§7.2: these entries count as offloaded, so only switch aging ends them) |
-//! | ENTRY_EXPIRED | `ClipRuntime::entry_expired`: the index is freed |
+//! | POOL_ASSIGN kind 2 (controller → server at start) | [`RemoteHandler::pool_assign`] (`ClipRuntime::pool_assign`) |
+//! | CONN_NEW (server → controller, which installs `conn_idx`) | the handler's created entries (`ClipRuntime::take_created`): table [`TABLE_CONN_IDX`], key the FlowKey, data the idx; [`TrdHandler::conn_new_of`] reads one |
+//! | CONN_RELEASE (server → controller, which deletes the entry) | [`TrdHandler::take_conn_release`]: connections whose T_release has passed |
+//! | its reply (sent once the switch's delete is done) | [`TrdHandler::release_acked`] (`ClipRuntime::conn_released`, which also drops the runtime's flow record) |
+//! | ENTRY_OFFLOADED (after the install) | `ClipRuntime::mark_offloaded` (§7.2: these entries count as offloaded, so only switch aging ends them) |
+//! | ENTRY_EXPIRED (the entry aged out, idle ≥ T_exp, and was deleted) | `ClipRuntime::entry_expired`: the index is freed |
 
 pub mod segment;
 pub mod wire;
@@ -553,6 +554,18 @@ impl RemoteHandler for TrdHandler {
         }
     }
 
+    fn conn_new_of(&self, entry: &Entry) -> Option<(FlowKey, u16)> {
+        TrdHandler::conn_new_of(entry)
+    }
+
+    fn take_conn_release(&mut self, now: Nanos) -> Vec<(FlowKey, u16)> {
+        TrdHandler::take_conn_release(self, now)
+    }
+
+    fn release_acked(&mut self, idx: u16) -> bool {
+        TrdHandler::release_acked(self, idx)
+    }
+
     /// A crash loses every connection and the slice (the controller
     /// assigns one again; switch entries of lost connections age out).
     fn reset(&mut self) {
@@ -656,6 +669,12 @@ mod switch_half {
         /// reading them (tests, the controller's reports).
         pub fn registers(&self) -> Option<(RegisterHandle<u32>, RegisterHandle<u32>)> {
             Some((self.max_end?, self.retx_cnt?))
+        }
+
+        /// `conn_idx` (after declaration), for reading its entries
+        /// (checks).
+        pub fn conn_table(&self) -> Option<inca_switch::TableHandle<[u8; 2]>> {
+            self.table.handle()
         }
 
         fn segment(p: &Parsed, header: &[u8]) -> Option<Segment> {

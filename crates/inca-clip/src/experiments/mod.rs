@@ -11,6 +11,7 @@
 //!   (`clip-snat-throughput`).
 //! - [`resources`] — E7, each module's share of the switch
 //!   (`clip-resources`; a placement, nothing simulated).
+//! - [`trd`] — E8, the TRD check (`clip-trd`).
 //! - [`rig`] — the testbed, windows over the sink's counters and latency.
 //!
 //! E2 (latency distribution) needs no harness: it is a plain scenario
@@ -26,6 +27,7 @@ pub mod resources;
 pub mod rig;
 pub mod snat_latency;
 pub mod snat_throughput;
+pub mod trd;
 
 use inca_apps::params::{ParamError, Params};
 

@@ -40,7 +40,8 @@
 //! server.
 //!
 //! [our choice] Static set-up stands in for the controller where the
-//! controller has no part (it does not manage pools yet): the pool slice
+//! controller has no part (it does not manage SNAT pools; TRD's index
+//! slices it does assign, `switch::controller::conns`): the pool slice
 //! is assigned at start and again after a restart (§4.5 has the
 //! controller re-assign it when the server registers). MFWD's mirrored entries are not preinstalled:
 //! a scenario's hosts draw their random 5-tuples from their own seeded

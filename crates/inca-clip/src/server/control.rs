@@ -13,6 +13,8 @@
 //! | POOL_ASSIGN | [`ClipRuntime::pool_assign`] |
 //! | ENTRY_CREATED (batched every 10 ms) | [`ClipRuntime::take_created`] |
 //! | FLOW_EXPIRED | [`ClipRuntime::take_expired_flows`] |
+//! | CONN_NEW (TRD) | created entries the handler's `conn_new_of` names |
+//! | CONN_RELEASE / its reply | [`ClipRuntime::take_conn_release`] / [`ClipRuntime::conn_released`] |
 
 use inca_switch::device::Nanos;
 
@@ -86,6 +88,25 @@ impl<H: RemoteHandler> ClipRuntime<H> {
             }
         }
         self.handler.expire(table, key);
+    }
+
+    /// CONN_RELEASE's reply: the controller deleted `flow`'s switch
+    /// entry, so index `idx` is freed and the flow's record dropped.
+    /// False, and nothing changes, if the handler was not releasing `idx`
+    /// for it.
+    pub fn conn_released(&mut self, flow: &FlowKey, idx: u16) -> bool {
+        if !self.handler.release_acked(idx) {
+            return false;
+        }
+        for c in &mut self.cores {
+            c.flows.remove(flow);
+        }
+        true
+    }
+
+    /// CONN_RELEASE at `now`: the handler's connections due for release.
+    pub fn take_conn_release(&mut self, now: Nanos) -> Vec<(FlowKey, u16)> {
+        self.handler.take_conn_release(now)
     }
 
     /// MIRROR_INSERT: the controller installs `entry` (replicated on

@@ -7,6 +7,16 @@
 //! filter. Control datagrams arrive on the server link like requests and
 //! are told apart by their UDP port.
 //!
+//! TRD's connections (spec §7.2) go through CLIP-CTL too: a created entry
+//! the handler names a connection ([`RemoteHandler::conn_new_of`]) leaves
+//! as CONN_NEW instead of ENTRY_CREATED; the handler's due releases leave
+//! as CONN_RELEASE, and the controller's reply (sent once the switch's
+//! delete is done) frees the index ([`ClipRuntime::conn_released`]). A
+//! CONN_RELEASE given up on is sent again [our choice]: the index must not
+//! be freed before the delete is known done, and freeing it never would
+//! leak it. Sending a connection's CONN_RELEASE stops retransmitting its
+//! CONN_NEW, so a late CONN_NEW cannot re-install a released connection.
+//!
 //! [our choice] Servers are configured statically (the switch driver's
 //! `servers`), so REGISTER is not sent; liveness is the heartbeat.
 
@@ -34,6 +44,17 @@ pub struct EndpointStats {
     pub ctl_bad: u64,
     /// Control messages sent (replies, reports, heartbeats).
     pub ctl_out: u64,
+    /// CONN_NEWs sent (TRD).
+    pub conn_new: u64,
+    /// CONN_RELEASEs sent, retries included.
+    pub conn_release: u64,
+    /// CONN_RELEASEs given up on (no reply) or refused (too many pending),
+    /// to be sent again.
+    pub conn_release_retry: u64,
+    /// Indices freed by CONN_RELEASE replies.
+    pub conn_released: u64,
+    /// CONN_RELEASE replies for an index not being released here.
+    pub conn_release_stale: u64,
 }
 
 /// A CLIP server: runtime and control endpoint. See the module
@@ -46,6 +67,10 @@ pub struct ClipServer<H: RemoteHandler> {
     next_heartbeat: Nanos,
     /// The port the controller is reached on (the switch link).
     uplink: PortId,
+    /// Unanswered CONN_NEWs: connection → txn (as many as connections).
+    conn_new: std::collections::BTreeMap<FlowKey, u32>,
+    /// CONN_RELEASEs to send again.
+    release_backlog: Vec<(FlowKey, u16)>,
     stats: EndpointStats,
 }
 
@@ -58,6 +83,8 @@ impl<H: RemoteHandler> ClipServer<H> {
             dedup: Dedup::default(),
             next_heartbeat: 0,
             uplink: 0,
+            conn_new: Default::default(),
+            release_backlog: Vec::new(),
             stats: EndpointStats::default(),
         })
     }
@@ -70,6 +97,11 @@ impl<H: RemoteHandler> ClipServer<H> {
     /// The runtime, mutably.
     pub fn runtime_mut(&mut self) -> &mut ClipRuntime<H> {
         &mut self.runtime
+    }
+
+    /// The endpoint's counters.
+    pub fn stats(&self) -> &EndpointStats {
+        &self.stats
     }
 
     fn id(&self) -> u8 {
@@ -92,6 +124,46 @@ impl<H: RemoteHandler> ClipServer<H> {
         }
     }
 
+    /// Sends one request reliably; its txn (None: too many pending).
+    fn request(&mut self, now: Nanos, body: CtlBody, out: &mut Vec<NfOutput>) -> Option<u32> {
+        let id = self.id();
+        let m = self.reliable.request(now, id, 0, body, false)?;
+        self.send(&m, out);
+        Some(m.txn_id)
+    }
+
+    /// CONN_RELEASE of `flow`'s `idx`; kept for the next housekeeping if
+    /// too many requests are pending.
+    fn conn_release(&mut self, now: Nanos, flow: FlowKey, idx: u16, out: &mut Vec<NfOutput>) {
+        if let Some(txn) = self.conn_new.remove(&flow) {
+            self.reliable.replied(txn);
+        }
+        let body = CtlBody::ConnRelease { flow: flow.0, idx };
+        if self.request(now, body, out).is_some() {
+            self.stats.conn_release += 1;
+        } else {
+            self.stats.conn_release_retry += 1;
+            self.release_backlog.push((flow, idx));
+        }
+    }
+
+    /// A reply to one of this server's requests.
+    fn replied(&mut self, txn: u32) {
+        match self.reliable.replied(txn).map(|(_, m)| m.body) {
+            Some(CtlBody::ConnNew { flow, .. }) => {
+                self.conn_new.remove(&FlowKey(flow));
+            }
+            Some(CtlBody::ConnRelease { flow, idx }) => {
+                if self.runtime.conn_released(&FlowKey(flow), idx) {
+                    self.stats.conn_released += 1;
+                } else {
+                    self.stats.conn_release_stale += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn control(&mut self, now: Nanos, port: PortId, frame: &[u8], out: &mut Vec<NfOutput>) {
         self.stats.ctl_in += 1;
         self.uplink = port;
@@ -100,7 +172,7 @@ impl<H: RemoteHandler> ClipServer<H> {
             return;
         };
         if msg.reply {
-            self.reliable.replied(msg.txn_id);
+            self.replied(msg.txn_id);
             return;
         }
         if let Some(cached) = self.dedup.lookup(msg.sender, msg.txn_id) {
@@ -247,6 +319,13 @@ impl<H: RemoteHandler> SoftwareNf for ClipServer<H> {
         let created = self.runtime.take_created();
         let mut by_table: std::collections::BTreeMap<u8, Vec<MirrorEntry>> = Default::default();
         for e in created {
+            if let Some((flow, idx)) = self.runtime.handler().conn_new_of(&e) {
+                if let Some(txn) = self.request(now, CtlBody::ConnNew { flow: flow.0, idx }, out) {
+                    self.stats.conn_new += 1;
+                    self.conn_new.insert(flow, txn);
+                }
+                continue;
+            }
             by_table.entry(e.table).or_default().push(MirrorEntry {
                 key: e.key,
                 action_id: e.action,
@@ -261,9 +340,26 @@ impl<H: RemoteHandler> SoftwareNf for ClipServer<H> {
             let flows = expired.into_iter().map(|f| f.0).collect();
             self.report(now, CtlBody::FlowExpired { flows }, out);
         }
-        let (resend, _lost) = self.reliable.due(now);
+        let mut releases = std::mem::take(&mut self.release_backlog);
+        let (resend, lost) = self.reliable.due(now);
         for (_, m) in resend {
             self.send(&m, out);
+        }
+        for (_, m) in lost {
+            match m.body {
+                CtlBody::ConnNew { flow, .. } => {
+                    self.conn_new.remove(&FlowKey(flow));
+                }
+                CtlBody::ConnRelease { flow, idx } => {
+                    self.stats.conn_release_retry += 1;
+                    releases.push((FlowKey(flow), idx));
+                }
+                _ => {}
+            }
+        }
+        releases.extend(self.runtime.take_conn_release(now));
+        for (flow, idx) in releases {
+            self.conn_release(now, flow, idx, out);
         }
         if now >= self.next_heartbeat {
             self.next_heartbeat = now + HEARTBEAT_NS;
@@ -286,6 +382,17 @@ impl<H: RemoteHandler> SoftwareNf for ClipServer<H> {
             ("ctl_out".to_string(), self.stats.ctl_out),
             ("ctl_dup".to_string(), self.dedup.duplicates),
             ("ctl_gave_up".to_string(), self.reliable.gave_up),
+            ("ctl_conn_new".to_string(), self.stats.conn_new),
+            ("ctl_conn_release".to_string(), self.stats.conn_release),
+            (
+                "ctl_conn_release_retry".to_string(),
+                self.stats.conn_release_retry,
+            ),
+            ("ctl_conn_released".to_string(), self.stats.conn_released),
+            (
+                "ctl_conn_release_stale".to_string(),
+                self.stats.conn_release_stale,
+            ),
         ]);
         v
     }
@@ -295,5 +402,7 @@ impl<H: RemoteHandler> SoftwareNf for ClipServer<H> {
         self.reliable.clear();
         self.dedup.clear();
         self.next_heartbeat = 0;
+        self.conn_new.clear();
+        self.release_backlog.clear();
     }
 }

@@ -12,7 +12,10 @@
 //!
 //! - [`transition`] — `Transition(G_new)`, steps 1–11 of §5.6.
 //! - [`promotion`] — the top-N rounds and the switch-table cache (§5.5).
+//! - [`conns`] — TRD's index slices, CONN_NEW / CONN_RELEASE and the idle
+//!   aging of `conn_idx` (§7.2).
 
+pub mod conns;
 pub mod promotion;
 pub mod transition;
 
@@ -26,6 +29,7 @@ use crate::flow::FlowKey;
 use crate::switch::forwarding::MAX_MEMBERS;
 use crate::switch::{Command, DriverConfig, Report};
 
+pub use conns::{ConnStats, Conns};
 pub use promotion::{Policy, Promotion};
 pub use transition::{Mutation, Transition};
 
@@ -81,6 +85,8 @@ pub struct ControllerConfig {
     /// A server silent this long is declared failed (§5.7: 3 missed
     /// heartbeats of 100 ms).
     pub fail_after_ns: Nanos,
+    /// TRD's connections: R and the index slices (R = 0: none).
+    pub conns: Conns,
 }
 
 impl Default for ControllerConfig {
@@ -94,6 +100,7 @@ impl Default for ControllerConfig {
             mutation: Mutation::None,
             schedule: Vec::new(),
             fail_after_ns: MISSED_HEARTBEATS * crate::server::endpoint::HEARTBEAT_NS,
+            conns: Conns::default(),
         }
     }
 }
@@ -187,6 +194,7 @@ pub struct Controller {
     queued: VecDeque<Vec<u8>>,
     transition: Option<Transition>,
     promotion: promotion::State,
+    conns: conns::State,
     next_barrier: u64,
     history: Vec<(Nanos, Event)>,
     /// Counters.
@@ -208,6 +216,7 @@ impl Controller {
             queued: VecDeque::new(),
             transition: None,
             promotion: promotion::State::default(),
+            conns: conns::State::default(),
             next_barrier: 0,
             history: Vec::new(),
             stats: ControllerStats::default(),
@@ -263,6 +272,7 @@ impl Controller {
             ("promo_installed", p.installed),
         ]
         .into_iter()
+        .chain(self.conn_counters())
         .map(|(n, v)| (n.to_string(), v))
         .chain(self.group_counters())
         .collect()
@@ -330,6 +340,7 @@ impl Controller {
         self.reset(driver, now);
         let mut out = vec![Out::Timer(now + TICK_NS, TOKEN_TICK)];
         out.extend(self.promotion_start(now));
+        self.conns_start(now, driver, &mut out);
         for (i, (at, _)) in self.config.schedule.iter().enumerate().take(MAX_SCHEDULE) {
             if *at >= now {
                 out.push(Out::Timer(*at, TOKEN_SCHEDULE + i as u64));
@@ -425,6 +436,7 @@ impl Controller {
                     self.finish(t, done, now, &mut out);
                 }
                 out.extend(self.promotion_barrier(now, token));
+                self.conns_barrier(now, token, &mut out);
             }
             Report::Overflow(d) => {
                 self.stats.overflow_digests += 1;
@@ -436,7 +448,10 @@ impl Controller {
                     out.push(Out::Cmd(Command::PinDelete(f)));
                 }
             }
-            Report::Activity { key, idle } => self.promotion_activity(now, key, idle),
+            Report::Activity { key, idle } => {
+                self.conns_activity(&key, idle, &mut out);
+                self.promotion_activity(now, key, idle);
+            }
             Report::Failed(_) => self.stats.driver_failures += 1,
             Report::Ctl { port, frame } => self.on_ctl(now, port, &frame, &mut out),
         }
@@ -478,6 +493,15 @@ impl Controller {
                 self.promotion_created(msg.sender, *table_id, entries);
             }
             CtlBody::FlowExpired { .. } => {}
+            CtlBody::ConnNew { flow, idx } => {
+                self.conn_new(now, msg.sender, FlowKey(*flow), *idx, out);
+            }
+            CtlBody::ConnRelease { flow, idx } => {
+                let (sender, flow, idx) = (msg.sender, FlowKey(*flow), *idx);
+                if !self.conn_release(sender, &msg, flow, idx, out) {
+                    return;
+                }
+            }
             _ => {
                 self.stats.ctl_bad += 1;
                 return;
@@ -509,7 +533,9 @@ impl Controller {
                         self.finish(t, done, now, &mut out);
                     }
                     self.promotion_lost(now, to, &m, &mut out);
+                    self.conns_lost(now, to, &m, &mut out);
                 }
+                self.conns_tick(now, &mut out);
                 self.check_liveness(now, &mut out);
                 self.check_retirement(now);
             }

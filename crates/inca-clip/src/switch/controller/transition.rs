@@ -43,6 +43,13 @@ pub enum Mutation {
     /// Skip the post-flip query (step 11's Q3): flows known only to the
     /// pin cache lose it when the cache is cleared.
     NoQ3,
+    /// TRD: ack CONN_NEW without installing `conn_idx` (connections never
+    /// reach the fast path).
+    NoConnInstall,
+    /// TRD: answer CONN_RELEASE at once without deleting the entry (the
+    /// index is freed while the switch still maps the old connection to
+    /// it).
+    ReleaseWithoutDelete,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
