@@ -11,6 +11,8 @@
 //! - **No halt** (property 6): every packet comes out of the switch (the
 //!   NULL app answers every request), `no_server_drop` and `invalid_drop`
 //!   stay 0, and no server saw a `ver_mismatch`.
+//! - **Atomic flip** (property 12): no packet accessed `cur` (or any other
+//!   object) twice in a pass; the switch model records every such access.
 //!
 //! Seeds whose run overflowed the pin cache or aborted a transition for
 //! a full pin table are counted and not judged for affinity (the spec
@@ -310,6 +312,21 @@ pub fn run(seed: u64, mutation: Mutation) -> Outcome {
         o.excluded = c.stats.pin_full > 0;
     }
     o.excluded |= st.pin_cache_overflow > 0;
+    // Property 12 (atomic flip): the data-plane model refuses a second
+    // access to an object in one pass and records it, so a packet that saw
+    // two values of `cur` (or broke any other rule) shows here.
+    if let Some(v) = sw_dev.violations().first() {
+        let what = match &v.error {
+            inca_switch::AccessError::DoubleAccess { object } if object == "cur" => "atomic flip",
+            _ => "data plane",
+        };
+        o.violations.push(format!(
+            "{what}: {} rule violations, the first at {} ns: {}",
+            sw_dev.violations().len(),
+            v.at,
+            v.error
+        ));
+    }
     if st.no_server_drop != 0 || st.invalid_drop != 0 {
         o.violations.push(format!(
             "halt: no_server_drop {} invalid_drop {}",
