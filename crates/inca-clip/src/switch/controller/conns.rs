@@ -139,6 +139,8 @@ pub struct ConnStats {
     pub aged: u64,
     /// ENTRY_EXPIREDs sent for them.
     pub expired: u64,
+    /// ENTRY_EXPIREDs sent again after their retransmissions ran out.
+    pub expired_resent: u64,
     /// CONN_NEWs refused and CONN_RELEASEs left unanswered because
     /// [`MAX_OUTSTANDING`] operations awaited their barrier.
     pub backlogged: u64,
@@ -201,6 +203,7 @@ impl Controller {
             ("conn_release_stale", s.release_stale),
             ("conn_aged", s.aged),
             ("conn_expired", s.expired),
+            ("conn_expired_resent", s.expired_resent),
             ("conn_backlogged", s.backlogged),
             ("conn_live", self.conns.live.len() as u64),
         ]
@@ -234,13 +237,26 @@ impl Controller {
         self.request(now, to, body, out);
     }
 
-    /// A request given up on: a live server's POOL_ASSIGN is sent again.
+    /// A request given up on: a live server's POOL_ASSIGN is sent again,
+    /// and so is its ENTRY_EXPIRED of `conn_idx` entries. [our choice]
+    /// The server frees an aged connection's index only when it hears of
+    /// the expiry, so a lost one would leak the index for as long as the
+    /// server lives; a failed server's indices go with it.
     pub(super) fn conns_lost(&mut self, now: Nanos, to: u8, msg: &CtlMessage, out: &mut Vec<Out>) {
-        let live = self.servers.get(&to).is_some_and(|s| !s.failed);
-        if let (CtlBody::PoolAssign { lo, hi, .. }, true) = (&msg.body, live) {
-            if self.conns.slices.get(&to) == Some(&(*lo, *hi)) {
+        if self.servers.get(&to).is_none_or(|s| s.failed) {
+            return;
+        }
+        match &msg.body {
+            CtlBody::PoolAssign { lo, hi, .. }
+                if self.conns.slices.get(&to) == Some(&(*lo, *hi)) =>
+            {
                 self.pool_assign(now, to, *lo, *hi, out);
             }
+            CtlBody::EntryExpired { table_id, .. } if *table_id == TABLE_CONN_IDX => {
+                self.conns.stats.expired_resent += 1;
+                self.request(now, to, msg.body.clone(), out);
+            }
+            _ => {}
         }
     }
 
@@ -641,5 +657,53 @@ mod tests {
         let frame = ctl::frame(&msg, 2, 0);
         assert!(c.on_report(120, Report::Ctl { port: 2, frame }).is_empty());
         assert_eq!(c.stats.ctl_bad, bad + 2);
+    }
+
+    #[test]
+    fn an_entry_expired_given_up_on_is_sent_again_while_its_server_lives() {
+        let mut c = controller();
+        let driver = DriverConfig {
+            servers: vec![ServerLink { id: 1, port: 2 }, ServerLink { id: 2, port: 3 }],
+            initial_group: vec![1, 2],
+            t_exp_ns: T_EXP,
+        };
+        c.start(0, &driver);
+        let outs = from(
+            &mut c,
+            10,
+            2,
+            1,
+            CtlBody::ConnNew {
+                flow: flow(9).0,
+                idx: 40,
+            },
+        );
+        c.on_report(20, Report::Barrier(barrier(&outs)));
+        let key = flow(9).0.to_vec();
+        let outs = c.on_report(30, Report::Activity { key, idle: T_EXP });
+        let outs = c.on_report(40, Report::Barrier(barrier(&outs)));
+        let expired = |outs: &[Out]| -> Vec<u32> {
+            sent(outs)
+                .into_iter()
+                .filter(|(p, m)| *p == 3 && matches!(m.body, CtlBody::EntryExpired { .. }))
+                .map(|(_, m)| m.txn_id)
+                .collect()
+        };
+        let mut txns: Vec<u32> = expired(&outs);
+        assert_eq!(txns.len(), 1);
+        // Server 2 keeps its heartbeats but never answers: the expiry is
+        // retransmitted, given up on, and sent again as a new request.
+        let mut now = 40;
+        for i in 0..12 {
+            now += super::super::TICK_NS;
+            let hb = CtlBody::Heartbeat { timestamp_ns: now };
+            from(&mut c, now, 2, 1_000 + i, hb);
+            txns.extend(expired(&c.on_timer(now, super::super::TOKEN_TICK)));
+        }
+        txns.dedup();
+        assert!(txns.len() >= 2, "sent again under a new txn: {txns:?}");
+        assert!(c.conn_stats().expired_resent >= 1);
+        // Server 1, silent, is declared failed; nothing goes to it.
+        assert!(c.servers.get(&1).is_some_and(|s| s.failed));
     }
 }
