@@ -536,6 +536,7 @@ impl Controller {
                     self.conns_lost(now, to, &m, &mut out);
                 }
                 self.conns_tick(now, &mut out);
+                self.promotion_tick(now, &mut out);
                 self.check_liveness(now, &mut out);
                 self.check_retirement(now);
             }

@@ -98,6 +98,8 @@ pub(super) struct State {
     /// Of `promoted`, those a transition pushed (§5.6 step 5).
     pushed: u64,
     evicted: u64,
+    /// Idle-time polls issued.
+    polls: u64,
     rng_draws: u64,
 }
 
@@ -112,6 +114,8 @@ pub struct PromotionStats {
     pub pushed: u64,
     /// Aged entries evicted.
     pub evicted: u64,
+    /// Idle-time polls issued.
+    pub polls: u64,
     /// Entries in the switch now.
     pub installed: u64,
     /// Entries known.
@@ -130,6 +134,7 @@ impl Controller {
             promoted: self.promotion.promoted,
             pushed: self.promotion.pushed,
             evicted: self.promotion.evicted,
+            polls: self.promotion.polls,
             installed: self.promotion.installed.len() as u64,
             known: self.promotion.known.len() as u64,
         }
@@ -200,13 +205,7 @@ impl Controller {
         }
         out.push(Out::Timer(now + cfg.t_report_ns, TOKEN_REPORT));
         if now >= self.promotion.next_poll {
-            self.promotion.next_poll = now + cfg.poll_ns;
-            for (f, _) in self.promotion.installed.iter() {
-                out.push(Out::Cmd(Command::AppPoll {
-                    table: 0,
-                    key: f.0.to_vec(),
-                }));
-            }
+            self.poll_installed(now, &mut out);
         }
         if cfg.policy == Policy::Random {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
@@ -295,6 +294,34 @@ impl Controller {
     /// controller, the install possibly not yet acked).
     pub(super) fn is_promoted(&self, flow: &FlowKey) -> bool {
         self.promotion.installed.contains_key(flow)
+    }
+
+    /// Polls every installed entry's idle time; the next poll is due a
+    /// poll period later.
+    fn poll_installed(&mut self, now: Nanos, out: &mut Vec<Out>) {
+        self.promotion.next_poll = now + self.config.promotion.poll_ns;
+        for f in self.promotion.installed.keys() {
+            self.promotion.polls += 1;
+            out.push(Out::Cmd(Command::AppPoll {
+                table: 0,
+                key: f.0.to_vec(),
+            }));
+        }
+    }
+
+    /// The controller's tick with periodic promotion off: entries a
+    /// transition pushed are still polled each poll period, so an eviction
+    /// for a later push judges fresh idle times rather than the time since
+    /// install (which would make every live entry look aged after T_exp,
+    /// and a translation change under a live flow). With promotion on,
+    /// the rounds poll.
+    pub(super) fn promotion_tick(&mut self, now: Nanos, out: &mut Vec<Out>) {
+        if self.config.promotion.policy == Policy::Off
+            && !self.promotion.installed.is_empty()
+            && now >= self.promotion.next_poll
+        {
+            self.poll_installed(now, out);
+        }
     }
 
     /// A transition's push (§5.6 step 5): installs the entries of `flows`
