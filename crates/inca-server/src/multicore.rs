@@ -588,9 +588,15 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
         }
     }
 
+    /// The frame leaves the NIC: `now` is the step's time, `present` the
+    /// time the device was called at. [our choice] In the simulator a
+    /// wake is on time and the two are equal; live, a wake can come late
+    /// and steps run at their scheduled times, but a frame cannot be sent
+    /// in the past (the device contract), so it leaves at `present` then.
     fn tx_wire(
         &mut self,
         now: Nanos,
+        present: Nanos,
         port: PortId,
         core: usize,
         frame: Vec<u8>,
@@ -607,7 +613,7 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
             self.pcie(now, Engine::Tx, self.pcie.dma_write(desc, None));
         }
         self.stats.tx_frames += 1;
-        self.tx_port[p].send(start, frame, out);
+        self.tx_port[p].send(start.max(present), frame, out);
     }
 
     /// Runs every step due by `now`, in time order.
@@ -641,7 +647,7 @@ impl<N: SoftwareNf> MultiCoreServer<N> {
                     let next = Step::TxWire { port, core, frame };
                     self.pcie(t, Engine::Tx, self.pcie.read_completion(len, Some(next)));
                 }
-                Step::TxWire { port, core, frame } => self.tx_wire(t, port, core, frame, out),
+                Step::TxWire { port, core, frame } => self.tx_wire(t, now, port, core, frame, out),
                 Step::PciePump { dir } => self.pcie_pump(t, dir),
                 Step::Housekeeping => self.housekeeping(t),
             }

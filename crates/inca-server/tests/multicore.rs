@@ -445,3 +445,57 @@ fn extra_cpu_an_nf_reports_is_charged_to_that_frame_alone() {
         "the even one waited out the odd one's 400 + 500 ns of CPU"
     );
 }
+
+#[test]
+fn a_late_wake_never_sends_in_the_past() {
+    // Live, a timer can fire late: the steps due meanwhile run at their
+    // own times, but what they send leaves no earlier than the call.
+    use inca_switch::device::{device_rng, Device, Input, Output};
+    println!("seed {SEED}");
+    let port = |i: u8| PortMacs {
+        mac: [2, 0, 0, 0, 9, i],
+        neighbour: [2, 0, 0, 0, 8, i],
+    };
+    let mut s = MultiCoreServer::new(
+        ServerConfig::default(),
+        vec![port(0), port(1)],
+        Forward::default(),
+    )
+    .unwrap();
+    let mut rng = device_rng(SEED, 0);
+    let mut out = Vec::new();
+    s.start(0, &mut rng, &mut out);
+    s.handle(
+        1_000,
+        Input::Frame {
+            port: 0,
+            frame: frame(7, 100),
+        },
+        &mut rng,
+        &mut out,
+    );
+    assert!(
+        out.iter().all(|o| !matches!(o, Output::Transmit { .. })),
+        "nothing leaves at once"
+    );
+    // The wake comes 1 ms late; every step has long been due.
+    let late = 1_000_000;
+    let mut out = Vec::new();
+    s.handle(
+        late,
+        Input::Timer {
+            token: inca_server::multicore::WAKE,
+        },
+        &mut rng,
+        &mut out,
+    );
+    let sent: Vec<u64> = out
+        .iter()
+        .filter_map(|o| match o {
+            Output::Transmit { at, .. } => Some(*at),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 1, "{out:?}");
+    assert!(sent.iter().all(|&at| at >= late), "{sent:?}");
+}
