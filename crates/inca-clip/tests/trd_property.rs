@@ -21,12 +21,12 @@
 //! starts after the first's indices were released and reuses them.
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
 
 use inca_apps::l2l3::{Entry as L3Entry, NextHop, L2L3};
 use inca_clip::apps::trd::{
     ConnInfo, TrdHandler, TrdSwitch, POOL_INDICES, TABLE_CONN_IDX, T_RELEASE_NS,
 };
+use inca_clip::experiments::trd::frame;
 use inca_clip::server::{ClipRuntime, RuntimeConfig};
 use inca_clip::switch::scalability::ScaleSizes;
 use inca_clip::switch::{ClipSwitch, Command, Driver, DriverConfig, Report, ServerLink};
@@ -35,7 +35,6 @@ use inca_server::{MultiCoreServer, PortMacs, ServerConfig};
 use inca_switch::device::Nanos;
 use inca_switch::fabric::{Fabric, NodeIx, Wire};
 use inca_switch::{Profile, Switch};
-use inca_wire::{build_tcp_frame, build_udp_frame, Endpoints, TcpFlags, TcpRepr};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -86,41 +85,6 @@ struct Conn {
     /// Reports expected.
     expected: u64,
     fin_at: Nanos,
-}
-
-fn frame(flow: &FlowKey, flags: u8, seq: u32, len: usize) -> Vec<u8> {
-    let ep = Endpoints::new(
-        [2, 0, 0, 0, 0, 1],
-        Ipv4Addr::from(flow.src()),
-        [2, 0, 0, 0, 0, 2],
-        Ipv4Addr::from(flow.dst()),
-    );
-    let payload = vec![0x5A; len];
-    let t = TcpRepr {
-        src_port: flow.sport(),
-        dst_port: flow.dport(),
-        seq,
-        ack: 1,
-        flags: TcpFlags(flags),
-        window: 1024,
-        urgent: 0,
-        options: &[],
-        payload: &payload,
-    };
-    let inner = build_tcp_frame(&ep, &t).unwrap();
-    if flow.ctx() == 0 {
-        return inner;
-    }
-    let v = flow.ctx().to_be_bytes();
-    let mut vx = vec![0x08, 0, 0, 0, v[1], v[2], v[3], 0];
-    vx.extend_from_slice(&inner);
-    let outer = Endpoints::new(
-        [6, 0, 0, 0, 0, 1],
-        Ipv4Addr::new(192, 0, 2, 1),
-        [6, 0, 0, 0, 0, 2],
-        Ipv4Addr::new(192, 0, 2, 2),
-    );
-    build_udp_frame(&outer, 49_152 + flow.sport() % 1000, 4789, &vx, true).unwrap()
 }
 
 /// Connection `i` of wave `w`: its key (VXLAN: VNIs 10 and 11 share inner
